@@ -1,0 +1,33 @@
+# Two commands for a fresh machine (see README.md):
+#   make run    the main job (the default chaos run on local processes; for now the smoke demo)
+#   make test   every test suite: lint, unit, integration (local Kafka + Spark), containers
+# Both install what they need: a virtualenv, the JVM jars from Maven Central, and (for the
+# containers suite, as root) Debian's docker.io and the locally built images.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+
+.PHONY: run test setup images clean
+
+$(BIN)/sealcheck: pyproject.toml
+	@command -v java >/dev/null || { echo "Java 17 is required (Debian: openjdk-17-jdk-headless)"; exit 1; }
+	@command -v mvn >/dev/null || { echo "Maven is required (Debian: maven)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+setup: $(BIN)/sealcheck
+	$(BIN)/sealcheck setup
+
+images: setup
+	$(BIN)/sealcheck setup --images
+
+run: setup
+	$(BIN)/sealcheck demo
+
+test: setup
+	$(BIN)/tox run -e lint,unit,integration,containers
+
+clean:
+	rm -rf $(VENV) .tox

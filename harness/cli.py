@@ -1,0 +1,110 @@
+"""The ``sealcheck`` command line.
+
+Exit codes: 0 valid / success, 1 invalid, 2 unknown, 254 bad arguments, 255 the harness
+itself crashed. Bad input gets one clear line on stderr, never only a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+EXIT_VALID = 0
+EXIT_INVALID = 1
+EXIT_UNKNOWN = 2
+EXIT_BAD_ARGS = 254
+EXIT_CRASH = 255
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with Sealcheck's exit code for bad arguments."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_ARGS, f"sealcheck: error: {message}\n")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _cmd_setup(args: argparse.Namespace) -> int:
+    from harness.jars import setup_jars
+
+    start = time.monotonic()
+    for module, path in setup_jars(quiet=not args.verbose).items():
+        print(f"jars: {module} -> {path}")
+    print(f"jars ready in {time.monotonic() - start:.1f}s")
+    if args.images:
+        from harness.containers.images import base_image, kafka_image
+
+        start = time.monotonic()
+        print(f"image: {base_image()}")
+        print(f"image: {kafka_image()}")
+        print(f"images ready in {time.monotonic() - start:.1f}s")
+    return EXIT_VALID
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from harness.demo import run_demo
+
+    result = run_demo(args.records, args.partitions, args.seed, args.backend)
+    for name, seconds in result.timings.items():
+        print(f"{name:>16}: {seconds:6.2f}")
+    verdict = "valid" if result.ok else "INVALID"
+    print(f"demo {verdict}: produced {result.produced}, read back {result.read_back}")
+    return EXIT_VALID if result.ok else EXIT_INVALID
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and documentation)."""
+    parser = _Parser(prog="sealcheck", description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    setup = sub.add_parser("setup", help="copy the JVM jars from Maven Central (idempotent)")
+    setup.add_argument("--images", action="store_true", help="also build the container images")
+    setup.add_argument("--verbose", action="store_true", help="show Maven's output")
+    setup.set_defaults(func=_cmd_setup)
+
+    demo = sub.add_parser("demo", help="smoke round trip: Kafka -> Spark batch read")
+    demo.add_argument("--records", type=_positive, default=10_000)
+    demo.add_argument("--partitions", type=_positive, default=3)
+    demo.add_argument("--seed", type=int, default=1)
+    demo.add_argument("--backend", choices=("local", "containers"), default="local")
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sealcheck`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:
+        print("sealcheck: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from harness.containers.images import EngineUnavailableError
+        from harness.jars import JarsMissingError
+
+        if isinstance(exc, JarsMissingError | EngineUnavailableError):
+            print(f"sealcheck: {exc}", file=sys.stderr)
+            return EXIT_BAD_ARGS
+        traceback.print_exc()
+        print(f"sealcheck: the harness itself failed: {exc}", file=sys.stderr)
+        return EXIT_CRASH
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Containers backend: a local Docker engine, offline images and containerised Kafka."""

@@ -1,0 +1,76 @@
+"""Child processes the harness owns: started in their own session, never outliving it.
+
+Every server the harness starts (Kafka brokers, pipeline incarnations) goes through
+:func:`spawn`, which
+
+* puts the child in a new session (so signals reach the whole process group),
+* asks the kernel to SIGKILL the child when the harness process dies
+  (``PR_SET_PDEATHSIG``), so even a ``kill -9`` of the harness leaves no orphan,
+* sends stdout and stderr to a log file.
+
+``PR_SET_PDEATHSIG`` fires when the *thread* that forked exits, so spawn from a thread
+that lives as long as the child (the main thread, or the supervisor's own thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def spawn(
+    argv: Sequence[str],
+    log_path: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as an owned child logging to ``log_path`` (appended to)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
+
+def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """Send ``sig`` to the child's whole process group; a group already gone is fine."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+
+
+def terminate(proc: subprocess.Popen[bytes], timeout_s: float = 20.0) -> int:
+    """SIGTERM the child's group, wait up to ``timeout_s``, then SIGKILL; return its exit code.
+
+    A stopped (SIGSTOPped) child is continued first so it can act on SIGTERM.
+    """
+    if proc.poll() is None:
+        signal_group(proc, signal.SIGCONT)
+        signal_group(proc, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            signal_group(proc, signal.SIGKILL)
+    return proc.wait()

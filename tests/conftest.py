@@ -1,0 +1,55 @@
+"""Shared fixtures: real Kafka (local processes), real Spark, and the Docker engine."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One local KRaft broker for the whole session."""
+    from harness.kafka_local import KafkaCluster
+
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A local-mode Spark session with the Kafka connector."""
+    from harness.spark import spark_session
+
+    session = spark_session("sealcheck-tests")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> None:
+    """Skip (with the engine's own reason) when no Docker engine can be started here."""
+    from harness.containers.images import EngineUnavailableError, ensure_engine
+
+    try:
+        ensure_engine()
+    except EngineUnavailableError as exc:
+        pytest.skip(f"no Docker engine: {exc}")
+
+
+@pytest.fixture(scope="session")
+def kafka_image(docker_engine: None) -> str:
+    """The locally built Kafka image (built on first use)."""
+    from harness.containers.images import kafka_image as build
+
+    return build()

@@ -1,0 +1,20 @@
+import json
+import random
+
+from harness import smoke
+from harness.smoke import Record
+
+
+def test_records_are_seeded() -> None:
+    assert smoke.make_records(50, random.Random(7)) == smoke.make_records(50, random.Random(7))
+    assert smoke.make_records(50, random.Random(7)) != smoke.make_records(50, random.Random(8))
+
+
+def test_offsets_json_is_what_spark_expects() -> None:
+    text = smoke.offsets_json("t", {1: 5, 0: 3})
+    assert json.loads(text) == {"t": {"0": 3, "1": 5}}
+
+
+def test_end_offsets_is_one_past_the_highest() -> None:
+    acked = [Record(0, 0, b"a", b"1"), Record(0, 4, b"a", b"2"), Record(2, 1, None, None)]
+    assert smoke.end_offsets(acked) == {0: 5, 2: 2}
