@@ -27,7 +27,7 @@ run: setup
 	$(BIN)/sealcheck demo
 
 test: setup
-	$(BIN)/tox run -e lint,unit,integration,containers
+	$(BIN)/tox run -e ci
 
 clean:
 	rm -rf $(VENV) .tox
