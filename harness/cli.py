@@ -82,11 +82,22 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=1)
     demo.add_argument("--backend", choices=("local", "containers"), default="local")
     demo.set_defaults(func=_cmd_demo)
+
+    sub.add_parser(
+        "pipeline",
+        add_help=False,
+        help="run the system under test (see `sealcheck pipeline --help`)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sealcheck`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["pipeline"]:
+        from pipeline.cli import main as pipeline_main
+
+        return pipeline_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)

@@ -1,0 +1,74 @@
+"""The reference model: what the upsert collections must hold, from the topic alone.
+
+Written independently of ``pipeline/upsert.py`` (an N-version check): replay the topic up
+to given per-partition offsets; per raw key the record with the highest ``(offset,
+partition)`` wins; the winner decides ``data`` and ``errors`` as ``docs/architecture.md``
+("Record encoding") specifies.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TopicRecord:
+    """One record of the dumped input topic."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """Expected contents of ``data`` and ``errors`` (key → value)."""
+
+    data: dict[bytes, bytes]
+    errors: dict[bytes, bytes]
+
+
+def _error(rec: TopicRecord, reason: str) -> bytes:
+    return json.dumps(
+        {"partition": rec.partition, "offset": rec.offset, "reason": reason}, sort_keys=True
+    ).encode()
+
+
+def _is_json(raw: bytes) -> bool:
+    try:
+        json.loads(str(raw, "utf-8"))
+        return True
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+
+
+def expected_state(records: Iterable[TopicRecord], upto: Mapping[int, int]) -> ModelState:
+    """The state after every record with ``offset < upto[partition]``."""
+    latest: dict[bytes | None, TopicRecord] = {}
+    for rec in records:
+        if rec.offset >= upto.get(rec.partition, 0):
+            continue
+        prev = latest.get(rec.key)
+        if prev is None or (rec.offset, rec.partition) > (prev.offset, prev.partition):
+            latest[rec.key] = rec
+    data: dict[bytes, bytes] = {}
+    errors: dict[bytes, bytes] = {}
+    for key, rec in latest.items():
+        if key is None:
+            errors[b"null"] = _error(rec, "null key")
+            continue
+        try:
+            key.decode("utf-8")
+        except UnicodeDecodeError:
+            errors[b"key:" + key.hex().encode()] = _error(rec, "key is not UTF-8")
+            continue
+        if rec.value is None:
+            continue
+        if _is_json(rec.value):
+            data[key] = rec.value
+        else:
+            errors[b"key:" + key.hex().encode()] = _error(rec, "value is not UTF-8 JSON")
+    return ModelState(data, errors)

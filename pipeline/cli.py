@@ -1,0 +1,126 @@
+"""``sealcheck pipeline``: run the persistent Kafka upsert source as a process.
+
+Exit codes: 0 stopped on request (SIGTERM/SIGINT or ``--max-steps``), 1 crashed,
+3 fenced by another writer, 4 the store cannot be resumed (inconsistent or an invariant
+violated), 254 bad arguments. Each sealed step is logged as one JSON line on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import NoReturn
+
+from pipeline.failpoints import FailpointSpecError, load_from_env
+
+EXIT_OK = 0
+EXIT_CRASH = 1
+EXIT_FENCED = 3
+EXIT_STORE = 4
+EXIT_BAD_ARGS = 254
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_ARGS, f"sealcheck pipeline: error: {message}\n")
+
+
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Arguments of ``sealcheck pipeline``."""
+    p = _Parser(prog="sealcheck pipeline", description="persistent Kafka upsert source on Spark")
+    p.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers, host:port[,…]")
+    p.add_argument("--topic", required=True, help="the upsert topic to read")
+    p.add_argument("--store", required=True, help="persist store: a path or sqlite:///path")
+    p.add_argument("--max-records-per-step", type=_at_least(1), default=10_000)
+    p.add_argument("--max-steps", type=_at_least(1), default=None, help="stop after N steps")
+    p.add_argument(
+        "--retain-steps", type=_at_least(0), default=0, help="compact history older than N steps"
+    )
+    p.add_argument("--compact-every", type=_at_least(1), default=10)
+    p.add_argument("--spark-cores", type=_at_least(1), default=2)
+    p.add_argument("--driver-memory", default="1g")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the pipeline until stopped; return the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        load_from_env()
+    except FailpointSpecError as exc:
+        print(f"sealcheck pipeline: {exc}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    from pipeline.loop import Fenced, LoopConfig, StepLoop, StoreInconsistent, log_json
+    from pipeline.persist import InvariantViolation, open_store
+
+    try:
+        store = open_store(args.store)
+    except ValueError as exc:
+        print(f"sealcheck pipeline: {exc}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        del frame
+        log_json({"event": "stopping", "signal": signum})
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    config = LoopConfig(
+        max_records_per_step=args.max_records_per_step,
+        retain_steps=args.retain_steps,
+        compact_every=args.compact_every,
+    )
+    code = EXIT_CRASH
+    source = None
+    try:
+        from harness.spark import spark_session
+        from pipeline.source import KafkaSparkSource
+
+        spark = spark_session("sealcheck-pipeline", args.spark_cores, args.driver_memory)
+        source = KafkaSparkSource(args.bootstrap, args.topic, spark)
+        loop = StepLoop(store, source, config, log_json)
+        loop.rehydrate()
+        log_json({"event": "started", "t": loop.t, "topic": args.topic})
+        sealed = loop.run(stop, args.max_steps)
+        log_json({"event": "stopped", "t": loop.t, "sealed": sealed})
+        code = EXIT_OK
+    except Fenced as exc:
+        log_json({"event": "fenced", "error": str(exc)})
+        code = EXIT_FENCED
+    except (StoreInconsistent, InvariantViolation) as exc:
+        log_json({"event": "store_error", "error": str(exc)})
+        print(f"sealcheck pipeline: {exc}", file=sys.stderr)
+        code = EXIT_STORE
+    except Exception as exc:
+        traceback.print_exc()
+        log_json({"event": "crashed", "error": f"{type(exc).__name__}: {exc}"[:500]})
+    finally:
+        if source is not None:
+            source.close()
+        store.close()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

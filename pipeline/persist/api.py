@@ -1,0 +1,147 @@
+"""The persist contract every backend passes (see ``tests/unit/test_persist_contract.py``).
+
+A *collection* holds updates ``(key, value, ts, diff)``. Its **upper** seals it: every
+``ts < upper`` is final and nothing is ever written below it again. Its **since** is the
+compaction frontier: reads ``as_of >= since`` are exact; history below may be merged.
+Appends are compare-and-append: they name the upper they expect, so a writer whose view is
+stale (a zombie) is refused with :class:`UpperMismatch` instead of corrupting the collection.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, order=True)
+class Update:
+    """One differential update: ``diff`` copies of ``(key, value)`` at time ``ts``."""
+
+    key: bytes
+    value: bytes
+    ts: int
+    diff: int
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Updates for one collection, sealing it from ``expected_upper`` to ``new_upper``."""
+
+    updates: Sequence[Update]
+    expected_upper: int
+    new_upper: int
+
+
+class PersistError(RuntimeError):
+    """Base of every error the persist layer raises on purpose."""
+
+
+class UpperMismatch(PersistError):
+    """compare-and-append refused: the collection's upper is not the one the writer expected.
+
+    This is the fence against zombie writers: a process that sees it must stop writing.
+    """
+
+    def __init__(self, collection: str, expected: int, actual: int) -> None:
+        super().__init__(
+            f"collection {collection!r}: expected upper {expected} but it is {actual}; "
+            "another writer has appended since this one last looked (this writer is fenced)"
+        )
+        self.collection, self.expected, self.actual = collection, expected, actual
+
+
+class InvariantViolation(PersistError):
+    """A consolidated read found a diff other than 0/1, or a key with two values."""
+
+    def __init__(self, collection: str, key: bytes, ts: int, detail: str) -> None:
+        super().__init__(f"collection {collection!r}, key {key!r}, as of ts {ts}: {detail}")
+        self.collection, self.key, self.ts, self.detail = collection, key, ts, detail
+
+
+class ReadBelowSince(PersistError):
+    """A read asked for a time below the compaction frontier."""
+
+
+class ReadNotSealed(PersistError):
+    """A read asked for a time that is not sealed yet (``as_of >= upper``)."""
+
+
+def consolidate(collection: str, updates: Iterable[Update], as_of: int) -> dict[bytes, bytes]:
+    """Sum diffs per ``(key, value)`` over ``updates`` with ``ts <= as_of``; check invariants.
+
+    Returns key → value. Raises :class:`InvariantViolation` on a multiplicity other than 0/1
+    or on a key holding two values.
+    """
+    sums: dict[tuple[bytes, bytes], int] = defaultdict(int)
+    for u in updates:
+        if u.ts <= as_of:
+            sums[(u.key, u.value)] += u.diff
+    return check_consolidated(collection, ((k, v, d) for (k, v), d in sums.items()), as_of)
+
+
+def check_consolidated(
+    collection: str, rows: Iterable[tuple[bytes, bytes, int]], as_of: int
+) -> dict[bytes, bytes]:
+    """Turn consolidated ``(key, value, multiplicity)`` rows into key → value, checking both
+    invariants (zero multiplicities are skipped)."""
+    state: dict[bytes, bytes] = {}
+    for key, value, mult in rows:
+        if mult == 0:
+            continue
+        if mult != 1:
+            raise InvariantViolation(
+                collection, key, as_of, f"value {value!r} has multiplicity {mult}, not 0 or 1"
+            )
+        if key in state:
+            raise InvariantViolation(
+                collection, key, as_of, f"two values {state[key]!r} and {value!r}"
+            )
+        state[key] = value
+    return state
+
+
+def check_batch(collection: str, batch: Batch) -> None:
+    """Reject a malformed batch before touching storage (bad frontier or a ts outside it)."""
+    if batch.new_upper <= batch.expected_upper:
+        raise ValueError(
+            f"collection {collection!r}: new upper {batch.new_upper} must exceed "
+            f"expected upper {batch.expected_upper}"
+        )
+    for u in batch.updates:
+        if not batch.expected_upper <= u.ts < batch.new_upper:
+            raise ValueError(
+                f"collection {collection!r}: update at ts {u.ts} is outside "
+                f"[{batch.expected_upper}, {batch.new_upper})"
+            )
+
+
+class Persist(Protocol):
+    """A store of named collections (SQLite now, PostgreSQL later)."""
+
+    def compare_and_append(
+        self, collection: str, updates: Sequence[Update], expected_upper: int, new_upper: int
+    ) -> None:
+        """Atomically append ``updates`` and move the upper, iff the upper is ``expected_upper``."""
+
+    def compare_and_append_many(self, batches: Mapping[str, Batch]) -> None:
+        """Like :meth:`compare_and_append` for several collections in one transaction."""
+
+    def snapshot(self, collection: str, as_of: int) -> dict[bytes, bytes]:
+        """The consolidated contents at ``as_of`` (``since <= as_of < upper``) as key → value."""
+
+    def updates(self, collection: str, lo: int, hi: int) -> list[Update]:
+        """Raw updates with ``lo <= ts < hi``, ordered by ``(ts, key, value)``."""
+
+    def compact(self, collection: str, since: int) -> bool:
+        """Advance ``since`` (merging history below it); False if it was already there."""
+
+    def uppers(self) -> dict[str, int]:
+        """Every collection's upper (a collection never appended to has upper 0)."""
+
+    def sinces(self) -> dict[str, int]:
+        """Every collection's compaction frontier."""
+
+    def close(self) -> None:
+        """Release the connection."""
