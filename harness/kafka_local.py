@@ -167,12 +167,12 @@ class KafkaNode:
     def pause(self) -> None:
         """SIGSTOP the broker: it keeps its sockets but answers nothing."""
         if self.proc is not None:
-            procs.signal_group(self.proc, signal.SIGSTOP)
+            procs.pause(self.proc)
 
     def resume(self) -> None:
         """SIGCONT a paused broker."""
         if self.proc is not None:
-            procs.signal_group(self.proc, signal.SIGCONT)
+            procs.resume(self.proc)
 
 
 class KafkaCluster:
@@ -239,15 +239,21 @@ class KafkaCluster:
         rf = replication if replication is not None else len(self.nodes)
         create_topic(self.bootstrap, name, partitions, rf)
 
-    def stop(self) -> None:
-        """Stop every node (controlled, then forced); keeps going past errors."""
-        for node in reversed(self.nodes):
+    def stop(self, timeout_s: float = 20.0) -> None:
+        """Stop every node: SIGTERM to all at once (a node stopped alone waits for a quorum
+        that is leaving too), then SIGKILL whatever is left after ``timeout_s``.
+        Keeps going past errors."""
+        live = [n.proc for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+        for proc in live:
+            procs.signal_group(proc, signal.SIGCONT)
+            procs.signal_group(proc, signal.SIGTERM)
+        for proc in live:
             try:
-                node.stop()
+                procs.terminate(proc, timeout_s)
             except KeyboardInterrupt:
                 raise
             except Exception as exc:  # teardown keeps going
-                print(f"warning: stopping Kafka node {node.node_id}: {exc}")
+                print(f"warning: stopping Kafka pid {proc.pid}: {exc}")
 
     def __enter__(self) -> KafkaCluster:
         self.start()

@@ -20,7 +20,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
@@ -74,3 +75,32 @@ def terminate(proc: subprocess.Popen[bytes], timeout_s: float = 20.0) -> int:
         except subprocess.TimeoutExpired:
             signal_group(proc, signal.SIGKILL)
     return proc.wait()
+
+
+def proc_state(pid: int) -> str:
+    """The kernel's one-letter state of ``pid`` (``T`` stopped, ``S`` sleeping, …; ``X`` gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "X"
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def pause(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -> None:
+    """SIGSTOP the child's group and wait until the kernel reports it stopped."""
+    signal_group(proc, signal.SIGSTOP)
+    _wait_state(proc.pid, lambda s: s in "TtXZ", timeout_s, "stopped")
+
+
+def resume(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -> None:
+    """SIGCONT the child's group and wait until it is no longer stopped."""
+    signal_group(proc, signal.SIGCONT)
+    _wait_state(proc.pid, lambda s: s not in "Tt", timeout_s, "running")
+
+
+def _wait_state(pid: int, ok: Callable[[str], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not ok(state := proc_state(pid)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"pid {pid} not {what} after {timeout_s}s (state {state!r})")
+        time.sleep(0.01)

@@ -37,7 +37,7 @@ def make_records(count: int, rng: random.Random) -> list[tuple[bytes, bytes]]:
 
 
 def produce(
-    bootstrap: str, topic: str, pairs: Iterable[tuple[bytes, bytes | None]]
+    bootstrap: str, topic: str, pairs: Iterable[tuple[bytes | None, bytes | None]]
 ) -> list[Record]:
     """Produce every pair (acks=all, idempotent) and return the acknowledged records.
 

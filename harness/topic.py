@@ -7,6 +7,10 @@ from confluent_kafka import Consumer, TopicPartition
 from checkers.model import TopicRecord
 
 
+def _raw(data: str | bytes | None) -> bytes | None:
+    return data.encode() if isinstance(data, str) else data
+
+
 def log_end(bootstrap: str, topic: str, timeout_s: float = 10.0) -> dict[int, int]:
     """High watermark per partition."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sealcheck-dump"})

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from harness import smoke
+from harness import procs, smoke
 from harness.kafka_local import KafkaCluster
 
 pytestmark = pytest.mark.integration
@@ -37,8 +37,7 @@ def test_explicit_offset_range_reads_exactly_that_slice(kafka: Any, spark: Any) 
 
 
 def _state(node: Any) -> str:
-    stat = Path(f"/proc/{node.proc.pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0]
+    return procs.proc_state(node.proc.pid)
 
 
 def test_three_brokers_survive_one_kill_and_a_pause(tmp_path: Path) -> None:
