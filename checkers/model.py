@@ -1,9 +1,9 @@
 """The reference model: what the upsert collections must hold, from the topic alone.
 
 Written independently of ``pipeline/upsert.py`` (an N-version check): replay the topic up
-to given per-partition offsets; per raw key the record with the highest ``(offset,
-partition)`` wins; the winner decides ``data`` and ``errors`` as ``docs/architecture.md``
-("Record encoding") specifies.
+to given per-partition offsets; per raw key (null keys: per partition) the record with the
+highest ``(offset, partition)`` wins; the winner decides ``data`` and ``errors`` as
+``docs/architecture.md`` ("Record encoding") specifies.
 """
 
 from __future__ import annotations
@@ -47,18 +47,19 @@ def _is_json(raw: bytes) -> bool:
 
 def expected_state(records: Iterable[TopicRecord], upto: Mapping[int, int]) -> ModelState:
     """The state after every record with ``offset < upto[partition]``."""
-    latest: dict[bytes | None, TopicRecord] = {}
+    latest: dict[tuple[bytes | None, int], TopicRecord] = {}
     for rec in records:
         if rec.offset >= upto.get(rec.partition, 0):
             continue
-        prev = latest.get(rec.key)
+        slot = (rec.key, rec.partition if rec.key is None else -1)
+        prev = latest.get(slot)
         if prev is None or (rec.offset, rec.partition) > (prev.offset, prev.partition):
-            latest[rec.key] = rec
+            latest[slot] = rec
     data: dict[bytes, bytes] = {}
     errors: dict[bytes, bytes] = {}
-    for key, rec in latest.items():
+    for (key, _), rec in latest.items():
         if key is None:
-            errors[b"null"] = _error(rec, "null key")
+            errors[f"null:{rec.partition}".encode()] = _error(rec, "null key")
             continue
         try:
             key.decode("utf-8")

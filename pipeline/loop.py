@@ -153,7 +153,7 @@ class StepLoop:
         if self.store.uppers().get(BINDINGS, 0) > t:
             return decode_bindings(self.store.snapshot(BINDINGS, t))
         nxt = choose_range(self.bound, self.source.log_end(), self.config.max_records_per_step)
-        if nxt == self.bound:
+        if all(o == self.bound.get(p, 0) for p, o in nxt.items()):
             return None
         failpoint("bindings.before_append")
         try:

@@ -4,6 +4,8 @@ Record encoding (what the workload writes and the checkers model independently):
 
 * key: UTF-8 text; value: UTF-8 JSON text, or null (a tombstone);
 * within a step, per raw key, the record with the highest ``(offset, partition)`` wins;
+  a key is assumed to live in one partition (Kafka's default key partitioning), so this is
+  the same as "the highest offset wins" over the whole replayed log;
 * the winner decides both collections for that key:
 
   =====================  ======================  =================================
@@ -13,7 +15,7 @@ Record encoding (what the workload writes and the checkers model independently):
   good key, tombstone    nothing                 nothing
   good key, bad value    nothing                 ``{"reason": "value is not UTF-8 JSON", …}``
   key not UTF-8          (no data key)           ``{"reason": "key is not UTF-8", …}``
-  null key               (no data key)           ``{"reason": "null key", …}``
+  null key               (no data key)           ``{"reason": "null key", …}`` (per partition)
   =====================  ======================  =================================
 
   Error values are JSON ``{"offset": o, "partition": p, "reason": r}`` (sorted keys), so a
@@ -45,9 +47,15 @@ class SourceRecord:
     value: bytes | None
 
 
-def error_key(raw_key: bytes | None) -> bytes:
-    """The ``errors`` collection key of a raw Kafka key (null keys share one entry)."""
-    return b"null" if raw_key is None else b"key:" + raw_key.hex().encode()
+def error_key(raw_key: bytes | None, partition: int) -> bytes:
+    """The ``errors`` collection key of a raw Kafka key.
+
+    Null keys share one entry *per partition*: they are spread over partitions, and offsets of
+    different partitions have no order, so one shared entry would depend on step boundaries.
+    """
+    if raw_key is None:
+        return b"null:" + str(partition).encode()
+    return b"key:" + raw_key.hex().encode()
 
 
 def _error_value(rec: SourceRecord, reason: str) -> bytes:
@@ -81,13 +89,14 @@ def decide(rec: SourceRecord) -> tuple[bytes | None, bytes | None, bytes | None]
     return rec.key, rec.value, None
 
 
-def winners(records: Iterable[SourceRecord]) -> dict[bytes | None, SourceRecord]:
-    """Per raw key, the record with the highest ``(offset, partition)``."""
-    best: dict[bytes | None, SourceRecord] = {}
+def winners(records: Iterable[SourceRecord]) -> dict[bytes, SourceRecord]:
+    """Per ``errors`` key (raw key; null keys per partition): highest ``(offset, partition)``."""
+    best: dict[bytes, SourceRecord] = {}
     for rec in records:
-        cur = best.get(rec.key)
+        slot = error_key(rec.key, rec.partition)
+        cur = best.get(slot)
         if cur is None or (rec.offset, rec.partition) > (cur.offset, cur.partition):
-            best[rec.key] = rec
+            best[slot] = rec
     return best
 
 
@@ -120,7 +129,7 @@ def upsert_step(
         data_key, new_value, new_error = decide(rec)
         if data_key is not None:
             _emit(out.data, data_key, data.get(data_key), new_value, ts)
-        ekey = error_key(rec.key)
+        ekey = error_key(rec.key, rec.partition)
         _emit(out.errors, ekey, errors.get(ekey), new_error, ts)
     out.data.sort()
     out.errors.sort()

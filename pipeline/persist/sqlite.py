@@ -15,6 +15,8 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
+
 from pipeline.failpoints import FAILPOINTS, failpoint
 from pipeline.persist.api import (
     Batch,
@@ -36,6 +38,21 @@ CREATE TABLE IF NOT EXISTS frontiers (
 """
 
 
+def _busy(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode in (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+    )
+
+
+_retry_busy = Retrying(
+    retry=retry_if_exception(_busy),
+    stop=stop_after_delay(60),
+    wait=wait_random(0.01, 0.1),
+    reraise=True,
+)
+
+
 class SqlitePersist:
     """A :class:`~pipeline.persist.api.Persist` on one SQLite file."""
 
@@ -43,8 +60,14 @@ class SqlitePersist:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, timeout=60.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
+        _retry_busy(self._init_file)
+
+    def _init_file(self) -> None:
+        # Switching to WAL needs an exclusive lock and does not wait on the busy handler, so
+        # two processes opening a new store at once can see SQLITE_BUSY: retried.
+        if self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(SCHEMA)
 
     # -- frontiers -------------------------------------------------------------------
