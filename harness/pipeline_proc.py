@@ -61,6 +61,19 @@ class PipelineProcess:
         """Whether the process is alive."""
         return self.proc is not None and self.proc.poll() is None
 
+    def wait_started(self, timeout_s: float = 120.0) -> None:
+        """Wait until this incarnation has rehydrated and started its loop."""
+        deadline = time.monotonic() + timeout_s
+        while '"event": "started"' not in self.log_text():
+            if not self.running:
+                raise RuntimeError(
+                    f"pipeline exited with {self.proc and self.proc.returncode} before starting:\n"
+                    + "\n".join(self.log_text().splitlines()[-15:])
+                )
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"pipeline not started after {timeout_s:.0f}s")
+            time.sleep(0.1)
+
     def wait(self, timeout_s: float) -> int:
         """Wait for exit; the exit code (negative: killed by that signal)."""
         assert self.proc is not None, "start() first"

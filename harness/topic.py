@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from confluent_kafka import Consumer, TopicPartition
 
 from checkers.model import TopicRecord
@@ -39,12 +41,14 @@ def dump_topic(bootstrap: str, topic: str, timeout_s: float = 60.0) -> list[Topi
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p, end in ends.items() if end > 0])
         remaining = {p: end for p, end in ends.items() if end > 0}
+        deadline = time.monotonic() + timeout_s
         while remaining:
-            batch = consumer.consume(10_000, timeout=timeout_s)
-            if not batch:
+            if time.monotonic() > deadline:
                 raise TimeoutError(
-                    f"dumping {topic!r}: no records for {timeout_s}s, missing {remaining}"
+                    f"dumping {topic!r}: not complete after {timeout_s}s; "
+                    f"still reading partitions up to {remaining}"
                 )
+            batch = consumer.consume(10_000, timeout=0.5)
             for msg in batch:
                 if msg.error() is not None:
                     raise RuntimeError(f"dumping {topic!r}: {msg.error()}")

@@ -3,7 +3,7 @@
 :class:`Source` is the small interface the step loop needs; :class:`KafkaSparkSource` is the
 real one: it asks Kafka for high watermarks and reads an exact offset range with Spark's Kafka
 *batch* reader (``assign`` + ``startingOffsets``/``endingOffsets`` JSON), keeping per raw key
-the record with the highest ``(offset, partition)`` inside Spark.
+the record with the highest ``(offset, partition)`` inside Spark (null keys: per partition).
 """
 
 from __future__ import annotations
@@ -89,8 +89,10 @@ class KafkaSparkSource:
             .option("fetchOffset.numRetries", "3")
             .load()
         )
+        # One slot per raw key; null keys get one slot per partition (see pipeline.upsert).
+        slot = F.when(F.col("key").isNull(), F.col("partition")).otherwise(F.lit(-1))
         best = (
-            frame.groupBy("key")
+            frame.groupBy("key", slot.alias("null_partition"))
             .agg(
                 F.max_by(
                     F.struct("partition", "offset", "value"), F.struct("offset", "partition")

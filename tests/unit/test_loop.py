@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers.model import TopicRecord, expected_state
+from checkers.model import TopicRecord
+from checkers.reference import check_every_step
 from harness.workload import UpsertMix, upsert_records
 from pipeline import failpoints
 from pipeline.failpoints import FAILPOINTS, FailpointError
@@ -64,14 +65,9 @@ def quiet(event: dict[str, object]) -> None:
 
 
 def verify_every_step(store: Persist, topic: list[TopicRecord]) -> int:
-    upper = store.uppers()[DATA]
-    since = max(store.sinces().values(), default=0)
-    for t in range(since, upper):
-        bound = decode_bindings(store.snapshot(BINDINGS, t))
-        model = expected_state(topic, bound)
-        assert store.snapshot(DATA, t) == model.data, f"data differs at step {t}"
-        assert store.snapshot(ERRORS, t) == model.errors, f"errors differ at step {t}"
-    return upper
+    result = check_every_step(store, topic)
+    assert result.problems == []
+    return result.steps.stop
 
 
 def catch_up(store: Persist, source: ListSource, config: LoopConfig) -> StepLoop:
