@@ -1,1 +1,30 @@
-"""checkers package."""
+"""The judges of a run: they read data only (topic dump, persist store, history), so a stored
+run can be re-judged offline.
+
+Public API: :func:`check_run`, :func:`load_run`, :func:`run_checkers`, :data:`CHECKERS`,
+:class:`RunData`, :class:`CheckResult`, :class:`Anomaly`, :class:`RunResult`.
+"""
+
+from pathlib import Path
+
+from checkers.inputs import RunData, RunInputError, load_run
+from checkers.registry import CHECKERS, run_checkers
+from checkers.result import Anomaly, CheckResult, RunResult
+
+
+def check_run(run_dir: Path) -> RunResult:
+    """Load ``run_dir`` and run every checker."""
+    return run_checkers(load_run(run_dir))
+
+
+__all__ = [
+    "CHECKERS",
+    "Anomaly",
+    "CheckResult",
+    "RunData",
+    "RunInputError",
+    "RunResult",
+    "check_run",
+    "load_run",
+    "run_checkers",
+]

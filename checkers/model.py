@@ -12,6 +12,8 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import orjson
+
 
 @dataclass(frozen=True)
 class TopicRecord:
@@ -39,9 +41,9 @@ def _error(rec: TopicRecord, reason: str) -> bytes:
 
 def _is_json(raw: bytes) -> bool:
     try:
-        json.loads(str(raw, "utf-8"))
+        orjson.loads(raw)
         return True
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except orjson.JSONDecodeError:
         return False
 
 

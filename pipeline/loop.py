@@ -69,7 +69,8 @@ def choose_range(bound: dict[int, int], log_end: dict[int, int], cap: int) -> di
                 break
     nxt = dict(bound)
     for p, n in take.items():
-        nxt[p] = bound.get(p, 0) + n
+        if n > 0:  # a partition enters the bindings only when it first moves
+            nxt[p] = bound.get(p, 0) + n
     return nxt
 
 

@@ -2,7 +2,8 @@
 
 Record encoding (what the workload writes and the checkers model independently):
 
-* key: UTF-8 text; value: UTF-8 JSON text, or null (a tombstone);
+* key: UTF-8 text; value: strict JSON (RFC 8259, as orjson parses it) in UTF-8, or null
+  (a tombstone);
 * within a step, per raw key, the record with the highest ``(offset, partition)`` wins;
   a key is assumed to live in one partition (Kafka's default key partitioning), so this is
   the same as "the highest offset wins" over the whole replayed log;
@@ -29,6 +30,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+import orjson
 
 from pipeline.persist.api import Update
 
@@ -64,9 +67,10 @@ def _error_value(rec: SourceRecord, reason: str) -> bytes:
 
 
 def _valid_json(value: bytes) -> bool:
+    """Strict RFC 8259 JSON in UTF-8 (orjson: no NaN/Infinity, no lone surrogates)."""
     try:
-        json.loads(value.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        orjson.loads(value)
+    except orjson.JSONDecodeError:
         return False
     return True
 

@@ -1,0 +1,127 @@
+"""The history: JSON lines written by the harness as a run happens (format in
+``docs/architecture.md``), and lookups that give anomalies their context."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+#: The fields of ``value`` the checkers read from ``write`` ops (others are ignored). Keys and
+#: values are text when UTF-8, else hex in ``key_hex``/``value_hex``; null is null.
+WRITE_SCHEMA = pl.Schema(
+    [
+        ("index", pl.Int64()),
+        ("time", pl.Int64()),
+        ("process", pl.String()),
+        ("type", pl.String()),
+        ("f", pl.String()),
+        (
+            "value",
+            pl.Struct(
+                {
+                    "key": pl.String,
+                    "value": pl.String,
+                    "key_hex": pl.String,
+                    "value_hex": pl.String,
+                    "partition": pl.Int64,
+                    "offset": pl.Int64,
+                }
+            ),
+        ),
+    ]
+)
+
+
+@dataclass
+class History:
+    """Acknowledged writes as a frame, everything else as a list of ops."""
+
+    acked: pl.DataFrame  # partition, offset, key, value (binary; null key / tombstone)
+    ops: list[dict[str, Any]] = field(default_factory=list)
+
+    @staticmethod
+    def empty() -> History:
+        """A run without a history (e.g. a store judged on its own)."""
+        return History(
+            pl.DataFrame(
+                schema={
+                    "partition": pl.Int64,
+                    "offset": pl.Int64,
+                    "kv": pl.String,
+                    "key": pl.String,
+                }
+            )
+        )
+
+    @staticmethod
+    def load(path: Path) -> History:
+        """Read ``history.jsonl``; a torn last line (crashed harness) is skipped."""
+        ops: list[dict[str, Any]] = []
+        write_lines: list[bytes] = []
+        with open(path, "rb") as fh:
+            for line in fh:
+                if b'"f": "write"' in line:
+                    if line.endswith(b"\n"):
+                        write_lines.append(line)
+                    continue
+                try:
+                    ops.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # the line being written when the harness died
+        if write_lines:
+            frame = pl.read_ndjson(b"".join(write_lines), schema=WRITE_SCHEMA)
+            v = pl.col("value")
+            acked = frame.filter(pl.col("type") == "ok").select(
+                v.struct.field("partition"),
+                v.struct.field("offset"),
+                pl.coalesce(
+                    v.struct.field("key_hex").str.decode("hex"),
+                    v.struct.field("key").cast(pl.Binary),
+                ).alias("key"),
+                pl.coalesce(
+                    v.struct.field("value_hex").str.decode("hex"),
+                    v.struct.field("value").cast(pl.Binary),
+                ).alias("value"),
+            )
+        else:
+            acked = History.empty().acked
+        return History(acked, ops)
+
+    def seal_times(self) -> tuple[list[int], list[int]]:
+        """Observed ``data`` uppers over time: (times, uppers), in history order."""
+        times, uppers = [], []
+        for op in self.ops:
+            if op.get("f") == "uppers" and isinstance(op.get("value"), dict):
+                times.append(int(op["time"]))
+                uppers.append(int(op["value"].get("data", 0)))
+        return times, uppers
+
+    def context_for_step(self, step: int | None) -> dict[str, Any]:
+        """The last nemesis op and pipeline start before ``step`` was first seen sealed."""
+        times, uppers = self.seal_times()
+        when: int | None = None
+        if step is not None:
+            for t, u in zip(times, uppers, strict=True):
+                if u > step:
+                    when = t
+                    break
+        out: dict[str, Any] = {}
+        if when is not None:
+            out["sealed_by_ns"] = when
+        limit = when if when is not None else 1 << 62
+        for op in self.ops:
+            if int(op.get("time", 0)) > limit:
+                break
+            if op.get("process") == "nemesis":
+                out["last_nemesis"] = _brief(op)
+            elif op.get("f") in ("pipeline-start", "pipeline-exit"):
+                out[f"last_{op['f'].replace('-', '_')}"] = _brief(op)
+        return out
+
+
+def _brief(op: dict[str, Any]) -> dict[str, Any]:
+    return {k: op.get(k) for k in ("index", "time", "type", "f", "value")}

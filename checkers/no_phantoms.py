@@ -1,0 +1,76 @@
+"""no_phantoms: every value ever inserted into ``data`` was written to that key in the topic,
+and every error names a real record with that raw key."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from checkers.frames import classify
+from checkers.inputs import RunData
+from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
+
+
+def check(run: RunData) -> CheckResult:
+    """Anti-join inserted values against the topic's ``(key, value)`` pairs."""
+    res = CheckResult("no_phantoms", True)
+    inserted = run.collection("data").filter(pl.col("diff") > 0)
+    written = run.topic.select("key", "value").filter(pl.col("value").is_not_null()).unique()
+    phantoms = inserted.join(written, on=["key", "value"], how="anti")
+    res.counts["inserted"] = inserted.height
+    res.add_bulk(
+        "phantom-value",
+        phantoms.height,
+        [
+            Anomaly(
+                "phantom-value",
+                "data",
+                show(r["key"]),
+                r["ts"],
+                expected="a value written to this key",
+                found=show(r["value"]),
+                detail="this value was never written to this key: the pipeline invented it",
+                context=run.history.context_for_step(r["ts"]),
+            )
+            for r in phantoms.head(MAX_EXAMPLES).iter_rows(named=True)
+        ],
+    )
+    errors = run.collection("errors").filter(pl.col("diff") > 0)
+    cited = errors.with_columns(
+        pl.col("value")
+        .cast(pl.String)
+        .str.json_path_match("$.partition")
+        .cast(pl.Int64, strict=False)
+        .alias("partition"),
+        pl.col("value")
+        .cast(pl.String)
+        .str.json_path_match("$.offset")
+        .cast(pl.Int64, strict=False)
+        .alias("offset"),
+    )
+    slots = classify(
+        run.topic.join(cited.select("partition", "offset").unique(), on=["partition", "offset"])
+    )
+    real = cited.join(
+        slots.select("partition", "offset", pl.col("slot").alias("key")),
+        on=["partition", "offset", "key"],
+        how="anti",
+    )
+    res.counts["errors_inserted"] = errors.height
+    res.add_bulk(
+        "phantom-error",
+        real.height,
+        [
+            Anomaly(
+                "phantom-error",
+                "errors",
+                show(r["key"]),
+                r["ts"],
+                expected="an error citing a record with this raw key",
+                found=show(r["value"]),
+                detail="the error cites a record that does not exist or has another key",
+                context=run.history.context_for_step(r["ts"]),
+            )
+            for r in real.head(MAX_EXAMPLES).iter_rows(named=True)
+        ],
+    )
+    return res

@@ -1,0 +1,75 @@
+"""Property tests: random upsert histories from a correct reference pass every checker; one
+random mutation of the persisted updates or the history is always detected."""
+
+from __future__ import annotations
+
+import polars as pl
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from checkers import run_checkers
+from checkers.history import History
+from checkers.inputs import RunData
+from tests.runs import build_run, with_updates
+
+keys = st.sampled_from([b"a", b"b", b"c", b"d", b"\xfe", None])
+values = st.sampled_from([b'{"v": 1}', b'{"v": 2}', b"[3]", b"4", None, b"{nope", b"\xff"])
+pairs = st.lists(st.tuples(keys, values), min_size=1, max_size=40)
+layout = st.tuples(st.integers(1, 3), st.integers(1, 6))
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(pairs, layout)
+def test_correct_runs_are_valid(records: list, shape: tuple[int, int]) -> None:
+    run = build_run(records, partitions=shape[0], step_size=shape[1])
+    res = run_checkers(run)
+    assert res.valid is True, {n: r.anomaly_counts for n, r in res.checkers.items()}
+
+
+MUTATIONS = ["drop", "duplicate", "reorder", "wrong-value", "seal-regression"]
+
+
+def mutate(run: RunData, kind: str, pick: int) -> RunData:
+    ups = run.updates.with_row_index("row")
+    content = ups.filter(pl.col("collection") != "bindings")
+    row = content.row(pick % content.height, named=True)
+    this = pl.col("row") == row["row"]
+    if kind == "drop":
+        return with_updates(run, ups.filter(~this).drop("row"))
+    if kind == "duplicate":
+        return with_updates(run, pl.concat([ups, ups.filter(this)]).drop("row"))
+    if kind == "reorder":
+        upper = run.uppers[row["collection"]]
+        to = row["ts"] + 1 if row["ts"] + 1 < upper else row["ts"] - 1
+        assume(to >= 0)
+        moved = ups.with_columns(pl.when(this).then(to).otherwise(pl.col("ts")).alias("ts"))
+        return with_updates(run, moved.drop("row"))
+    if kind == "wrong-value":
+        changed = ups.with_columns(
+            pl.when(this).then(pl.lit(b'{"mutant": 1}')).otherwise(pl.col("value")).alias("value")
+        )
+        return with_updates(run, changed.drop("row"))
+    ops = run.history.ops
+    assume(len(ops) >= 2)
+    late = {
+        **ops[-1],
+        "index": len(ops),
+        "time": ops[-1]["time"] + 1,
+        "value": {"data": ops[0]["value"]["data"] - 1},
+    }
+    return RunData(
+        run.topic, run.updates, run.uppers, run.sinces, History(run.history.acked, [*ops, late])
+    )
+
+
+@FAST
+@given(pairs, layout, st.sampled_from(MUTATIONS), st.integers(0, 10_000))
+def test_any_single_mutation_is_detected(
+    records: list, shape: tuple[int, int], kind: str, pick: int
+) -> None:
+    run = build_run(records, partitions=shape[0], step_size=shape[1])
+    assume(run.updates.filter(pl.col("collection") != "bindings").height > 0)
+    res = run_checkers(mutate(run, kind, pick))
+    assert res.valid is False, (kind, {n: r.valid for n, r in res.checkers.items()})
