@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.frames import binding_ranges, classify
+from checkers.frames import binding_ranges
 from checkers.inputs import RunData
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
@@ -23,19 +23,20 @@ def _acknowledged(run: RunData, res: CheckResult) -> None:
     res.counts["acknowledged_writes"] = acked.height
     joined = acked.join(
         run.topic.select(
-            "partition", "offset", pl.col("key").alias("tk"), pl.col("value").alias("tv")
+            "partition",
+            "offset",
+            pl.col("key").alias("tk"),
+            pl.col("value").alias("tv"),
+            pl.lit(True).alias("present"),
         ),
         on=["partition", "offset"],
         how="left",
     )
-    lost = joined.filter(
-        pl.col("tk").is_null()
-        & pl.col("tv").is_null()
-        & ~(pl.col("key").is_null() & pl.col("value").is_null())
-    )
+    lost = joined.filter(pl.col("present").is_null())
     changed = joined.filter(
-        ~pl.col("key").eq_missing(pl.col("tk")) | ~pl.col("value").eq_missing(pl.col("tv"))
-    ).join(lost.select("partition", "offset"), on=["partition", "offset"], how="anti")
+        pl.col("present").is_not_null()
+        & (~pl.col("key").eq_missing(pl.col("tk")) | ~pl.col("value").eq_missing(pl.col("tv")))
+    )
     for kind, frame, what in (
         ("kafka-lost-write", lost, "acknowledged (acks=all) but absent from the topic"),
         ("kafka-changed-write", changed, "acknowledged, but the topic holds another record there"),
@@ -85,35 +86,43 @@ def check(run: RunData) -> CheckResult:
     if behind:
         return res  # the final state can only match the whole topic once caught up
     latest = (
-        classify(run.topic)
-        .sort("slot", "offset", "partition")
-        .unique(subset=["slot"], keep="last")
-        .filter(pl.col("data_value").is_not_null())
-        .select(pl.col("data_key").alias("key"), pl.col("data_value").alias("value"))
+        run.classified()
+        .lazy()
+        .sort("kh", "np", "offset", "partition", nulls_last=True)
+        .unique(subset=["kh", "np"], keep="last")
+        .filter(pl.col("dvh").is_not_null())
+        .select(pl.col("dkh").alias("kh"), pl.col("dvh").alias("vh"), "row")
+        .collect()
     )
-    data = run.collection("data").filter(pl.col("ts") < run.uppers.get("data", 0))
-    state = data.group_by("key", "value").agg(pl.col("diff").sum()).filter(pl.col("diff") != 0)
+    state = (
+        run.sealed("data")
+        .group_by("kh", "vh")
+        .agg(pl.col("diff").sum())
+        .filter(pl.col("diff") != 0)
+    )
     joined = (
         latest.with_columns(pl.lit(1, pl.Int64).alias("want"))
-        .join(state, on=["key", "value"], how="full", coalesce=True)
+        .join(state, on=["kh", "vh"], how="full", coalesce=True)
         .with_columns(pl.col("want").fill_null(0), pl.col("diff").fill_null(0))
     )
     bad = joined.filter(pl.col("want") != pl.col("diff"))
     res.counts["final_keys"] = latest.height
-    res.add_bulk(
-        "final-state-mismatch",
-        bad.height,
-        [
+    examples = []
+    for r in bad.head(MAX_EXAMPLES).iter_rows(named=True):
+        key, value = run.lookup("data", r["kh"], r["vh"])
+        if r["row"] is not None:
+            rec = run.topic.row(int(r["row"]), named=True)
+            key, value = rec["key"], rec["value"]
+        examples.append(
             Anomaly(
                 "final-state-mismatch",
                 "data",
-                show(r["key"]),
+                show(key),
                 run.uppers.get("data", 0) - 1,
-                expected=f"{show(r['value'])!r} x{r['want']}",
-                found=f"{show(r['value'])!r} x{r['diff']}",
+                expected=f"{show(value)!r} x{r['want']}",
+                found=f"{show(value)!r} x{r['diff']}",
                 detail="the final data differs from the whole topic replayed",
             )
-            for r in bad.head(MAX_EXAMPLES).iter_rows(named=True)
-        ],
-    )
+        )
+    res.add_bulk("final-state-mismatch", bad.height, examples)
     return res

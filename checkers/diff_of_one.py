@@ -5,32 +5,32 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.frames import change_points
 from checkers.inputs import RunData
-from checkers.multiplicity import sealed_updates
+from checkers.multiplicity import sealed_change_points
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
 
 def check(run: RunData) -> CheckResult:
     """Find every ``(collection, key, value, ts)`` whose multiplicity is not 0 or 1."""
     res = CheckResult("diff_of_one", True)
-    for name, updates, since in sealed_updates(run):
-        cp = change_points(updates, since)
+    for name, cp in sealed_change_points(run):
         res.counts[f"{name}_change_points"] = cp.height
         bad = cp.filter(~pl.col("mult").is_in([0, 1]))
-        examples = [
-            Anomaly(
-                "diff-not-0-or-1",
-                name,
-                show(r["key"]),
-                r["ts"],
-                expected="multiplicity 0 or 1",
-                found=r["mult"],
-                detail=f"value {show(r['value'])!r} has multiplicity {r['mult']} from step "
-                f"{r['ts']} (was {r['prev']}): it was added more often than retracted",
-                context=run.history.context_for_step(r["ts"]),
+        examples = []
+        for r in bad.head(MAX_EXAMPLES).iter_rows(named=True):
+            key, value = run.lookup(name, r["kh"], r["vh"])
+            examples.append(
+                Anomaly(
+                    "diff-not-0-or-1",
+                    name,
+                    show(key),
+                    r["ts"],
+                    expected="multiplicity 0 or 1",
+                    found=r["mult"],
+                    detail=f"value {show(value)!r} has multiplicity {r['mult']} from step "
+                    f"{r['ts']} (was {r['prev']}): it was added more often than retracted",
+                    context=run.history.context_for_step(r["ts"]),
+                )
             )
-            for r in bad.head(MAX_EXAMPLES).iter_rows(named=True)
-        ]
         res.add_bulk("diff-not-0-or-1", bad.height, examples)
     return res

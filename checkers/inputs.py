@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -51,6 +51,48 @@ class RunData:
     uppers: dict[str, int]
     sinces: dict[str, int]
     history: History
+
+    _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+
+    def sealed(self, name: str) -> pl.DataFrame:
+        """A collection's updates below its upper, with ``kh``/``vh`` hashes (computed once)."""
+        memo = f"sealed:{name}"
+        if memo not in self._memo:
+            from checkers.frames import with_hashes
+
+            upper = self.uppers.get(name, 0)
+            self._memo[memo] = with_hashes(self.collection(name).filter(pl.col("ts") < upper))
+        return self._memo[memo]
+
+    def change_points(self, name: str) -> pl.DataFrame:
+        """:func:`checkers.frames.change_points` of a collection's sealed updates (computed
+        once, shared by the checkers that need it)."""
+        memo = f"cp:{name}"
+        if memo not in self._memo:
+            from checkers.frames import change_points
+
+            self._memo[memo] = change_points(self.sealed(name), self.sinces.get(name, 0))
+        return self._memo[memo]
+
+    def classified(self) -> pl.DataFrame:
+        """:func:`checkers.frames.classify` of the topic (computed once)."""
+        if "classified" not in self._memo:
+            from checkers.frames import classify
+
+            self._memo["classified"] = classify(self.topic)
+        return self._memo["classified"]
+
+    def lookup(
+        self, name: str, kh: int, vh: int | None = None
+    ) -> tuple[bytes | None, bytes | None]:
+        """The key (and value) bytes behind hashes of a collection's update, for people."""
+        rows = self.sealed(name).filter(pl.col("kh") == kh)
+        if vh is not None:
+            rows = rows.filter(pl.col("vh") == vh)
+        if rows.height == 0:
+            return None, None
+        key, value = rows.row(0, named=True)["key"], rows.row(0, named=True)["value"]
+        return key, (value if vh is not None else None)
 
     def collection(self, name: str) -> pl.DataFrame:
         """The updates of one collection (``key, value, ts, diff``)."""

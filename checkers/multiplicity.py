@@ -11,8 +11,7 @@ from checkers.inputs import RunData
 COLLECTIONS = ("data", "errors", "bindings")
 
 
-def sealed_updates(run: RunData) -> Iterator[tuple[str, pl.DataFrame, int]]:
-    """Per collection: its updates below its upper, and its since."""
+def sealed_change_points(run: RunData) -> Iterator[tuple[str, pl.DataFrame]]:
+    """Per collection: the change points of its sealed updates."""
     for name in COLLECTIONS:
-        upper = run.uppers.get(name, 0)
-        yield name, run.collection(name).filter(pl.col("ts") < upper), run.sinces.get(name, 0)
+        yield name, run.change_points(name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.frames import classify
+from checkers.frames import slot_bytes
 from checkers.inputs import RunData
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
@@ -13,9 +13,14 @@ from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 def check(run: RunData) -> CheckResult:
     """Anti-join inserted values against the topic's ``(key, value)`` pairs."""
     res = CheckResult("no_phantoms", True)
-    inserted = run.collection("data").filter(pl.col("diff") > 0)
-    written = run.topic.select("key", "value").filter(pl.col("value").is_not_null()).unique()
-    phantoms = inserted.join(written, on=["key", "value"], how="anti")
+    inserted = run.sealed("data").filter(pl.col("diff") > 0)
+    written = (
+        run.classified()
+        .filter(pl.col("rvh").is_not_null())
+        .select("kh", pl.col("rvh").alias("vh"))
+        .unique()
+    )
+    phantoms = inserted.join(written, on=["kh", "vh"], how="anti")
     res.counts["inserted"] = inserted.height
     res.add_bulk(
         "phantom-value",
@@ -47,14 +52,10 @@ def check(run: RunData) -> CheckResult:
         .cast(pl.Int64, strict=False)
         .alias("offset"),
     )
-    slots = classify(
-        run.topic.join(cited.select("partition", "offset").unique(), on=["partition", "offset"])
-    )
-    real = cited.join(
-        slots.select("partition", "offset", pl.col("slot").alias("key")),
-        on=["partition", "offset", "key"],
-        how="anti",
-    )
+    slots = run.topic.join(
+        cited.select("partition", "offset").unique(), on=["partition", "offset"]
+    ).select("partition", "offset", slot_bytes().alias("key"))
+    real = cited.join(slots, on=["partition", "offset", "key"], how="anti")
     res.counts["errors_inserted"] = errors.height
     res.add_bulk(
         "phantom-error",

@@ -10,71 +10,92 @@ import polars as pl
 from checkers.frames import (
     assign_steps,
     binding_ranges,
-    classify,
     consolidate,
+    h,
     model_updates,
+    slot_bytes,
     step_winners,
 )
 from checkers.inputs import RunData
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
-#: collection → (the winner column holding its key, the one holding its value)
-COLUMNS = {"data": ("data_key", "data_value"), "errors": ("slot", "error_value")}
+
+def _record_value(run: RunData, collection: str, row: int) -> str | None:
+    if collection == "data":
+        return show(run.topic.row(row, named=True)["value"])
+    hit = run.classified().filter(pl.col("row") == row)["error_value"]
+    return show(hit[0]) if hit.len() else None
 
 
-def _updates(frame: pl.DataFrame) -> list[dict[str, Any]]:
-    return [{"value": show(r["value"]), "diff": r["diff"]} for r in frame.iter_rows(named=True)]
+def _explain(
+    run: RunData, name: str, bad: pl.DataFrame, emitted: pl.DataFrame, kh: int, ts: int
+) -> Anomaly:
+    at = bad.filter((pl.col("kh") == kh) & (pl.col("ts") == ts))
+    expected: list[dict[str, Any]] = []
+    records: list[dict[str, int]] = []
+    for r in emitted.filter((pl.col("kh") == kh) & (pl.col("ts") == ts)).iter_rows(named=True):
+        rec = run.topic.row(int(r["row"]), named=True)
+        records.append({"partition": rec["partition"], "offset": rec["offset"]})
+        expected.append({"value": _record_value(run, name, int(r["row"])), "diff": r["diff"]})
+    found = [
+        {"value": show(run.lookup(name, kh, r["vh"])[1]), "diff": r["diff_found"]}
+        for r in at.filter(pl.col("diff_found") != 0).iter_rows(named=True)
+    ]
+    key = run.lookup(name, kh)[0]
+    if key is None and records:  # nothing persisted under this key: name it from the input
+        raw = run.topic.row(_row_of(run, records[0]), named=True)["key"]
+        key = raw if name == "data" else b"(errors key of) " + (raw or b"null")
+    return Anomaly(
+        "state-mismatch",
+        name,
+        show(key),
+        ts,
+        expected=expected,
+        found=found,
+        detail=f"at step {ts} the model changes this key by the expected updates (written by "
+        f"input records {records or 'none bound at this step'}) but the store holds the "
+        "found ones",
+        context=run.history.context_for_step(ts),
+    )
+
+
+def _row_of(run: RunData, rec: dict[str, int]) -> int:
+    hit = run.classified().filter(
+        (pl.col("partition") == rec["partition"]) & (pl.col("offset") == rec["offset"])
+    )["row"]
+    return int(hit[0])
 
 
 def check(run: RunData) -> CheckResult:
     """Compare the model's consolidated updates with the persisted ones at every sealed step."""
     res = CheckResult("sealed_state", True)
-    bindings = run.collection("bindings")
     sealed = min(run.uppers.get("data", 0), run.uppers.get("bindings", 0))
     since = max(run.sinces.values(), default=0)
-    stepped = assign_steps(classify(run.topic), binding_ranges(bindings, sealed))
+    stepped = assign_steps(run.classified(), binding_ranges(run.collection("bindings"), sealed))
     winners = step_winners(stepped, since)
     res.counts["steps"] = max(0, sealed - since)
     res.counts["records_bound"] = int(stepped["step"].is_not_null().sum())
-    for name, (key, value) in COLUMNS.items():
+    error_rows = winners.filter(pl.col("prev_evh").ne_missing(pl.col("evh")))["row"]
+    slot_kh = (
+        run.topic.with_row_index("row")
+        .filter(pl.col("row").is_in(error_rows.implode()))
+        .select("row", h(slot_bytes()).alias("skh"))
+    )
+    for name in ("data", "errors"):
         upper = min(run.uppers.get(name, 0), sealed)
-        emitted = model_updates(winners, key, value).filter(pl.col("ts") < upper)
-        model = consolidate(emitted.drop("partition", "offset"), since)
-        found = consolidate(
-            run.collection(name).filter(pl.col("ts") < run.uppers.get(name, 0)), since
-        )
+        emitted = model_updates(winners, name, slot_kh).filter(pl.col("ts") < upper)
+        model = consolidate(emitted, since)
+        found = consolidate(run.sealed(name), run.sinces.get(name, 0))
         res.counts[f"{name}_model_updates"] = model.height
         res.counts[f"{name}_persisted_updates"] = found.height
         joined = model.join(
-            found, on=["key", "value", "ts"], how="full", coalesce=True, suffix="_found"
+            found, on=["kh", "vh", "ts"], how="full", coalesce=True, suffix="_found"
         ).with_columns(pl.col("diff").fill_null(0), pl.col("diff_found").fill_null(0))
         bad = joined.filter(pl.col("diff") != pl.col("diff_found"))
-        places = bad.select("key", "ts").unique().sort("ts", "key")
-        examples = []
-        for r in places.head(MAX_EXAMPLES).iter_rows(named=True):
-            at = bad.filter((pl.col("key") == r["key"]) & (pl.col("ts") == r["ts"]))
-            expected = at.filter(pl.col("diff") != 0).select("value", "diff")
-            got = at.filter(pl.col("diff_found") != 0).select(
-                "value", pl.col("diff_found").alias("diff")
-            )
-            origin = emitted.filter((pl.col("key") == r["key"]) & (pl.col("ts") == r["ts"]))
-            records = [
-                {"partition": p, "offset": o}
-                for p, o in origin.select("partition", "offset").unique().iter_rows()
-            ]
-            examples.append(
-                Anomaly(
-                    "state-mismatch",
-                    name,
-                    show(r["key"]),
-                    r["ts"],
-                    expected=_updates(expected),
-                    found=_updates(got),
-                    detail=f"at step {r['ts']} the model changes this key by the expected "
-                    f"updates (from input records {records or 'none bound at this step'}) "
-                    "but the store holds the found ones",
-                    context=run.history.context_for_step(r["ts"]),
-                )
-            )
+        places = bad.select("kh", "ts").unique().sort("ts", "kh")
+        examples = [
+            _explain(run, name, bad, emitted, r["kh"], r["ts"])
+            for r in places.head(MAX_EXAMPLES).iter_rows(named=True)
+        ]
         res.add_bulk("state-mismatch", places.height, examples)
     return res

@@ -1,0 +1,158 @@
+"""Checkers benchmark: a correct run with ~10,000,000 updates over 1,000,000 keys in 1,000
+steps, judged by every checker. Prints wall time per phase and peak memory; asserts nothing
+about time.
+
+    .venv/bin/python bench/checkers_bench.py [--updates 10000000] [--keys 1000000] [--steps 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from checkers import load_run, run_checkers
+
+
+def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> int:
+    """Write a correct run directory; return the number of persisted updates."""
+    rng = np.random.default_rng(seed)
+    records = (updates + keys) // 2  # each record of a seen key yields 2 updates, a new key 1
+    partitions = 3
+    key_ids = rng.integers(0, keys, records)
+    tomb = rng.random(records) < 0.02
+    part = key_ids % partitions
+    rec = pl.DataFrame({"n": np.arange(records), "kid": key_ids, "partition": part, "tomb": tomb})
+    rec = rec.with_columns(
+        pl.int_range(pl.len()).over("partition").alias("offset"),
+        (pl.col("n") * steps // records).alias("step"),
+        pl.concat_str(pl.lit("k"), pl.col("kid").cast(pl.String)).cast(pl.Binary).alias("key"),
+        pl.when(~pl.col("tomb"))
+        .then(
+            pl.concat_str(pl.lit('{"i": '), pl.col("n").cast(pl.String), pl.lit("}")).cast(
+                pl.Binary
+            )
+        )
+        .alias("value"),
+    )
+    rec.select("partition", "offset", "key", "value").write_parquet(run_dir / "topic.parquet")
+    win = rec.sort("kid", "step", "n").unique(
+        subset=["kid", "step"], keep="last", maintain_order=True
+    )
+    same = pl.col("kid") == pl.col("kid").shift(1)
+    win = win.with_columns(pl.when(same).then(pl.col("value").shift(1)).alias("prev"))
+    changed = win.filter(pl.col("prev").ne_missing(pl.col("value")))
+    data = pl.concat(
+        [
+            changed.filter(pl.col("prev").is_not_null()).select(
+                "key",
+                pl.col("prev").alias("value"),
+                pl.col("step").alias("ts"),
+                pl.lit(-1, pl.Int64).alias("diff"),
+            ),
+            changed.filter(pl.col("value").is_not_null()).select(
+                "key", "value", pl.col("step").alias("ts"), pl.lit(1, pl.Int64).alias("diff")
+            ),
+        ]
+    ).with_columns(pl.lit("data").alias("collection"))
+    ends = (
+        rec.group_by("partition", "step")
+        .agg((pl.col("offset").max() + 1).alias("end"))
+        .sort("partition", "step")
+        .with_columns(pl.col("end").shift(1).over("partition").alias("old"))
+    )
+    bkey = pl.col("partition").cast(pl.String).cast(pl.Binary)
+    bindings = pl.concat(
+        [
+            ends.filter(pl.col("old").is_not_null()).select(
+                bkey.alias("key"),
+                pl.col("old").cast(pl.String).cast(pl.Binary).alias("value"),
+                pl.col("step").alias("ts"),
+                pl.lit(-1, pl.Int64).alias("diff"),
+            ),
+            ends.select(
+                bkey.alias("key"),
+                pl.col("end").cast(pl.String).cast(pl.Binary).alias("value"),
+                pl.col("step").alias("ts"),
+                pl.lit(1, pl.Int64).alias("diff"),
+            ),
+        ]
+    ).with_columns(pl.lit("bindings").alias("collection"))
+    cols = ["collection", "key", "value", "ts", "diff"]
+    all_updates = pl.concat([data.select(cols), bindings.select(cols)])
+    (run_dir / "persist").mkdir()
+    all_updates.write_parquet(run_dir / "persist" / "updates.parquet")
+    frontiers = {c: {"upper": steps, "since": 0} for c in ("data", "errors", "bindings")}
+    (run_dir / "persist" / "frontiers.json").write_text(json.dumps(frontiers))
+    hist = rec.select(
+        pl.col("n").alias("index"),
+        (pl.col("n") * 1000).alias("time"),
+        pl.lit("w0").alias("process"),
+        pl.lit("ok").alias("type"),
+        pl.lit("write").alias("f"),
+        pl.struct(
+            pl.col("key").cast(pl.String), pl.col("value").cast(pl.String), "partition", "offset"
+        ).alias("value"),
+    )
+    obs = [
+        {
+            "index": records + s,
+            "time": (s + 1) * records * 1000 // steps,
+            "process": "observer",
+            "type": "info",
+            "f": "uppers",
+            "value": {"bindings": s + 1, "data": s + 1, "errors": s + 1},
+        }
+        for s in range(steps)
+    ]
+    with open(run_dir / "history.jsonl", "wb") as fh:
+        hist.write_ndjson(fh)
+        for op in obs:
+            fh.write(json.dumps(op).encode() + b"\n")
+    return all_updates.filter(pl.col("collection") == "data").height
+
+
+def main() -> None:
+    """Generate, load and check; print the numbers."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--updates", type=int, default=10_000_000)
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--steps", type=int, default=1_000)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="sealcheck-checkers-bench-") as name:
+        run_dir = Path(name)
+        t0 = time.monotonic()
+        n = generate(run_dir, args.updates, args.keys, args.steps, args.seed)
+        print(
+            f"generated {n:,} data updates over {args.keys:,} keys in {args.steps} steps "
+            f"({time.monotonic() - t0:.1f}s)"
+        )
+        t0 = time.monotonic()
+        run = load_run(run_dir)
+        load_s = time.monotonic() - t0
+        print(
+            f"load: {load_s:.1f}s ({run.topic.height:,} records, "
+            f"{run.history.acked.height:,} acknowledged writes)"
+        )
+        t0 = time.monotonic()
+        result = run_checkers(run)
+        check_s = time.monotonic() - t0
+        for name_, r in result.checkers.items():
+            print(f"  {name_:<15} {r.took_s:6.2f}s  valid={r.valid}  {r.anomaly_counts or ''}")
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"verdict: {result.valid}; checkers {check_s:.1f}s = {n / check_s:,.0f} updates/s; "
+            f"load + checkers {load_s + check_s:.1f}s = {n / (load_s + check_s):,.0f} updates/s; "
+            f"peak RSS {peak:,.0f} MiB"
+        )
+
+
+if __name__ == "__main__":
+    main()
