@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import resource
 import tempfile
 import time
@@ -129,7 +130,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sealcheck-checkers-bench-") as name:
         run_dir = Path(name)
         t0 = time.monotonic()
-        n = generate(run_dir, args.updates, args.keys, args.steps, args.seed)
+        # Generated in a child process, so the peak RSS printed below is loading + checking.
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(1) as pool:
+            n = pool.apply(generate, (run_dir, args.updates, args.keys, args.steps, args.seed))
         print(
             f"generated {n:,} data updates over {args.keys:,} keys in {args.steps} steps "
             f"({time.monotonic() - t0:.1f}s)"

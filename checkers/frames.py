@@ -45,15 +45,25 @@ def consolidate(updates: pl.DataFrame, since: int = 0) -> pl.DataFrame:
     )
 
 
+def segmented_cum_sum(value: str, *keys: str) -> pl.Expr:
+    """Running sum of ``value`` restarting whenever ``keys`` change (rows sorted by keys)."""
+    start = pl.lit(False)
+    for k in keys:
+        start = start | pl.col(k).ne_missing(pl.col(k).shift(1))
+    total = pl.col(value).cum_sum()
+    base = pl.when(start.fill_null(True)).then(total - pl.col(value)).forward_fill()
+    return total - base
+
+
 def change_points(updates: pl.DataFrame, since: int = 0) -> pl.DataFrame:
     """Per ``(kh, vh)``, its multiplicity after every time it changes: ``kh, vh, ts, diff,
-    mult, prev`` in ``ts`` order. Multiplicity is constant between changes, so checking these
-    rows checks every time."""
+    mult, prev`` sorted by ``(kh, vh, ts)``. Multiplicity is constant between changes, so
+    checking these rows checks every time."""
     return (
         consolidate(updates, since)
         .lazy()
-        .sort("ts")
-        .with_columns(pl.col("diff").cum_sum().over("kh", "vh").alias("mult"))
+        .sort("kh", "vh", "ts")
+        .with_columns(segmented_cum_sum("diff", "kh", "vh").alias("mult"))
         .with_columns((pl.col("mult") - pl.col("diff")).alias("prev"))
         .collect()
     )

@@ -85,7 +85,7 @@ def check(run: RunData) -> CheckResult:
         upper = min(run.uppers.get(name, 0), sealed)
         emitted = model_updates(winners, name, slot_kh).filter(pl.col("ts") < upper)
         model = consolidate(emitted, since)
-        found = consolidate(run.sealed(name), run.sinces.get(name, 0))
+        found = run.change_points(name).select("kh", "vh", "ts", "diff")  # consolidated
         res.counts[f"{name}_model_updates"] = model.height
         res.counts[f"{name}_persisted_updates"] = found.height
         joined = model.join(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from checkers.frames import segmented_cum_sum
 from checkers.inputs import RunData
 from checkers.multiplicity import sealed_change_points
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
@@ -30,8 +31,8 @@ def check(run: RunData) -> CheckResult:
             .filter(pl.col("delta") != 0)
             .group_by("kh", "ts")
             .agg(pl.col("delta").sum())
-            .sort("ts")
-            .with_columns(pl.col("delta").cum_sum().over("kh").alias("live"))
+            .sort("kh", "ts")
+            .with_columns(segmented_cum_sum("delta", "kh").alias("live"))
         )
         bad = live.filter(pl.col("live") > 1)
         res.counts[f"{name}_keys"] = live["kh"].n_unique()

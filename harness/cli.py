@@ -11,6 +11,7 @@ import sys
 import time
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 EXIT_VALID = 0
@@ -66,6 +67,45 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_VALID if result.ok else EXIT_INVALID
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    import json
+
+    from checkers import RunInputError, load_run, run_checkers
+    from checkers.result import verdict_text
+
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        print(
+            f"sealcheck: {run_dir} is not a directory; give a run directory "
+            "(store/<test>/<time>/ or store/latest)",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_ARGS
+    try:
+        run = load_run(run_dir)
+    except RunInputError as exc:
+        print(f"sealcheck: {exc}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    from checkers import CHECKERS
+
+    unknown = [c for c in args.checker or [] if c not in CHECKERS]
+    if unknown:
+        print(
+            f"sealcheck: unknown checker {unknown[0]!r}; known: {', '.join(CHECKERS)}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_ARGS
+    result = run_checkers(run, args.checker or None)
+    doc = result.to_json()
+    (run_dir / "results.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    for name, r in result.checkers.items():
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(r.anomaly_counts.items()))
+        extra = f" ({kinds})" if kinds else (f" ({r.error})" if r.error else "")
+        print(f"{name:>15}: {verdict_text(r.valid)}{extra}")
+    print(f"verdict: {verdict_text(result.valid)}  ({run_dir / 'results.json'})")
+    return {True: EXIT_VALID, False: EXIT_INVALID, None: EXIT_UNKNOWN}[result.valid]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and documentation)."""
     parser = _Parser(prog="sealcheck", description=__doc__.splitlines()[0] if __doc__ else None)
@@ -82,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=1)
     demo.add_argument("--backend", choices=("local", "containers"), default="local")
     demo.set_defaults(func=_cmd_demo)
+
+    check = sub.add_parser("check", help="judge a stored run offline (writes results.json)")
+    check.add_argument("run_dir", help="a run directory: topic.parquet, persist/, history.jsonl")
+    check.add_argument(
+        "--checker", action="append", help="run only this checker (repeatable)", default=None
+    )
+    check.set_defaults(func=_cmd_check)
 
     sub.add_parser(
         "pipeline",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -70,3 +71,29 @@ def dump_topic(bootstrap: str, topic: str, timeout_s: float = 60.0) -> list[Topi
         consumer.close()
     out.sort(key=lambda r: (r.partition, r.offset))
     return out
+
+
+def write_parquet(records: list[TopicRecord], path: Path) -> None:
+    """Write a topic dump as the checkers read it (``topic.parquet``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "partition": pa.array([r.partition for r in records], pa.int64()),
+            "offset": pa.array([r.offset for r in records], pa.int64()),
+            "key": pa.array([r.key for r in records], pa.binary()),
+            "value": pa.array([r.value for r in records], pa.binary()),
+        }
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+
+
+def copy_sqlite_store(src: Path, dst: Path) -> None:
+    """A consistent copy of a SQLite persist store (the online backup API, safe while live)."""
+    import sqlite3
+
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(src) as source, sqlite3.connect(dst) as target:
+        source.backup(target)

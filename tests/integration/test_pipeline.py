@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from checkers import CHECKERS, check_run
 from checkers.reference import check_every_step
 from harness import smoke
 from harness.pipeline_proc import PipelineProcess, progress, wait_caught_up
-from harness.topic import dump_topic, log_end
+from harness.topic import copy_sqlite_store, dump_topic, log_end, write_parquet
 from harness.workload import UpsertMix, upsert_records
 from pipeline.cli import EXIT_FENCED, EXIT_OK
 from pipeline.failpoints import FAILPOINTS
@@ -40,13 +41,23 @@ def pipeline(kafka: Any, topic: str, tmp: Path, name: str, **kw: Any) -> Pipelin
 
 
 def verify(kafka: Any, topic: str, store: str) -> int:
+    """The slow oracle and the fast checkers must both call the run valid."""
+    records = dump_topic(kafka.bootstrap, topic)
     s = open_store(store)
     try:
-        result = check_every_step(s, dump_topic(kafka.bootstrap, topic))
+        result = check_every_step(s, records)
     finally:
         s.close()
     assert result.problems == []
     assert result.valid
+    run_dir = Path(store.removeprefix("sqlite://")).parent / "run"
+    write_parquet(records, run_dir / "topic.parquet")
+    copy_sqlite_store(Path(store.removeprefix("sqlite://")), run_dir / "persist" / "store.db")
+    judged = check_run(run_dir)
+    verdicts = {name: r.valid for name, r in judged.checkers.items()}
+    assert verdicts == {**dict.fromkeys(CHECKERS, True), "seal_monotonic": None}, {
+        name: (r.anomaly_counts, r.error) for name, r in judged.checkers.items()
+    }
     return len(result.steps)
 
 
