@@ -159,8 +159,16 @@ def classify(topic: pl.DataFrame) -> pl.DataFrame:
 
 
 def binding_ranges(bindings: pl.DataFrame, upper: int) -> pl.DataFrame:
-    """Per partition and sealed step, the offsets bound: ``partition, ts, start, end``."""
-    moves = bindings.filter((pl.col("diff") > 0) & (pl.col("ts") < upper)).select(
+    """Per partition and sealed step, the offsets bound: ``partition, ts, start, end``.
+
+    Consolidated first, so a compacted history (merged rows at ``since`` beside that step's
+    own retraction) yields one move per partition and step."""
+    consolidated = (
+        bindings.filter(pl.col("ts") < upper)
+        .group_by("key", "value", "ts")
+        .agg(pl.col("diff").sum())
+    )
+    moves = consolidated.filter(pl.col("diff") > 0).select(
         pl.col("key").cast(pl.String).cast(pl.Int64).alias("partition"),
         pl.col("ts"),
         pl.col("value").cast(pl.String).cast(pl.Int64).alias("end"),

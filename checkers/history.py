@@ -52,8 +52,8 @@ class History:
                 schema={
                     "partition": pl.Int64,
                     "offset": pl.Int64,
-                    "kv": pl.String,
-                    "key": pl.String,
+                    "key": pl.Binary,
+                    "value": pl.Binary,
                 }
             )
         )

@@ -213,6 +213,8 @@ def test_no_history_is_unknown_not_valid(run: RunData) -> None:
     res = run_checkers(bare)
     assert res.checkers["seal_monotonic"].valid is None
     assert res.valid is None
+    others = {n: r.valid for n, r in res.checkers.items() if n != "seal_monotonic"}
+    assert others == dict.fromkeys(others, True)
 
 
 def test_a_checker_that_raises_is_unknown_with_its_error(run: RunData) -> None:

@@ -1,0 +1,62 @@
+"""The checkers on a real SQLite store written by the step loop (with compaction), loaded the
+way ``sealcheck check`` loads a run directory."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from checkers import CHECKERS, RunInputError, check_run, load_run
+from harness.topic import copy_sqlite_store, write_parquet
+from harness.workload import UpsertMix, upsert_records
+from pipeline.loop import LoopConfig
+from pipeline.persist import open_store
+from tests.unit.test_loop import ListSource, catch_up
+
+
+@pytest.mark.parametrize("retain", [0, 2])
+def test_compacted_and_uncompacted_stores_are_valid(tmp_path: Path, retain: int) -> None:
+    src = ListSource(3)
+    src.grow(upsert_records(random.Random(8), 2000, UpsertMix(keys=150, bad_ratio=0.05)))
+    store = open_store(str(tmp_path / "s.db"))
+    catch_up(store, src, LoopConfig(max_records_per_step=150, retain_steps=retain, compact_every=3))
+    store.close()
+    run_dir = tmp_path / "run"
+    write_parquet(src.records(), run_dir / "topic.parquet")
+    copy_sqlite_store(tmp_path / "s.db", run_dir / "persist" / "store.db")
+    run = load_run(run_dir)
+    assert (run.sinces["data"] > 0) == (retain > 0)
+    result = check_run(run_dir)
+    verdicts = {n: r.valid for n, r in result.checkers.items()}
+    assert verdicts == {**dict.fromkeys(CHECKERS, True), "seal_monotonic": None}
+    assert (run_dir / "persist" / "updates.parquet").exists()
+
+
+def test_a_run_directory_without_a_topic_dump_says_so(tmp_path: Path) -> None:
+    with pytest.raises(RunInputError, match=r"topic\.parquet is missing"):
+        load_run(tmp_path)
+
+
+def test_sealcheck_check_writes_results_and_exits_with_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness import cli
+
+    src = ListSource(2)
+    src.grow(upsert_records(random.Random(9), 300, UpsertMix(keys=40)))
+    store = open_store(str(tmp_path / "s.db"))
+    catch_up(store, src, LoopConfig(max_records_per_step=50))
+    store.close()
+    run_dir = tmp_path / "run"
+    write_parquet(src.records(), run_dir / "topic.parquet")
+    copy_sqlite_store(tmp_path / "s.db", run_dir / "persist" / "store.db")
+    assert cli.main(["check", str(run_dir)]) == cli.EXIT_UNKNOWN  # no history: no seals seen
+    out = capsys.readouterr().out
+    assert "sealed_state: valid" in out and "verdict: unknown" in out
+    assert (run_dir / "results.json").exists()
+    assert cli.main(["check", str(run_dir), "--checker", "sealed_state"]) == cli.EXIT_VALID
+    assert cli.main(["check", str(tmp_path / "nope")]) == cli.EXIT_BAD_ARGS
+    assert cli.main(["check", str(run_dir), "--checker", "nope"]) == cli.EXIT_BAD_ARGS
+    assert "unknown checker 'nope'" in capsys.readouterr().err
