@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 #: The fields of ``value`` the checkers read from ``write`` ops (others are ignored). Keys and
@@ -62,21 +62,30 @@ class History:
     def load(path: Path) -> History:
         """Read ``history.jsonl``; a torn last line (crashed harness) is skipped.
 
-        The whole file is parsed by polars in one pass (writes are most of a history); only
-        the other ops are parsed again with ``json`` to keep their full values.
+        Writes (most of a history) are parsed by polars straight from the file; the other ops
+        are parsed with ``json`` to keep their full values.
         """
-        raw = path.read_bytes()
-        if raw and not raw.endswith(b"\n"):
-            raw = raw[: raw.rfind(b"\n") + 1]  # the line being written when the harness died
-        if not raw.strip():
-            return History.empty()
-        frame = pl.read_ndjson(raw, schema=WRITE_SCHEMA)
-        is_write = frame["f"] == "write"
-        others = np.flatnonzero(~is_write.to_numpy())
-        lines = raw.split(b"\n") if len(others) else []
-        ops = [json.loads(lines[i]) for i in others]
+        ops: list[dict[str, Any]] = []
+        complete_bytes, torn = 0, False
+        with open(path, "rb") as fh:
+            for line in fh:
+                if not line.endswith(b"\n"):
+                    torn = True  # the line being written when the harness died
+                    break
+                complete_bytes += len(line)
+                if b'"f": "write"' in line or b'"f":"write"' in line:
+                    continue  # parsed by polars below
+                ops.append(json.loads(line))
+            if complete_bytes == 0:
+                return History.empty()
+            if torn:
+                fh.seek(0)
+                source: Path | io.BytesIO = io.BytesIO(fh.read(complete_bytes))
+            else:
+                source = path
+        writes = pl.read_ndjson(source, schema=WRITE_SCHEMA).lazy().filter(pl.col("f") == "write")
         v = pl.col("value")
-        acked = frame.filter(is_write & (pl.col("type") == "ok")).select(
+        acked = writes.filter(pl.col("type") == "ok").select(
             v.struct.field("partition"),
             v.struct.field("offset"),
             pl.coalesce(
@@ -88,7 +97,7 @@ class History:
                 v.struct.field("value").cast(pl.Binary),
             ).alias("value"),
         )
-        return History(acked, ops)
+        return History(acked.collect(), ops)
 
     def seal_times(self) -> tuple[list[int], list[int]]:
         """Observed ``data`` uppers over time: (times, uppers), in history order."""

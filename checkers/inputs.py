@@ -55,13 +55,20 @@ class RunData:
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     def sealed(self, name: str) -> pl.DataFrame:
-        """A collection's updates below its upper, with ``kh``/``vh`` hashes (computed once)."""
+        """A collection's updates below its upper as ``row, kh, vh, ts, diff`` — hashes, no
+        bytes (``row`` indexes :attr:`updates` for the bytes). Computed once."""
         memo = f"sealed:{name}"
         if memo not in self._memo:
-            from checkers.frames import with_hashes
+            from checkers.frames import h
 
             upper = self.uppers.get(name, 0)
-            self._memo[memo] = with_hashes(self.collection(name).filter(pl.col("ts") < upper))
+            self._memo[memo] = (
+                self.updates.lazy()
+                .with_row_index("row")
+                .filter((pl.col("collection") == name) & (pl.col("ts") < upper))
+                .select("row", h("key").alias("kh"), h("value").alias("vh"), "ts", "diff")
+                .collect()
+            )
         return self._memo[memo]
 
     def change_points(self, name: str) -> pl.DataFrame:
@@ -91,8 +98,8 @@ class RunData:
             rows = rows.filter(pl.col("vh") == vh)
         if rows.height == 0:
             return None, None
-        key, value = rows.row(0, named=True)["key"], rows.row(0, named=True)["value"]
-        return key, (value if vh is not None else None)
+        update = self.updates.row(int(rows["row"][0]), named=True)
+        return update["key"], (update["value"] if vh is not None else None)
 
     def collection(self, name: str) -> pl.DataFrame:
         """The updates of one collection (``key, value, ts, diff``)."""
@@ -153,6 +160,7 @@ def load_run(run_dir: Path) -> RunData:
         export_sqlite(db, persist)
     topic = pl.read_parquet(topic_path).cast(TOPIC_SCHEMA)
     updates = pl.read_parquet(persist / "updates.parquet").cast(UPDATES_SCHEMA)
+    updates = updates.with_columns(pl.col("collection").cast(pl.Categorical))
     frontiers = json.loads((persist / "frontiers.json").read_text())
     history_path = run_dir / "history.jsonl"
     history = History.load(history_path) if history_path.exists() else History.empty()

@@ -29,14 +29,15 @@ def check(run: RunData) -> CheckResult:
             Anomaly(
                 "phantom-value",
                 "data",
-                show(r["key"]),
+                show(u["key"]),
                 r["ts"],
                 expected="a value written to this key",
-                found=show(r["value"]),
+                found=show(u["value"]),
                 detail="this value was never written to this key: the pipeline invented it",
                 context=run.history.context_for_step(r["ts"]),
             )
             for r in phantoms.head(MAX_EXAMPLES).iter_rows(named=True)
+            for u in [run.updates.row(int(r["row"]), named=True)]
         ],
     )
     errors = run.collection("errors").filter(pl.col("diff") > 0)
