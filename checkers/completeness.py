@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.frames import binding_ranges
+from checkers.frames import binding_ranges, h
 from checkers.inputs import RunData
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
@@ -19,48 +19,49 @@ def _final_bound(run: RunData) -> dict[int, int]:
 
 
 def _acknowledged(run: RunData, res: CheckResult) -> None:
-    acked = run.history.acked
+    acked = run.history.acked.with_row_index("ack").with_columns(
+        h("key").alias("akh"), h("value").alias("avh")
+    )
     res.counts["acknowledged_writes"] = acked.height
-    joined = acked.join(
-        run.topic.select(
-            "partition",
-            "offset",
-            pl.col("key").alias("tk"),
-            pl.col("value").alias("tv"),
-            pl.lit(True).alias("present"),
-        ),
+    joined = acked.select("ack", "partition", "offset", "akh", "avh").join(
+        run.classified().select("partition", "offset", "kh", "rvh", "row"),
         on=["partition", "offset"],
         how="left",
     )
-    lost = joined.filter(pl.col("present").is_null())
+    lost = joined.filter(pl.col("row").is_null())
     changed = joined.filter(
-        pl.col("present").is_not_null()
-        & (~pl.col("key").eq_missing(pl.col("tk")) | ~pl.col("value").eq_missing(pl.col("tv")))
+        pl.col("row").is_not_null()
+        & (~pl.col("akh").eq_missing(pl.col("kh")) | ~pl.col("avh").eq_missing(pl.col("rvh")))
     )
     for kind, frame, what in (
         ("kafka-lost-write", lost, "acknowledged (acks=all) but absent from the topic"),
         ("kafka-changed-write", changed, "acknowledged, but the topic holds another record there"),
     ):
-        res.add_bulk(
-            kind,
-            frame.height,
-            [
+        examples = []
+        for r in frame.head(MAX_EXAMPLES).iter_rows(named=True):
+            ack = acked.row(int(r["ack"]), named=True)
+            there = run.topic.row(int(r["row"]), named=True) if r["row"] is not None else None
+            examples.append(
                 Anomaly(
                     kind,
                     None,
-                    show(r["key"]),
+                    show(ack["key"]),
                     None,
                     expected={
-                        "partition": r["partition"],
-                        "offset": r["offset"],
-                        "value": show(r["value"]),
+                        "partition": ack["partition"],
+                        "offset": ack["offset"],
+                        "value": show(ack["value"]),
                     },
-                    found={"key": show(r["tk"]), "value": show(r["tv"])},
+                    found=None
+                    if there is None
+                    else {
+                        "key": show(there["key"]),
+                        "value": show(there["value"]),
+                    },
                     detail=f"a Kafka anomaly, not the pipeline's: the write was {what}",
                 )
-                for r in frame.head(MAX_EXAMPLES).iter_rows(named=True)
-            ],
-        )
+            )
+        res.add_bulk(kind, frame.height, examples)
 
 
 def check(run: RunData) -> CheckResult:
@@ -85,14 +86,13 @@ def check(run: RunData) -> CheckResult:
     _acknowledged(run, res)
     if behind:
         return res  # the final state can only match the whole topic once caught up
+    # Caught up, so every record is bound: each slot's last step winner is its latest record
+    # (step winners are sorted by slot, then step).
     latest = (
-        run.classified()
-        .lazy()
-        .sort("kh", "np", "offset", "partition", nulls_last=True)
-        .unique(subset=["kh", "np"], keep="last")
+        run.winners()
+        .unique(subset=["kh", "np"], keep="last", maintain_order=True)
         .filter(pl.col("dvh").is_not_null())
         .select(pl.col("dkh").alias("kh"), pl.col("dvh").alias("vh"), "row")
-        .collect()
     )
     state = (
         run.sealed("data")

@@ -89,6 +89,25 @@ class RunData:
             self._memo["classified"] = classify(self.topic)
         return self._memo["classified"]
 
+    def stepped(self) -> pl.DataFrame:
+        """Classified records with the sealed ``step`` that bound them (computed once)."""
+        if "stepped" not in self._memo:
+            from checkers.frames import assign_steps, binding_ranges
+
+            sealed = min(self.uppers.get("data", 0), self.uppers.get("bindings", 0))
+            ranges = binding_ranges(self.collection("bindings"), sealed)
+            self._memo["stepped"] = assign_steps(self.classified(), ranges)
+        return self._memo["stepped"]
+
+    def winners(self) -> pl.DataFrame:
+        """:func:`checkers.frames.step_winners` of the bound records (computed once)."""
+        if "winners" not in self._memo:
+            from checkers.frames import step_winners
+
+            since = max(self.sinces.values(), default=0)
+            self._memo["winners"] = step_winners(self.stepped(), since)
+        return self._memo["winners"]
+
     def lookup(
         self, name: str, kh: int, vh: int | None = None
     ) -> tuple[bytes | None, bytes | None]:

@@ -8,13 +8,10 @@ from typing import Any
 import polars as pl
 
 from checkers.frames import (
-    assign_steps,
-    binding_ranges,
     consolidate,
     h,
     model_updates,
     slot_bytes,
-    step_winners,
 )
 from checkers.inputs import RunData
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
@@ -71,8 +68,7 @@ def check(run: RunData) -> CheckResult:
     res = CheckResult("sealed_state", True)
     sealed = min(run.uppers.get("data", 0), run.uppers.get("bindings", 0))
     since = max(run.sinces.values(), default=0)
-    stepped = assign_steps(run.classified(), binding_ranges(run.collection("bindings"), sealed))
-    winners = step_winners(stepped, since)
+    stepped, winners = run.stepped(), run.winners()
     res.counts["steps"] = max(0, sealed - since)
     res.counts["records_bound"] = int(stepped["step"].is_not_null().sum())
     error_rows = winners.filter(pl.col("prev_evh").ne_missing(pl.col("evh")))["row"]
