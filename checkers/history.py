@@ -37,6 +37,25 @@ WRITE_SCHEMA = pl.Schema(
 )
 
 
+_WRITE = '"f": ?"write"'
+
+
+def _complete_prefix(path: Path, block: int = 1 << 16) -> int:
+    """Bytes up to and including the last newline (a torn last line is excluded)."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        end = size
+        while end > 0:
+            start = max(0, end - block)
+            fh.seek(start)
+            chunk = fh.read(end - start)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                return start + nl + 1
+            end = start
+    return 0
+
+
 @dataclass
 class History:
     """Acknowledged writes as a frame, everything else as a list of ops."""
@@ -65,24 +84,31 @@ class History:
         Writes (most of a history) are parsed by polars straight from the file; the other ops
         are parsed with ``json`` to keep their full values.
         """
+        complete = _complete_prefix(path)
+        if complete == 0:
+            return History.empty()
+        # Lines that are not writes (few), found by polars without parsing every line.
+        others = (
+            pl.scan_csv(
+                path,
+                has_header=False,
+                separator="\x00",  # never in JSON text: each line is one field
+                quote_char=None,
+                schema={"line": pl.String},
+            )
+            .filter(~pl.col("line").str.contains(_WRITE))
+            .collect()["line"]
+        )
         ops: list[dict[str, Any]] = []
-        complete_bytes, torn = 0, False
-        with open(path, "rb") as fh:
-            for line in fh:
-                if not line.endswith(b"\n"):
-                    torn = True  # the line being written when the harness died
-                    break
-                complete_bytes += len(line)
-                if b'"f": "write"' in line or b'"f":"write"' in line:
-                    continue  # parsed by polars below
+        for line in others.to_list():
+            try:
                 ops.append(json.loads(line))
-            if complete_bytes == 0:
-                return History.empty()
-            if torn:
-                fh.seek(0)
-                source: Path | io.BytesIO = io.BytesIO(fh.read(complete_bytes))
-            else:
-                source = path
+            except json.JSONDecodeError:
+                continue  # the line being written when the harness died
+        source: Path | io.BytesIO = path
+        if complete < path.stat().st_size:  # torn last line: parse only the complete prefix
+            with open(path, "rb") as fh:
+                source = io.BytesIO(fh.read(complete))
         writes = pl.read_ndjson(source, schema=WRITE_SCHEMA).lazy().filter(pl.col("f") == "write")
         v = pl.col("value")
         acked = writes.filter(pl.col("type") == "ok").select(
