@@ -203,7 +203,17 @@ def step_winners(stepped: pl.DataFrame, since: int = 0) -> pl.DataFrame:
     return (
         stepped.lazy()
         .filter(pl.col("step").is_not_null())
-        .with_columns(pl.max_horizontal(pl.col("step"), pl.lit(since)).alias("step"))
+        .select(  # only what the sort must carry, in narrow types: sorting is the cost here
+            "row",
+            "kh",
+            pl.col("np").cast(pl.Int32),
+            pl.max_horizontal(pl.col("step"), pl.lit(since)).cast(pl.Int64).alias("step"),
+            "offset",
+            pl.col("partition").cast(pl.Int32),
+            "dkh",
+            "dvh",
+            "evh",
+        )
         .sort("kh", "np", "step", "offset", "partition", nulls_last=True)
         .unique(subset=["kh", "np", "step"], keep="last", maintain_order=True)
         .with_columns(

@@ -53,6 +53,8 @@ class RunData:
     history: History
 
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+    #: records bound at sealed steps (set by :meth:`winners`)
+    bound_records: int = field(default=0, repr=False, compare=False)
 
     def sealed(self, name: str) -> pl.DataFrame:
         """A collection's updates below its upper as ``row, kh, vh, ts, diff`` — hashes, no
@@ -89,23 +91,18 @@ class RunData:
             self._memo["classified"] = classify(self.topic)
         return self._memo["classified"]
 
-    def stepped(self) -> pl.DataFrame:
-        """Classified records with the sealed ``step`` that bound them (computed once)."""
-        if "stepped" not in self._memo:
-            from checkers.frames import assign_steps, binding_ranges
+    def winners(self) -> pl.DataFrame:
+        """:func:`checkers.frames.step_winners` of the records bound at sealed steps (computed
+        once; the intermediate frame is not kept). ``bound_records`` counts those records."""
+        if "winners" not in self._memo:
+            from checkers.frames import assign_steps, binding_ranges, step_winners
 
             sealed = min(self.uppers.get("data", 0), self.uppers.get("bindings", 0))
             ranges = binding_ranges(self.collection("bindings"), sealed)
-            self._memo["stepped"] = assign_steps(self.classified(), ranges)
-        return self._memo["stepped"]
-
-    def winners(self) -> pl.DataFrame:
-        """:func:`checkers.frames.step_winners` of the bound records (computed once)."""
-        if "winners" not in self._memo:
-            from checkers.frames import step_winners
-
+            stepped = assign_steps(self.classified(), ranges)
+            self.bound_records = int(stepped["step"].is_not_null().sum())
             since = max(self.sinces.values(), default=0)
-            self._memo["winners"] = step_winners(self.stepped(), since)
+            self._memo["winners"] = step_winners(stepped, since)
         return self._memo["winners"]
 
     def lookup(

@@ -68,9 +68,9 @@ def check(run: RunData) -> CheckResult:
     res = CheckResult("sealed_state", True)
     sealed = min(run.uppers.get("data", 0), run.uppers.get("bindings", 0))
     since = max(run.sinces.values(), default=0)
-    stepped, winners = run.stepped(), run.winners()
+    winners = run.winners()
     res.counts["steps"] = max(0, sealed - since)
-    res.counts["records_bound"] = int(stepped["step"].is_not_null().sum())
+    res.counts["records_bound"] = run.bound_records
     error_rows = winners.filter(pl.col("prev_evh").ne_missing(pl.col("evh")))["row"]
     slot_kh = (
         run.topic.with_row_index("row")
