@@ -94,10 +94,11 @@ def check(run: RunData) -> CheckResult:
         .filter(pl.col("dvh").is_not_null())
         .select(pl.col("dkh").alias("kh"), pl.col("dvh").alias("vh"), "row")
     )
+    # The change points are sorted by (kh, vh, ts): each pair's last row holds its final count.
     state = (
-        run.sealed("data")
-        .group_by("kh", "vh")
-        .agg(pl.col("diff").sum())
+        run.change_points("data")
+        .filter(pl.struct("kh", "vh").is_last_distinct())
+        .select("kh", "vh", pl.col("mult").alias("diff"))
         .filter(pl.col("diff") != 0)
     )
     joined = (
