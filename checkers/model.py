@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import orjson
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class TopicRecord:
     """One record of the dumped input topic."""
 

@@ -8,20 +8,11 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-
-@dataclass(frozen=True, order=True)
-class Record:
-    """One Kafka record as read back: where it is and what it holds."""
-
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
+from checkers.model import TopicRecord
 
 
 def _as_bytes(data: str | bytes | None) -> bytes | None:
@@ -38,7 +29,7 @@ def make_records(count: int, rng: random.Random) -> list[tuple[bytes, bytes]]:
 
 def produce(
     bootstrap: str, topic: str, pairs: Iterable[tuple[bytes | None, bytes | None]]
-) -> list[Record]:
+) -> list[TopicRecord]:
     """Produce every pair (acks=all, idempotent) and return the acknowledged records.
 
     Raises :class:`KafkaException` with the first delivery error, after flushing the rest.
@@ -52,7 +43,7 @@ def produce(
             "compression.type": "none",
         }
     )
-    acked: list[Record] = []
+    acked: list[TopicRecord] = []
     errors: list[KafkaError] = []
 
     def on_delivery(err: KafkaError | None, msg: Message) -> None:
@@ -62,7 +53,7 @@ def produce(
             partition, offset = msg.partition(), msg.offset()
             assert partition is not None and offset is not None  # set on every delivered message
             key, value = msg.key(), msg.value()
-            acked.append(Record(partition, offset, _as_bytes(key), _as_bytes(value)))
+            acked.append(TopicRecord(partition, offset, _as_bytes(key), _as_bytes(value)))
 
     for key, value in pairs:
         while True:
@@ -87,7 +78,7 @@ def offsets_json(topic: str, offsets: dict[int, int]) -> str:
 
 def read_range(
     spark: Any, bootstrap: str, topic: str, start: dict[int, int], end: dict[int, int]
-) -> list[Record]:
+) -> list[TopicRecord]:
     """Read exactly ``[start, end)`` per partition with Spark's Kafka *batch* reader."""
     frame = (
         spark.read.format("kafka")
@@ -101,7 +92,7 @@ def read_range(
     )
     rows: Sequence[Any] = frame.collect()
     return sorted(
-        Record(
+        TopicRecord(
             int(r.partition),
             int(r.offset),
             bytes(r.key) if r.key is not None else None,
@@ -111,7 +102,7 @@ def read_range(
     )
 
 
-def end_offsets(acked: Iterable[Record]) -> dict[int, int]:
+def end_offsets(acked: Iterable[TopicRecord]) -> dict[int, int]:
     """Per partition, one past the highest acknowledged offset."""
     ends: dict[int, int] = {}
     for rec in acked:

@@ -1,8 +1,8 @@
 import json
 import random
 
+from checkers.model import TopicRecord as Record
 from harness import smoke
-from harness.smoke import Record
 
 
 def test_records_are_seeded() -> None:
