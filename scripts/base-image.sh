@@ -20,6 +20,7 @@ if docker image inspect "$tag" >/dev/null 2>&1; then
 fi
 command -v debootstrap >/dev/null 2>&1 || {
   echo "base-image: installing debootstrap" >&2
+  apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 }
 rootfs="$cache/rootfs-$hash"
