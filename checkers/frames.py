@@ -28,11 +28,6 @@ def h(col: str | pl.Expr) -> pl.Expr:
     return pl.when(expr.is_not_null()).then(expr.hash(SEED))
 
 
-def with_hashes(updates: pl.DataFrame) -> pl.DataFrame:
-    """Add ``kh``/``vh`` to a frame with binary ``key``/``value``."""
-    return updates.with_columns(h("key").alias("kh"), h("value").alias("vh"))
-
-
 def consolidate(updates: pl.DataFrame, since: int = 0) -> pl.DataFrame:
     """Sum diffs per ``(kh, vh, ts)`` (times below ``since`` advanced to it); drop zeros."""
     return (

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness import smoke
 from harness.kafka_admin import create_topic
+from harness.workload import PLAIN, upsert_records
 
 
 @dataclass
@@ -54,7 +55,7 @@ def run_demo(records: int, partitions: int, seed: int, backend: str) -> DemoResu
 
     timings: dict[str, float] = {}
     topic = "sealcheck-demo"
-    pairs = smoke.make_records(records, random.Random(seed))
+    pairs = upsert_records(random.Random(seed), records, PLAIN)
     with tempfile.TemporaryDirectory(prefix="sealcheck-demo-") as tmp:
         broker = _broker(backend, Path(tmp), seed, timings)
         try:

@@ -6,7 +6,6 @@ Used by ``sealcheck demo`` and by the smoke tests, against local or containerise
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -17,14 +16,6 @@ from checkers.model import TopicRecord
 
 def _as_bytes(data: str | bytes | None) -> bytes | None:
     return data.encode() if isinstance(data, str) else data
-
-
-def make_records(count: int, rng: random.Random) -> list[tuple[bytes, bytes]]:
-    """``count`` seeded (key, value) pairs over ``count // 10`` keys."""
-    keys = max(1, count // 10)
-    return [
-        (f"k{rng.randrange(keys)}".encode(), json.dumps({"n": i}).encode()) for i in range(count)
-    ]
 
 
 def produce(

@@ -30,6 +30,10 @@ class UpsertMix:
             )
 
 
+#: Good records only (no tombstones, no bad records) over 1,000 keys: the smoke round trip.
+PLAIN = UpsertMix(keys=1_000, tombstone_ratio=0.0, bad_ratio=0.0)
+
+
 def upsert_records(
     rng: random.Random, count: int, mix: UpsertMix
 ) -> list[tuple[bytes | None, bytes | None]]:

@@ -74,7 +74,8 @@ def choose_range(bound: dict[int, int], log_end: dict[int, int], cap: int) -> di
     return nxt
 
 
-def _diff_bindings(old: dict[int, int], new: dict[int, int], ts: int) -> list[Update]:
+def diff_bindings(old: dict[int, int], new: dict[int, int], ts: int) -> list[Update]:
+    """The ``bindings`` updates that move ``old`` offsets to ``new`` at step ``ts``."""
     out: list[Update] = []
     for p in sorted(new):
         if old.get(p) == new[p]:
@@ -158,7 +159,7 @@ class StepLoop:
             return None
         failpoint("bindings.before_append")
         try:
-            self.store.compare_and_append(BINDINGS, _diff_bindings(self.bound, nxt, t), t, t + 1)
+            self.store.compare_and_append(BINDINGS, diff_bindings(self.bound, nxt, t), t, t + 1)
         except UpperMismatch as exc:
             raise Fenced(str(exc)) from exc
         failpoint("bindings.after_append")

@@ -14,7 +14,7 @@ import polars as pl
 
 from checkers.history import History
 from checkers.inputs import TOPIC_SCHEMA, UPDATES_SCHEMA, RunData
-from pipeline.loop import choose_range
+from pipeline.loop import choose_range, diff_bindings
 from pipeline.upsert import SourceRecord, apply, upsert_step, winners
 
 Pair = tuple[bytes | None, bytes | None]
@@ -37,11 +37,7 @@ def build_run(pairs: Sequence[Pair], partitions: int = 2, step_size: int = 7) ->
         nxt = choose_range(bound, end, step_size)
         if all(o == bound.get(p, 0) for p, o in nxt.items()):
             break
-        for p in sorted(nxt):
-            if nxt[p] != bound.get(p, 0):
-                if p in bound:
-                    rows.append(("bindings", str(p).encode(), str(bound[p]).encode(), t, -1))
-                rows.append(("bindings", str(p).encode(), str(nxt[p]).encode(), t, 1))
+        rows += [("bindings", u.key, u.value, u.ts, u.diff) for u in diff_bindings(bound, nxt, t)]
         recs = [r for p, log in enumerate(logs) for r in log[bound.get(p, 0) : nxt.get(p, 0)]]
         out = upsert_step(winners(recs).values(), data, errors, t)
         rows += [("data", u.key, u.value, u.ts, u.diff) for u in out.data]

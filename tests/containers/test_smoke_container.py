@@ -11,6 +11,7 @@ import pytest
 from harness import smoke
 from harness.containers.kafka import RUN_LABEL, KafkaContainer
 from harness.kafka_admin import create_topic
+from harness.workload import PLAIN, upsert_records
 
 pytestmark = pytest.mark.containers
 
@@ -28,7 +29,7 @@ def test_kafka_container_round_trip_and_nothing_left_behind(kafka_image: str, sp
     with KafkaContainer(kafka_image, run_id) as box:
         assert len(_labelled(run_id)) == 1
         create_topic(box.bootstrap, "boxed", 2, 1)
-        pairs = smoke.make_records(2_000, random.Random(3))
+        pairs = upsert_records(random.Random(3), 2_000, PLAIN)
         acked = smoke.produce(box.bootstrap, "boxed", pairs)
         ends = smoke.end_offsets(acked)
         got = smoke.read_range(spark, box.bootstrap, "boxed", {p: 0 for p in ends}, ends)

@@ -11,13 +11,14 @@ from confluent_kafka import Producer
 
 from harness import procs, smoke
 from harness.kafka_local import KafkaCluster
+from harness.workload import PLAIN, upsert_records
 
 pytestmark = pytest.mark.integration
 
 
 def test_10000_records_round_trip_through_spark_batch_reader(kafka: Any, spark: Any) -> None:
     kafka.create_topic("smoke", partitions=3)
-    pairs = smoke.make_records(10_000, random.Random(42))
+    pairs = upsert_records(random.Random(42), 10_000, PLAIN)
     acked = smoke.produce(kafka.bootstrap, "smoke", pairs)
     assert len(acked) == 10_000
     ends = smoke.end_offsets(acked)

@@ -1,13 +1,7 @@
 import json
-import random
 
 from checkers.model import TopicRecord as Record
 from harness import smoke
-
-
-def test_records_are_seeded() -> None:
-    assert smoke.make_records(50, random.Random(7)) == smoke.make_records(50, random.Random(7))
-    assert smoke.make_records(50, random.Random(7)) != smoke.make_records(50, random.Random(8))
 
 
 def test_offsets_json_is_what_spark_expects() -> None:
