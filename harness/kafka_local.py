@@ -9,6 +9,7 @@ with SIGSTOP and resumed; every node logs to ``<dir>/node-<id>/kafka.log``.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import signal
@@ -29,11 +30,18 @@ class KafkaStartError(RuntimeError):
     """A broker did not become ready; the message carries the tail of its log."""
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1 that are free right now.
+
+    All sockets stay bound until every port is chosen, so the kernel cannot hand out the same
+    port twice (closing each socket at once let a later call reuse an earlier port)."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            s.bind(("127.0.0.1", 0))
+            ports.append(int(s.getsockname()[1]))
+        return ports
 
 
 def _cluster_id(base_dir: Path) -> str:
@@ -182,7 +190,8 @@ class KafkaCluster:
         if size not in (1, 3):
             raise ValueError(f"cluster size {size!r} is not supported; use 1 or 3 brokers")
         self.base_dir = base_dir
-        ports = [(free_port(), free_port()) for _ in range(size)]
+        flat = free_ports(2 * size)
+        ports = list(zip(flat[::2], flat[1::2], strict=True))
         voters = ",".join(f"{i + 1}@127.0.0.1:{c}" for i, (_, c) in enumerate(ports))
         self.nodes = [
             KafkaNode(i + 1, base_dir / f"node-{i + 1}", p, c, voters, size, heap_mb)

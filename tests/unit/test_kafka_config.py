@@ -41,3 +41,10 @@ def test_cluster_id_is_stable_and_valid(tmp_path: Path) -> None:
     assert first == second
     assert len(first) == 22
     assert _cluster_id(tmp_path / "other") != first
+
+
+def test_free_ports_are_distinct() -> None:
+    from harness.kafka_local import free_ports
+
+    ports = free_ports(64)
+    assert len(set(ports)) == 64
