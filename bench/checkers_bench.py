@@ -86,7 +86,10 @@ def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> i
         ]
     ).with_columns(pl.lit("bindings").alias("collection"))
     cols = ["collection", "key", "value", "ts", "diff"]
-    all_updates = pl.concat([data.select(cols), bindings.select(cols)])
+    # In step order, as the pipeline appends them (bindings of a step first).
+    all_updates = pl.concat([bindings.select(cols), data.select(cols)]).sort(
+        "ts", maintain_order=True
+    )
     (run_dir / "persist").mkdir()
     all_updates.write_parquet(run_dir / "persist" / "updates.parquet")
     frontiers = {c: {"upper": steps, "since": 0} for c in ("data", "errors", "bindings")}
@@ -140,10 +143,12 @@ def main() -> None:
         )
         t0 = time.monotonic()
         run = load_run(run_dir)
+        run.prepare()  # parse and hash every input now, so judging is timed on its own
         load_s = time.monotonic() - t0
+        history_mb = (run_dir / "history.jsonl").stat().st_size / 1e6
         print(
-            f"load: {load_s:.1f}s ({run.topic.height:,} records, "
-            f"{run.history.acked.height:,} acknowledged writes)"
+            f"load: {load_s:.1f}s ({run.classified().height:,} records, "
+            f"{run.acked().height:,} acknowledged writes in a {history_mb:,.0f} MB history)"
         )
         t0 = time.monotonic()
         result = run_checkers(run)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.frames import binding_ranges
 from checkers.inputs import RunData
+from checkers.replay import binding_ranges
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult
 
 

@@ -4,10 +4,12 @@ the final ``data`` equals the model of the whole topic."""
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
-from checkers.frames import binding_ranges, h
+from checkers.frames import pair_hash, run_ends, signed
 from checkers.inputs import RunData
+from checkers.replay import binding_ranges, latest, positioned
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
 
@@ -19,28 +21,24 @@ def _final_bound(run: RunData) -> dict[int, int]:
 
 
 def _acknowledged(run: RunData, res: CheckResult) -> None:
-    acked = run.history.acked.with_row_index("ack").with_columns(
-        h("key").alias("akh"), h("value").alias("avh")
-    )
+    acked = run.acked()
     res.counts["acknowledged_writes"] = acked.height
-    joined = acked.select("ack", "partition", "offset", "akh", "avh").join(
-        run.classified().select("partition", "offset", "kh", "rvh", "row"),
-        on=["partition", "offset"],
-        how="left",
-    )
-    lost = joined.filter(pl.col("row").is_null())
-    changed = joined.filter(
-        pl.col("row").is_not_null()
-        & (~pl.col("akh").eq_missing(pl.col("kh")) | ~pl.col("avh").eq_missing(pl.col("rvh")))
-    )
+    topic = positioned(run.classified(), "kh", "rvh")
+    mismatch = acked.with_row_index("ack").filter(~pl.col("full").is_in(topic["full"].implode()))
+    present = mismatch["pos"].is_in(topic["pos"].implode())
+    lost, changed = mismatch.filter(~present), mismatch.filter(present)
+    pos = topic["pos"].to_numpy()
     for kind, frame, what in (
         ("kafka-lost-write", lost, "acknowledged (acks=all) but absent from the topic"),
         ("kafka-changed-write", changed, "acknowledged, but the topic holds another record there"),
     ):
         examples = []
-        for r in frame.head(MAX_EXAMPLES).iter_rows(named=True):
-            ack = acked.row(int(r["ack"]), named=True)
-            there = run.topic.row(int(r["row"]), named=True) if r["row"] is not None else None
+        head = frame.head(MAX_EXAMPLES)
+        acks = run.ack_rows(head["ack"].to_list())
+        for r in head.iter_rows(named=True):
+            ack = acks[int(r["ack"])]
+            rows = np.flatnonzero(pos == r["pos"])
+            there = run.topic_row(int(rows[0])) if rows.size else None
             examples.append(
                 Anomaly(
                     kind,
@@ -64,11 +62,58 @@ def _acknowledged(run: RunData, res: CheckResult) -> None:
         res.add_bulk(kind, frame.height, examples)
 
 
+def _final_state(run: RunData, res: CheckResult) -> None:
+    """The final ``data`` equals the latest good record of every key (compared by fingerprint
+    first; joined row by row only when the fingerprints differ)."""
+    latest_good = (
+        latest(run.winners())
+        .filter(pl.col("dvh").is_not_null())
+        .select(pl.col("slot").alias("kh"), "dvh", "row")
+    )
+    res.counts["final_keys"] = latest_good.height
+    cp = run.change_points("data")
+    want = latest_good.select(pair_hash("kh", "dvh").sum()).item()
+    have = cp.select(signed(pair_hash("kh", "vh")).sum()).item()
+    if want == have:
+        return
+    wanted = latest_good.select("kh", pl.col("dvh").alias("vh"), "row")
+    # The change points are sorted by (kh, vh, ts): each pair's last row holds its final count.
+    state = (
+        cp.filter(run_ends("kh", "vh"))
+        .select("kh", "vh", pl.col("mult").alias("diff"))
+        .filter(pl.col("diff") != 0)
+    )
+    joined = (
+        wanted.with_columns(pl.lit(1, pl.Int64).alias("want"))
+        .join(state, on=["kh", "vh"], how="full", coalesce=True)
+        .with_columns(pl.col("want").fill_null(0), pl.col("diff").fill_null(0))
+    )
+    bad = joined.filter(pl.col("want") != pl.col("diff"))
+    examples = []
+    for r in bad.head(MAX_EXAMPLES).iter_rows(named=True):
+        key, value = run.lookup("data", r["kh"], r["vh"])
+        if r["row"] is not None:
+            rec = run.topic_row(int(r["row"]))
+            key, value = rec["key"], rec["value"]
+        examples.append(
+            Anomaly(
+                "final-state-mismatch",
+                "data",
+                show(key),
+                run.uppers.get("data", 0) - 1,
+                expected=f"{show(value)!r} x{r['want']}",
+                found=f"{show(value)!r} x{r['diff']}",
+                detail="the final data differs from the whole topic replayed",
+            )
+        )
+    res.add_bulk("final-state-mismatch", bad.height, examples)
+
+
 def check(run: RunData) -> CheckResult:
     """Judge the end state of a run that has been healed and allowed to catch up."""
     res = CheckResult("completeness", True)
     log_end, bound = run.log_end(), _final_bound(run)
-    res.counts["records"] = run.topic.height
+    res.counts["records"] = run.classified().height
     behind = {p: (bound.get(p, 0), end) for p, end in log_end.items() if bound.get(p, 0) != end}
     for p, (b, end) in sorted(behind.items()):
         res.add(
@@ -86,44 +131,6 @@ def check(run: RunData) -> CheckResult:
     _acknowledged(run, res)
     if behind:
         return res  # the final state can only match the whole topic once caught up
-    # Caught up, so every record is bound: each slot's last step winner is its latest record
-    # (step winners are sorted by slot, then step).
-    latest = (
-        run.winners()
-        .unique(subset=["kh", "np"], keep="last", maintain_order=True)
-        .filter(pl.col("dvh").is_not_null())
-        .select(pl.col("dkh").alias("kh"), pl.col("dvh").alias("vh"), "row")
-    )
-    # The change points are sorted by (kh, vh, ts): each pair's last row holds its final count.
-    state = (
-        run.change_points("data")
-        .filter(pl.struct("kh", "vh").is_last_distinct())
-        .select("kh", "vh", pl.col("mult").alias("diff"))
-        .filter(pl.col("diff") != 0)
-    )
-    joined = (
-        latest.with_columns(pl.lit(1, pl.Int64).alias("want"))
-        .join(state, on=["kh", "vh"], how="full", coalesce=True)
-        .with_columns(pl.col("want").fill_null(0), pl.col("diff").fill_null(0))
-    )
-    bad = joined.filter(pl.col("want") != pl.col("diff"))
-    res.counts["final_keys"] = latest.height
-    examples = []
-    for r in bad.head(MAX_EXAMPLES).iter_rows(named=True):
-        key, value = run.lookup("data", r["kh"], r["vh"])
-        if r["row"] is not None:
-            rec = run.topic.row(int(r["row"]), named=True)
-            key, value = rec["key"], rec["value"]
-        examples.append(
-            Anomaly(
-                "final-state-mismatch",
-                "data",
-                show(key),
-                run.uppers.get("data", 0) - 1,
-                expected=f"{show(value)!r} x{r['want']}",
-                found=f"{show(value)!r} x{r['diff']}",
-                detail="the final data differs from the whole topic replayed",
-            )
-        )
-    res.add_bulk("final-state-mismatch", bad.height, examples)
+    # Caught up, so every record is bound: each slot's last winner is its latest record.
+    _final_state(run, res)
     return res

@@ -15,7 +15,9 @@ def check(run: RunData) -> CheckResult:
     res = CheckResult("diff_of_one", True)
     for name, cp in sealed_change_points(run):
         res.counts[f"{name}_change_points"] = cp.height
-        bad = cp.filter(~pl.col("mult").is_in([0, 1]))
+        bad = cp.filter(~pl.col("mult").is_in([0, 1])).with_columns(
+            (pl.col("mult") - pl.col("diff")).alias("prev")
+        )
         examples = []
         for r in bad.head(MAX_EXAMPLES).iter_rows(named=True):
             key, value = run.lookup(name, r["kh"], r["vh"])

@@ -56,33 +56,50 @@ def _complete_prefix(path: Path, block: int = 1 << 16) -> int:
     return 0
 
 
+BYTES_SCHEMA = pl.Schema(
+    {"partition": pl.Int64, "offset": pl.Int64, "key": pl.Binary, "value": pl.Binary}
+)
+
+
+def _acked_writes(ops: pl.LazyFrame) -> pl.LazyFrame:
+    """The ``ok`` writes of parsed ops as ``partition, offset, key, value`` (bytes)."""
+    v = pl.col("value")
+    return ops.filter((pl.col("f") == "write") & (pl.col("type") == "ok")).select(
+        v.struct.field("partition"),
+        v.struct.field("offset"),
+        pl.coalesce(
+            v.struct.field("key_hex").str.decode("hex"),
+            v.struct.field("key").cast(pl.Binary),
+        ).alias("key"),
+        pl.coalesce(
+            v.struct.field("value_hex").str.decode("hex"),
+            v.struct.field("value").cast(pl.Binary),
+        ).alias("value"),
+    )
+
+
 @dataclass
 class History:
-    """Acknowledged writes as a frame, everything else as a list of ops."""
+    """Acknowledged writes as a frame of bytes, everything else as a list of ops.
 
-    acked: pl.DataFrame  # partition, offset, key, value (binary; null key / tombstone)
+    ``acked`` (``partition, offset, key, value``) may be lazy: a loaded history is parsed by
+    polars when a checker first needs the writes, hashed as it streams by.
+    """
+
+    acked: pl.DataFrame | pl.LazyFrame
     ops: list[dict[str, Any]] = field(default_factory=list)
 
     @staticmethod
     def empty() -> History:
         """A run without a history (e.g. a store judged on its own)."""
-        return History(
-            pl.DataFrame(
-                schema={
-                    "partition": pl.Int64,
-                    "offset": pl.Int64,
-                    "key": pl.Binary,
-                    "value": pl.Binary,
-                }
-            )
-        )
+        return History(pl.DataFrame(schema=BYTES_SCHEMA))
 
     @staticmethod
     def load(path: Path) -> History:
         """Read ``history.jsonl``; a torn last line (crashed harness) is skipped.
 
-        Writes (most of a history) are parsed by polars straight from the file; the other ops
-        are parsed with ``json`` to keep their full values.
+        Writes (most of a history) are parsed by polars straight from the file, lazily; the
+        other ops are parsed with ``json`` now, to keep their full values.
         """
         complete = _complete_prefix(path)
         if complete == 0:
@@ -105,25 +122,12 @@ class History:
                 ops.append(json.loads(line))
             except json.JSONDecodeError:
                 continue  # the line being written when the harness died
-        source: Path | io.BytesIO = path
         if complete < path.stat().st_size:  # torn last line: parse only the complete prefix
             with open(path, "rb") as fh:
-                source = io.BytesIO(fh.read(complete))
-        writes = pl.read_ndjson(source, schema=WRITE_SCHEMA).lazy().filter(pl.col("f") == "write")
-        v = pl.col("value")
-        acked = writes.filter(pl.col("type") == "ok").select(
-            v.struct.field("partition"),
-            v.struct.field("offset"),
-            pl.coalesce(
-                v.struct.field("key_hex").str.decode("hex"),
-                v.struct.field("key").cast(pl.Binary),
-            ).alias("key"),
-            pl.coalesce(
-                v.struct.field("value_hex").str.decode("hex"),
-                v.struct.field("value").cast(pl.Binary),
-            ).alias("value"),
-        )
-        return History(acked.collect(), ops)
+                prefix = io.BytesIO(fh.read(complete))
+            parsed = pl.read_ndjson(prefix, schema=WRITE_SCHEMA).lazy()
+            return History(_acked_writes(parsed).collect(), ops)
+        return History(_acked_writes(pl.scan_ndjson(path, schema=WRITE_SCHEMA)), ops)
 
     def seal_times(self) -> tuple[list[int], list[int]]:
         """Observed ``data`` uppers over time: (times, uppers), in history order."""

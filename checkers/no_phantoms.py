@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.frames import slot_bytes
+from checkers.frames import pair_hash
 from checkers.inputs import RunData
+from checkers.replay import slot_bytes
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
 
 def check(run: RunData) -> CheckResult:
-    """Anti-join inserted values against the topic's ``(key, value)`` pairs."""
+    """Look every inserted ``(key, value)`` up among the topic's written pairs (by hash)."""
     res = CheckResult("no_phantoms", True)
-    inserted = run.sealed("data").filter(pl.col("diff") > 0)
+    inserted = run.change_points("data").filter(pl.col("diff") > 0)
     written = (
         run.classified()
         .filter(pl.col("rvh").is_not_null())
-        .select("kh", pl.col("rvh").alias("vh"))
-        .unique()
+        .select(pair_hash("kh", "rvh"))
+        .to_series()
+        .implode()
     )
-    phantoms = inserted.join(written, on=["kh", "vh"], how="anti")
+    phantoms = inserted.filter(~pair_hash("kh", "vh").is_in(written))
     res.counts["inserted"] = inserted.height
     res.add_bulk(
         "phantom-value",
@@ -37,7 +39,7 @@ def check(run: RunData) -> CheckResult:
                 context=run.history.context_for_step(r["ts"]),
             )
             for r in phantoms.head(MAX_EXAMPLES).iter_rows(named=True)
-            for u in [run.updates.row(int(r["row"]), named=True)]
+            for u in [run.update_row(int(r["row"]))]
         ],
     )
     errors = run.collection("errors").filter(pl.col("diff") > 0)
@@ -53,9 +55,12 @@ def check(run: RunData) -> CheckResult:
         .cast(pl.Int64, strict=False)
         .alias("offset"),
     )
-    slots = run.topic.join(
-        cited.select("partition", "offset").unique(), on=["partition", "offset"]
-    ).select("partition", "offset", slot_bytes().alias("key"))
+    slots = (
+        run.topic.lazy()
+        .join(cited.lazy().select("partition", "offset").unique(), on=["partition", "offset"])
+        .select("partition", "offset", slot_bytes().alias("key"))
+        .collect(engine="streaming")
+    )
     real = cited.join(slots, on=["partition", "offset", "key"], how="anti")
     res.counts["errors_inserted"] = errors.height
     res.add_bulk(

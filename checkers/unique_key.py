@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.frames import segmented_cum_sum
+from checkers.frames import run_ends, segmented_cum_sum
 from checkers.inputs import RunData
 from checkers.multiplicity import sealed_change_points
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
@@ -21,21 +21,31 @@ def live_values(run: RunData, name: str, cp: pl.DataFrame, kh: int, ts: int) -> 
     return sorted((show(run.lookup(name, kh, vh)[1]) or "") for vh in at["vh"].to_list())
 
 
+def live_counts(cp: pl.DataFrame) -> pl.DataFrame:
+    """Per key and time at which its number of live values changes: ``kh, ts, live``.
+
+    A value becomes live when its multiplicity leaves 0 and dies when it returns to 0; the
+    changes are summed per key in time order (one sort, then a running sum)."""
+    prev = pl.col("mult") - pl.col("diff")
+    delta = (pl.col("mult") != 0).cast(pl.Int32) - (prev != 0).cast(pl.Int32)
+    changes = cp.select("kh", "ts", delta.alias("delta")).filter(pl.col("delta") != 0)
+    return (
+        changes.sort("kh", "ts")
+        .lazy()
+        .with_columns(segmented_cum_sum("delta", "kh").alias("live"))
+        .filter(run_ends("kh", "ts"))
+        .select("kh", "ts", "live")
+        .collect()
+    )
+
+
 def check(run: RunData) -> CheckResult:
     """Count, per key and change time, the values alive; more than one is a violation."""
     res = CheckResult("unique_key", True)
     for name, cp in sealed_change_points(run):
-        delta = (pl.col("mult") != 0).cast(pl.Int64) - (pl.col("prev") != 0).cast(pl.Int64)
-        live = (
-            cp.with_columns(delta.alias("delta"))
-            .filter(pl.col("delta") != 0)
-            .group_by("kh", "ts")
-            .agg(pl.col("delta").sum())
-            .sort("kh", "ts")
-            .with_columns(segmented_cum_sum("delta", "kh").alias("live"))
-        )
+        live = live_counts(cp)
         bad = live.filter(pl.col("live") > 1)
-        res.counts[f"{name}_keys"] = live["kh"].n_unique()
+        res.counts[f"{name}_keys"] = int(live.select(run_ends("kh").sum()).item())
         examples = [
             Anomaly(
                 "key-with-two-values",

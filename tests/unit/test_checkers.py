@@ -11,6 +11,7 @@ import pytest
 from checkers import CHECKERS, run_checkers
 from checkers.history import History
 from checkers.inputs import RunData
+from checkers.result import show
 from tests.runs import build_run, with_updates
 
 PAIRS = [
@@ -167,6 +168,24 @@ def test_not_caught_up_and_a_lost_acknowledged_write(run: RunData) -> None:
     res = run_checkers(lost).checkers["completeness"]
     assert res.anomaly_counts == {"kafka-lost-write": 1}
     assert "Kafka anomaly" in res.anomalies[0].detail
+
+
+def test_an_acknowledged_write_the_topic_holds_differently(run: RunData) -> None:
+    acked = run.history.acked.lazy().collect()
+    first = acked.row(0, named=True)
+    changed = acked.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0)
+        .then(pl.lit(b'{"v": "not what the topic holds"}'))
+        .otherwise(pl.col("value"))
+        .alias("value")
+    )
+    res = run_checkers(
+        RunData(run.topic, run.updates, run.uppers, run.sinces, History(changed, run.history.ops))
+    ).checkers["completeness"]
+    assert res.anomaly_counts == {"kafka-changed-write": 1}
+    a = res.anomalies[0]
+    assert a.expected["offset"] == first["offset"]
+    assert a.found == {"key": show(first["key"]), "value": show(first["value"])}
 
 
 def test_final_state_mismatch_when_the_last_value_is_wrong(run: RunData) -> None:

@@ -3,6 +3,7 @@ way ``sealcheck check`` loads a run directory."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -60,3 +61,39 @@ def test_sealcheck_check_writes_results_and_exits_with_the_verdict(
     assert cli.main(["check", str(tmp_path / "nope")]) == cli.EXIT_BAD_ARGS
     assert cli.main(["check", str(run_dir), "--checker", "nope"]) == cli.EXIT_BAD_ARGS
     assert "unknown checker 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("torn", [False, True])
+def test_a_lost_write_is_found_in_a_history_file(tmp_path: Path, torn: bool) -> None:
+    src = ListSource(2)
+    src.grow(upsert_records(random.Random(10), 300, UpsertMix(keys=40, bad_ratio=0.1)))
+    store = open_store(str(tmp_path / "s.db"))
+    catch_up(store, src, LoopConfig(max_records_per_step=50))
+    store.close()
+    run_dir = tmp_path / "run"
+    write_parquet(src.records(), run_dir / "topic.parquet")
+    copy_sqlite_store(tmp_path / "s.db", run_dir / "persist" / "store.db")
+    ops = [
+        {
+            "index": i,
+            "time": i,
+            "process": "w0",
+            "type": "ok",
+            "f": "write",
+            "value": {
+                "key_hex": None if r.key is None else r.key.hex(),
+                "value_hex": None if r.value is None else r.value.hex(),
+                "partition": r.partition,
+                "offset": r.offset,
+            },
+        }
+        for i, r in enumerate(src.records())
+    ]
+    lost = {**ops[-1], "index": len(ops), "value": {**ops[-1]["value"], "offset": 10**6}}
+    lines = [json.dumps(o) for o in [*ops, lost]]
+    tail = '{"index": 9' if torn else ""  # a torn last line: the harness died mid-write
+    (run_dir / "history.jsonl").write_text("\n".join(lines) + "\n" + tail)
+    res = check_run(run_dir).checkers["completeness"]
+    assert res.anomaly_counts == {"kafka-lost-write": 1}
+    assert res.anomalies[0].expected["offset"] == 10**6
+    assert res.counts["acknowledged_writes"] == len(ops) + 1

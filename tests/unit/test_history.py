@@ -50,7 +50,7 @@ def test_history_load_keeps_acks_and_other_ops_and_skips_a_torn_line(tmp_path: P
     path = tmp_path / "history.jsonl"
     path.write_bytes(b"".join(json.dumps(o).encode() + b"\n" for o in ops) + b'{"index": 5, "ti')
     h = History.load(path)
-    assert h.acked.rows() == [(0, 0, b"a", b"{}"), (1, 0, None, b"\xff")]
+    assert h.acked.lazy().collect().rows() == [(0, 0, b"a", b"{}"), (1, 0, None, b"\xff")]
     assert [op["f"] for op in h.ops] == ["kill", "uppers"]
     assert h.ops[0]["value"]["note"] == "write"
     assert h.seal_times() == ([5], [1])
@@ -59,4 +59,4 @@ def test_history_load_keeps_acks_and_other_ops_and_skips_a_torn_line(tmp_path: P
 def test_empty_history(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
     path.write_bytes(b"")
-    assert History.load(path).acked.height == 0
+    assert History.load(path).acked.lazy().collect().height == 0

@@ -1,0 +1,342 @@
+"""The vectorised model: what each input record means, which sealed step bound it, which
+record wins each slot at each step, and the updates (or just the fingerprints) that the
+model emits for ``data`` and ``errors``.
+
+The record encoding is the one in ``docs/architecture.md``; :mod:`checkers.model` is the slow
+row-by-row reference the tests compare this against. Bytes are looked at once, batch by batch,
+while classifying: afterwards only hashes, positions and a reason code are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import orjson
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from checkers.frames import SEED, h, pair_hash, run_ends, signed, sort_runs
+
+NULL_KEY, BAD_KEY, BAD_VALUE = "null key", "key is not UTF-8", "value is not UTF-8 JSON"
+#: ``reason`` codes of :func:`classify` (0: the record is good)
+REASONS = {1: NULL_KEY, 2: BAD_KEY, 3: BAD_VALUE}
+BATCH = 500_000
+BYTES_SCHEMA = pl.Schema(
+    {"partition": pl.Int64, "offset": pl.Int64, "key": pl.Binary, "value": pl.Binary}
+)
+_POS_BITS = 40  # offsets below 2**40 and partitions below 2**23 pack into one int64
+
+# A flat JSON object of ASCII strings, small integers, booleans and nulls: a subset of what
+# orjson accepts, checked by RE2 without a Python call. Everything else goes to orjson.
+_S = r'"[^"\\\x00-\x1f]*"'
+_V = rf"(?:{_S}|-?(?:0|[1-9][0-9]{{0,14}})|true|false|null)"
+SIMPLE_JSON = rf"^\{{(?:{_S}: ?{_V}(?:, ?{_S}: ?{_V})*)?\}}$"
+
+
+def slot_bytes() -> pl.Expr:
+    """The ``errors`` key of a record: ``key:<hex>`` or, for a null key, ``null:<partition>``."""
+    return (
+        pl.when(pl.col("key").is_null())
+        .then(pl.concat_str(pl.lit("null:"), pl.col("partition").cast(pl.String)))
+        .otherwise(pl.concat_str(pl.lit("key:"), pl.col("key").bin.encode("hex")))
+        .cast(pl.Binary)
+    )
+
+
+def error_bytes(reason: pl.Expr) -> pl.Expr:
+    """The error value of a record, as the pipeline writes it (``json.dumps``, sorted keys)."""
+    return pl.concat_str(
+        pl.lit('{"offset": '),
+        pl.col("offset").cast(pl.String),
+        pl.lit(', "partition": '),
+        pl.col("partition").cast(pl.String),
+        pl.lit(', "reason": "'),
+        reason,
+        pl.lit('"}'),
+    ).cast(pl.Binary)
+
+
+def reason_text() -> pl.Expr:
+    """The ``reason`` code as the text the pipeline writes."""
+    return pl.col("reason").replace_strict(REASONS, default=None, return_dtype=pl.String)
+
+
+def _ascii(col: pl.Series) -> np.ndarray:
+    """Per row: the bytes are all ASCII (so valid UTF-8); False for nulls."""
+    raw = col.to_arrow()
+    text = pc.cast(
+        raw, pa.large_string() if pa.types.is_large_binary(raw.type) else pa.string(), safe=False
+    )  # no validation: only the ASCII test reads these bytes
+    return np.asarray(pc.fill_null(pc.string_is_ascii(text), False))
+
+
+def _decodes(values: list[bytes]) -> np.ndarray:
+    out = np.ones(len(values), dtype=bool)
+    for i, v in enumerate(values):
+        try:
+            v.decode("utf-8")
+        except UnicodeDecodeError:
+            out[i] = False
+    return out
+
+
+def _json_ok(values: list[bytes]) -> np.ndarray:
+    loads, err = orjson.loads, orjson.JSONDecodeError
+    out = np.ones(len(values), dtype=bool)
+    for i, v in enumerate(values):
+        try:
+            loads(v)
+        except err:
+            out[i] = False
+    return out
+
+
+def _classify_batch(b: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    key, value = b["key"], b["value"]
+    key_ok = _ascii(key)
+    odd = np.flatnonzero(~key_ok & key.is_not_null().to_numpy())
+    key_ok[odd] = _decodes(key.gather(odd).to_list())
+    raw = value.to_arrow()
+    text = pc.cast(
+        raw, pa.large_string() if pa.types.is_large_binary(raw.type) else pa.string(), safe=False
+    )
+    simple = np.asarray(
+        pc.fill_null(
+            pc.and_(pc.string_is_ascii(text), pc.match_substring_regex(text, SIMPLE_JSON)), False
+        )
+    )
+    has_value = value.is_not_null().to_numpy()
+    value_ok = simple.copy()
+    check = np.flatnonzero(key_ok & has_value & ~simple)
+    value_ok[check] = _json_ok(value.gather(check).to_list())
+    reason = np.where(
+        key.is_null().to_numpy(), 1, np.where(~key_ok, 2, np.where(has_value & ~value_ok, 3, 0))
+    ).astype(np.uint8)
+    t = b.with_columns(pl.Series("reason", reason))
+    out = t.select(
+        pl.col("partition").cast(pl.Int32),
+        pl.col("offset").cast(pl.Int64),
+        h("key").alias("kh"),
+        h("value").alias("rvh"),
+        "reason",
+    )
+    errs = (
+        t.with_row_index("row")
+        .filter(pl.col("reason") != 0)
+        .select("row", h(error_bytes(reason_text())).alias("evh"), h(slot_bytes()).alias("skh"))
+    )
+    return out, errs
+
+
+def _batches(topic: pl.DataFrame | pl.LazyFrame) -> Iterator[pl.DataFrame]:
+    if isinstance(topic, pl.DataFrame):
+        yield from topic.iter_slices(BATCH)
+    else:
+        yield from topic.collect_batches(chunk_size=BATCH)
+
+
+def classify(topic: pl.DataFrame | pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """What each record means, bytes looked at once: ``(records, errors)``.
+
+    ``records`` is in topic order (row ``i`` is record ``i``): ``partition, offset``; ``kh``
+    (hash of the raw key, null for a null key); ``rvh`` (hash of the raw value, null for a
+    tombstone); ``reason`` (0 good, else a key of :data:`REASONS`). A good record's data key
+    is ``kh`` and its data value ``rvh``. ``errors`` has, for the records with a reason,
+    ``row``, ``evh`` (hash of the error value) and ``skh`` (hash of the ``errors`` key).
+    """
+    records, errors, base = [], [], 0
+    for b in _batches(topic):
+        out, errs = _classify_batch(b)
+        records.append(out)
+        errors.append(errs.with_columns(pl.col("row") + base))
+        base += b.height
+    if not records:
+        empty = pl.DataFrame(schema=BYTES_SCHEMA)
+        return _classify_batch(empty)
+    return pl.concat(records, rechunk=True), pl.concat(errors, rechunk=True)
+
+
+def binding_ranges(bindings: pl.DataFrame, upper: int) -> pl.DataFrame:
+    """Per partition and sealed step, the offsets bound: ``partition, ts, start, end``.
+
+    Consolidated first, so a compacted history (merged rows at ``since`` beside that step's
+    own retraction) yields one move per partition and step."""
+    consolidated = (
+        bindings.filter(pl.col("ts") < upper)
+        .group_by("key", "value", "ts")
+        .agg(pl.col("diff").sum())
+    )
+    moves = consolidated.filter(pl.col("diff") > 0).select(
+        pl.col("key").cast(pl.String).cast(pl.Int64).alias("partition"),
+        pl.col("ts"),
+        pl.col("value").cast(pl.String).cast(pl.Int64).alias("end"),
+    )
+    return moves.sort("partition", "ts").with_columns(
+        pl.col("end").shift(1).over("partition").fill_null(0).alias("start")
+    )
+
+
+def packed(partition: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """``(partition, offset)`` as one sortable int64; refuses positions that do not fit."""
+    if partition.size and (
+        partition.max() >= 1 << 22 or offset.max() >= 1 << _POS_BITS or offset.min() < -1
+    ):
+        raise ValueError(
+            f"positions up to partition {partition.max()} / offset {offset.max()} do not fit "
+            f"the checkers' packed positions (partition < 2**22, offset < 2**{_POS_BITS})"
+        )
+    return (partition.astype(np.int64) << _POS_BITS) + offset.astype(np.int64)
+
+
+def positioned(frame: pl.DataFrame, kh: str, vh: str) -> pl.DataFrame:
+    """``pos`` (packed ``partition, offset``) and ``full`` (hash of position, key hash and
+    value hash) of each row: what an acknowledged write and its record must agree on."""
+    pos = pl.Series("pos", packed(frame["partition"].to_numpy(), frame["offset"].to_numpy()))
+    return frame.select(
+        pos,
+        pair_hash(pl.lit(pos).cast(pl.UInt64, wrap_numerical=True), pair_hash(kh, vh)).alias(
+            "full"
+        ),
+    )
+
+
+def assign_steps(classified: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
+    """Per record, the sealed step whose bound range holds it (null if none)."""
+    r = ranges.sort("partition", "start")
+    starts = packed(r["partition"].to_numpy(), r["start"].to_numpy())
+    order = np.argsort(starts, kind="stable")
+    starts = starts[order]
+    ends = r["end"].to_numpy()[order]
+    steps = r["ts"].to_numpy()[order]
+    parts = r["partition"].to_numpy()[order]
+    part = classified["partition"].to_numpy()
+    off = classified["offset"].to_numpy()
+    at = np.searchsorted(starts, packed(part, off), side="right") - 1
+    if len(starts) == 0:
+        return pl.Series("step", [None] * len(part), dtype=pl.Int64)
+    safe = np.clip(at, 0, None)
+    hit = (at >= 0) & (parts[safe] == part) & (off < ends[safe])
+    step = pl.Series("step", steps[safe], dtype=pl.Int64)
+    return pl.select(pl.when(pl.Series(hit)).then(step).alias("step")).to_series()
+
+
+def step_winners(records: pl.DataFrame, step: pl.Series, since: int = 0) -> pl.DataFrame:
+    """Per slot and step the winning record (highest ``(offset, partition)``), sorted by slot
+    then step: ``row, slot, step, dvh, prev_row, prev_dvh`` (``prev_``: the slot's previous
+    winner). Steps below ``since`` are merged into ``since``. A slot is a raw key (``kh``;
+    null keys: one slot per partition); ``dvh`` is the winner's data value (null unless the
+    record is good)."""
+    slot = pl.when(pl.col("kh").is_null()).then(pl.col("partition").hash(SEED + 1))
+    bound = (
+        records.with_row_index("row")
+        .with_columns(step)
+        .filter(pl.col("step").is_not_null())
+        .select(
+            "row",
+            slot.otherwise(pl.col("kh")).alias("slot"),
+            pl.max_horizontal(pl.col("step"), pl.lit(since)).cast(pl.Int32).alias("step"),
+            "offset",
+            "partition",
+            pl.when(pl.col("reason") == 0).then(pl.col("rvh")).alias("dvh"),
+        )
+    )
+    same = pl.col("slot") == pl.col("slot").shift(1)
+    return (
+        sort_runs(bound, "slot", "step", "offset", "partition")
+        .lazy()
+        .filter(run_ends("slot", "step"))
+        .select(
+            "row",
+            "slot",
+            "step",
+            "dvh",
+            *(pl.when(same).then(pl.col(c).shift(1)).alias(f"prev_{c}") for c in ("row", "dvh")),
+        )
+        .collect()
+    )
+
+
+def data_changes(winners: pl.DataFrame) -> pl.DataFrame:
+    """The winners as changes of ``data``: ``ukh, step, new, old, row, prev_row``."""
+    return winners.select(
+        pl.col("slot").alias("ukh"),
+        "step",
+        pl.col("dvh").alias("new"),
+        pl.col("prev_dvh").alias("old"),
+        "row",
+        "prev_row",
+    )
+
+
+def error_changes(winners: pl.DataFrame, errors: pl.DataFrame) -> pl.DataFrame:
+    """The winners of slots that ever had an error, as changes of ``errors`` (same columns
+    as :func:`data_changes`); ``errors`` is the second frame of :func:`classify`."""
+    rows = errors.select("row", "evh", "skh")
+    prev = rows.rename({"row": "prev_row", "evh": "prev_evh", "skh": "prev_skh"})
+    touched = winners.filter(
+        pl.col("row").is_in(rows["row"].implode()) | pl.col("prev_row").is_in(rows["row"].implode())
+    )["slot"]
+    return (
+        winners.filter(pl.col("slot").is_in(touched.implode()))
+        .join(rows, on="row", how="left")
+        .join(prev, on="prev_row", how="left")
+        .select(
+            pl.coalesce("skh", "prev_skh").alias("ukh"),
+            "step",
+            pl.col("evh").alias("new"),
+            pl.col("prev_evh").alias("old"),
+            "row",
+            "prev_row",
+        )
+    )
+
+
+def _flags() -> tuple[pl.Expr, pl.Expr]:
+    changed = pl.col("new").ne_missing(pl.col("old"))
+    return changed & pl.col("new").is_not_null(), changed & pl.col("old").is_not_null()
+
+
+def model_fingerprints(changes: pl.DataFrame, upper: int) -> pl.DataFrame:
+    """Per step below ``upper``, the fingerprint of the model's updates (``ts, fp``)."""
+    ins, ret = _flags()
+    zero = pl.lit(0, dtype=pl.UInt64)
+    share = pl.when(ins).then(pair_hash("ukh", "new")).otherwise(zero) + pl.when(ret).then(
+        signed(pair_hash("ukh", "old"), pl.lit(-1))
+    ).otherwise(zero)
+    return (
+        changes.lazy()
+        .filter(pl.col("step") < upper)
+        .group_by(pl.col("step").alias("ts"))
+        .agg(share.sum().alias("fp"))
+        .filter(pl.col("fp") != 0)
+        .collect()
+    )
+
+
+def model_updates(changes: pl.DataFrame) -> pl.DataFrame:
+    """The updates the model emits: ``kh, vh, ts, diff, row`` (``row``: the input record that
+    wrote the value)."""
+    ins, ret = _flags()
+    c = changes.lazy()
+    retract = c.filter(ret).select(
+        pl.col("ukh").alias("kh"),
+        pl.col("old").alias("vh"),
+        pl.col("step").alias("ts"),
+        pl.lit(-1, pl.Int64).alias("diff"),
+        pl.col("prev_row").alias("row"),
+    )
+    insert = c.filter(ins).select(
+        pl.col("ukh").alias("kh"),
+        pl.col("new").alias("vh"),
+        pl.col("step").alias("ts"),
+        pl.lit(1, pl.Int64).alias("diff"),
+        "row",
+    )
+    return pl.concat([retract, insert]).collect()
+
+
+def latest(winners: pl.DataFrame) -> pl.DataFrame:
+    """Each slot's last winner (its latest record when every record is bound)."""
+    return winners.filter(run_ends("slot"))
