@@ -17,6 +17,7 @@ from types import FrameType
 from typing import NoReturn
 
 from pipeline.failpoints import FailpointSpecError, load_from_env
+from pipeline.loop import BROKEN_MODES
 
 EXIT_OK = 0
 EXIT_CRASH = 1
@@ -58,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compact-every", type=_at_least(1), default=10)
     p.add_argument("--spark-cores", type=_at_least(1), default=2)
     p.add_argument("--driver-memory", default="1g")
+    p.add_argument(
+        "--broken",
+        choices=sorted(BROKEN_MODES),
+        default=None,
+        help="run with a deliberate bug (to see the checkers catch it): "
+        + "; ".join(f"{k}: {v}" for k, v in BROKEN_MODES.items()),
+    )
     return p
 
 
@@ -90,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_records_per_step=args.max_records_per_step,
         retain_steps=args.retain_steps,
         compact_every=args.compact_every,
+        broken=args.broken,
     )
     code = EXIT_CRASH
     source = None

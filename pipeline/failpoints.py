@@ -9,10 +9,16 @@ Armed by the environment variable ``SEALCHECK_FAILPOINTS``, a ``;``-separated li
 :class:`FailpointError`) or ``sleep(ms)``; ``hit`` (default 1) is the 1-based count of passes
 through the point at which it fires (once). Unset, :func:`failpoint` is a dict lookup on an
 empty dict. :data:`FAILPOINTS` lists every point the pipeline defines; the nemeses use it.
+
+A running pipeline can also be armed from outside: ``SEALCHECK_FAILPOINTS_FILE`` names a file
+holding a spec in the same syntax, re-read whenever it changes (one ``stat`` per pass). A
+crash armed from the file removes the file first, so the next incarnation starts clean; this
+is how the ``failpoint`` nemesis aims a crash at one exact persist step without a restart.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -21,6 +27,7 @@ import time
 from dataclasses import dataclass
 
 ENV_VAR = "SEALCHECK_FAILPOINTS"
+FILE_ENV_VAR = "SEALCHECK_FAILPOINTS_FILE"
 
 #: Every failpoint, with where it sits. Keep in step with docs/architecture.md.
 FAILPOINTS: dict[str, str] = {
@@ -84,6 +91,9 @@ def parse(spec: str) -> dict[str, _Armed]:
 
 _ARMED: dict[str, _Armed] = {}
 _LOADED = False
+_FILE: str | None = None
+_FILE_MTIME: int | None = None
+_FROM_FILE: set[str] = set()
 
 
 def load_from_env() -> None:
@@ -92,15 +102,46 @@ def load_from_env() -> None:
     Entry points call this first so a typo is a clear start-up error; :func:`failpoint`
     loads lazily otherwise.
     """
-    global _LOADED
+    global _LOADED, _FILE
     arm(os.environ.get(ENV_VAR, ""))
+    _FILE = os.environ.get(FILE_ENV_VAR) or None
     _LOADED = True
+    _poll_file()
+
+
+def _poll_file() -> None:
+    """Re-arm from the failpoint file when it changed (entries there add to the env's)."""
+    global _FILE_MTIME
+    if _FILE is None:
+        return
+    try:
+        mtime = os.stat(_FILE).st_mtime_ns
+    except FileNotFoundError:
+        mtime = None
+    if mtime == _FILE_MTIME:
+        return
+    _FILE_MTIME = mtime
+    for name in _FROM_FILE:
+        _ARMED.pop(name, None)
+    _FROM_FILE.clear()
+    if mtime is None:
+        return
+    try:
+        with open(_FILE) as fh:
+            parsed = parse(fh.read())
+    except (OSError, FailpointSpecError) as exc:
+        print(f"failpoint file {_FILE}: ignored: {exc}", flush=True)
+        return
+    _ARMED.update(parsed)
+    _FROM_FILE.update(parsed)
 
 
 def failpoint(name: str) -> None:
     """Pass through failpoint ``name``; fires if armed and this is the configured pass."""
     if not _LOADED:
         load_from_env()
+    if _FILE is not None:
+        _poll_file()
     if not _ARMED:
         return
     armed = _ARMED.get(name)
@@ -111,6 +152,9 @@ def failpoint(name: str) -> None:
         return
     print(f"failpoint {name}: {armed.action} (pass {armed.passes})", flush=True)
     if armed.action == "crash":
+        if name in _FROM_FILE and _FILE is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(_FILE)  # consumed: the next incarnation starts disarmed
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
     elif armed.action == "error":
@@ -121,7 +165,9 @@ def failpoint(name: str) -> None:
 
 def arm(spec: str) -> None:
     """Replace the armed set (tests and in-process use; processes use the env variable)."""
-    global _LOADED
+    global _LOADED, _FILE, _FILE_MTIME
+    _FILE, _FILE_MTIME = None, None
+    _FROM_FILE.clear()
     parsed = parse(spec)
     _ARMED.clear()
     _ARMED.update(parsed)

@@ -97,6 +97,15 @@ class LoopConfig:
     #: compact every this many steps (when ``retain_steps`` > 0)
     compact_every: int = 10
     idle_backoff_s: tuple[float, float] = (0.05, 1.0)
+    #: a deliberate bug, to show the checkers catch it (None: correct); see BROKEN_MODES
+    broken: str | None = None
+
+
+#: Deliberately wrong behaviours, for testing the harness end to end.
+BROKEN_MODES = {
+    "reappend-after-restart": "after a restart, append the last step's inserts again with the "
+    "first new step (as if the in-memory state were lost but the output replayed)",
+}
 
 
 class StepLoop:
@@ -114,6 +123,7 @@ class StepLoop:
         self.bound: dict[int, int] = {}
         self.data: dict[bytes, bytes] = {}
         self.errors: dict[bytes, bytes] = {}
+        self._reappend: list[Update] = []  # broken mode only
 
     # -- start-up --------------------------------------------------------------------
     def rehydrate(self) -> None:
@@ -137,6 +147,8 @@ class StepLoop:
             failpoint("rehydrate.mid")
             self.errors = self.store.snapshot(ERRORS, t - 1)
             self.bound = decode_bindings(self.store.snapshot(BINDINGS, t - 1))
+            if self.config.broken == "reappend-after-restart":
+                self._reappend = [u for u in self.store.updates(DATA, t - 1, t) if u.diff > 0]
         self.log(
             {
                 "event": "rehydrated",
@@ -174,6 +186,9 @@ class StepLoop:
             return False
         records = self.source.read_winners(self.bound, nxt)
         out = upsert.upsert_step(records, self.data, self.errors, t)
+        if self._reappend:  # the deliberate bug of broken mode "reappend-after-restart"
+            out.data.extend(Update(u.key, u.value, t, u.diff) for u in self._reappend)
+            self._reappend = []
         failpoint("data.before_append")
         try:
             self.store.compare_and_append_many(

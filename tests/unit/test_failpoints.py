@@ -1,3 +1,9 @@
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from pipeline import failpoints
@@ -34,3 +40,32 @@ def test_fires_once_on_the_configured_pass() -> None:
         failpoints.failpoint("data.mid_append")  # not armed
     finally:
         failpoints.arm("")
+
+
+def test_a_failpoint_file_arms_a_running_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec_file = tmp_path / "fp"
+    monkeypatch.setenv(failpoints.FILE_ENV_VAR, str(spec_file))
+    monkeypatch.delenv(failpoints.ENV_VAR, raising=False)
+    try:
+        failpoints.load_from_env()
+        failpoints.failpoint("data.before_append")  # no file: nothing armed
+        spec_file.write_text("data.before_append=error@1")
+        with pytest.raises(FailpointError):
+            failpoints.failpoint("data.before_append")
+        spec_file.unlink()
+        failpoints.failpoint("data.before_append")  # disarmed when the file goes
+    finally:
+        failpoints.arm("")
+
+
+def test_a_crash_armed_from_the_file_consumes_it(tmp_path: Path) -> None:
+    spec_file = tmp_path / "fp"
+    spec_file.write_text("rehydrate.mid=crash")
+    env = {**os.environ, failpoints.FILE_ENV_VAR: str(spec_file)}
+    code = "from pipeline.failpoints import failpoint; failpoint('rehydrate.mid')"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL
+    assert "failpoint rehydrate.mid: crash" in proc.stdout
+    assert not spec_file.exists()  # the next incarnation starts clean

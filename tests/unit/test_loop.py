@@ -179,3 +179,20 @@ def test_idle_loop_backs_off_and_stops(tmp_path: Path) -> None:
     timer.start()
     assert loop.run(stop) == 0
     assert 3 <= calls <= 8  # 50, 100, 200, 400 ms …: polls, not a spin
+
+
+def test_broken_mode_reappends_the_last_step_after_a_restart(
+    tmp_path: Path, source: ListSource
+) -> None:
+    store = open_store(str(tmp_path / "s.db"))
+    config = LoopConfig(max_records_per_step=500, broken="reappend-after-restart")
+    loop = StepLoop(store, source, config, quiet)
+    loop.rehydrate()
+    loop.step()
+    loop.step()
+    last = [u for u in store.updates("data", 1, 2) if u.diff > 0]
+    catch_up(store, source, config)  # the "restart": a new incarnation on the same store
+    again = {(u.key, u.value) for u in store.updates("data", 2, 3) if u.diff > 0}
+    assert last and {(u.key, u.value) for u in last} <= again
+    with pytest.raises(AssertionError):
+        verify_every_step(store, source.records())
