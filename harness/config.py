@@ -1,0 +1,179 @@
+"""A test is a config with a seed: what to run, for how long, with which faults.
+
+Configs come from a TOML file and/or command-line flags (flags win). Every field is checked
+here, so a bad config is one clear line (:class:`ConfigError`) before anything starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.workload import DISTRIBUTIONS, UpsertMix
+
+
+class ConfigError(ValueError):
+    """A config value is wrong; the message names it and says what would be right."""
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """The producers: how many, how fast, writing what."""
+
+    keys: int = 2_000
+    distribution: str = "uniform"  # or "zipf"
+    zipf_s: float = 1.1
+    tombstone_ratio: float = 0.05
+    bad_ratio: float = 0.02
+    value_size: int = 32
+    rate: float = 400.0  # records per second, all producers together
+    concurrency: int = 2  # producer processes (threads with their own producer)
+
+    def mix(self) -> UpsertMix:
+        """The record mix of this workload."""
+        return UpsertMix(
+            keys=self.keys,
+            tombstone_ratio=self.tombstone_ratio,
+            bad_ratio=self.bad_ratio,
+            value_size=self.value_size,
+            distribution=self.distribution,
+            zipf_s=self.zipf_s,
+        )
+
+
+@dataclass(frozen=True)
+class TestConfig:
+    """Everything that defines a run; saved as ``test.json`` so it can be repeated."""
+
+    name: str = "chaos"
+    seed: int = 1
+    backend: str = "local"
+    brokers: int = 1
+    partitions: int = 3
+    duration_s: float = 60.0  # workload and faults; the final phase comes after
+    nemeses: tuple[str, ...] = ("kill", "failpoint", "pause")
+    nemesis_interval_s: float = 8.0
+    final_timeout_s: float = 120.0  # liveness: time allowed to seal the log end after healing
+    max_records_per_step: int = 2_000
+    retain_steps: int = 4  # compaction on, so the compaction failpoints are reachable
+    compact_every: int = 4
+    broken: str | None = None  # a deliberate pipeline bug (pipeline.loop.BROKEN_MODES)
+    store_dir: str = "store"
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (lists for tuples)."""
+        out = dataclasses.asdict(self)
+        out["nemeses"] = list(self.nemeses)
+        return out
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def _check(cfg: TestConfig, known_nemeses: tuple[str, ...], broken_modes: tuple[str, ...]) -> None:
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise ConfigError(what)
+
+    need(bool(_NAME.match(cfg.name)), f"name={cfg.name!r}: use letters, digits, '.', '_', '-'")
+    need(cfg.backend in ("local",), f"backend={cfg.backend!r}: only 'local' is available")
+    need(cfg.brokers in (1, 3), f"brokers={cfg.brokers!r}: use 1 or 3")
+    need(1 <= cfg.partitions <= 64, f"partitions={cfg.partitions!r}: use 1 to 64")
+    need(cfg.duration_s > 0, f"duration_s={cfg.duration_s!r}: must be positive")
+    need(cfg.nemesis_interval_s >= 1, f"nemesis_interval_s={cfg.nemesis_interval_s!r}: >= 1")
+    need(cfg.final_timeout_s > 0, f"final_timeout_s={cfg.final_timeout_s!r}: must be positive")
+    need(cfg.max_records_per_step >= 1, "max_records_per_step must be at least 1")
+    need(cfg.retain_steps >= 0, f"retain_steps={cfg.retain_steps!r}: 0 (never compact) or more")
+    need(cfg.compact_every >= 1, f"compact_every={cfg.compact_every!r}: at least 1")
+    for n in cfg.nemeses:
+        need(n in known_nemeses, f"nemesis {n!r} is unknown; known: {', '.join(known_nemeses)}")
+    need(
+        cfg.broken is None or cfg.broken in broken_modes,
+        f"broken={cfg.broken!r}: known modes are {', '.join(broken_modes)}",
+    )
+    w = cfg.workload
+    need(w.rate > 0, f"workload.rate={w.rate!r}: records per second, must be positive")
+    need(1 <= w.concurrency <= 32, f"workload.concurrency={w.concurrency!r}: use 1 to 32")
+    need(w.distribution in DISTRIBUTIONS, f"workload.distribution={w.distribution!r}: use "
+         + " or ".join(DISTRIBUTIONS))
+    try:
+        w.mix()
+    except ValueError as exc:
+        raise ConfigError(f"workload: {exc}") from None
+
+
+def _build(kind: type, values: dict[str, Any], where: str) -> Any:
+    names = {f.name: f for f in dataclasses.fields(kind)}
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ConfigError(f"{where}: unknown setting(s) {unknown}; known: {sorted(names)}")
+    out = {}
+    for key, value in values.items():
+        default = getattr(kind(), key)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if isinstance(default, tuple):
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}.{key}={value!r}: expected a list of names")
+            value = tuple(value)
+        elif isinstance(default, float):
+            if not number:
+                raise ConfigError(f"{where}.{key}={value!r}: expected a number")
+            value = float(value)
+        elif isinstance(default, int) and not (number and float(value).is_integer()):
+            raise ConfigError(f"{where}.{key}={value!r}: expected a whole number")
+        elif isinstance(default, int):
+            value = int(value)
+        elif (isinstance(default, str) or default is None) and not (
+            value is None or isinstance(value, str)
+        ):
+            raise ConfigError(f"{where}.{key}={value!r}: expected text")
+        out[key] = value
+    return kind(**out)
+
+
+def load_config(
+    path: Path | None,
+    overrides: dict[str, Any],
+    known_nemeses: tuple[str, ...],
+    broken_modes: tuple[str, ...],
+) -> TestConfig:
+    """The config from ``path`` (TOML, optional) with ``overrides`` applied, checked.
+
+    ``overrides`` keys are top-level names or ``workload.<name>``; None values are ignored.
+    """
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    workload = dict(raw.pop("workload", {}) or {})
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key.startswith("workload."):
+            workload[key.removeprefix("workload.")] = value
+        else:
+            raw[key] = value
+    try:
+        cfg = _build(TestConfig, raw, "config")
+        cfg = dataclasses.replace(cfg, workload=_build(WorkloadConfig, workload, "workload"))
+    except TypeError as exc:
+        raise ConfigError(f"config: {exc}") from None
+    _check(cfg, known_nemeses, broken_modes)
+    return cfg
+
+
+def from_json(doc: dict[str, Any]) -> TestConfig:
+    """A config saved by :meth:`TestConfig.to_json` (to repeat a run)."""
+    values = dict(doc)
+    workload = WorkloadConfig(**values.pop("workload"))
+    values["nemeses"] = tuple(values["nemeses"])
+    return TestConfig(**values, workload=workload)
