@@ -1,5 +1,5 @@
 # Two commands for a fresh machine (see README.md):
-#   make run    the main job (the default chaos run on local processes; for now the smoke demo)
+#   make run    the main job: the default chaos run on local processes (prints verdict + report)
 #   make test   every test suite: lint, unit, integration (local Kafka + Spark), containers
 # Both install what they need: a virtualenv, the JVM jars from Maven Central, and (for the
 # containers suite, as root) Debian's docker.io and the locally built images.
@@ -24,7 +24,7 @@ images: setup
 	$(BIN)/sealcheck setup --images
 
 run: setup
-	$(BIN)/sealcheck demo
+	$(BIN)/sealcheck run
 
 test: setup
 	$(BIN)/tox run -e ci

@@ -130,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(func=_cmd_check)
 
+    from harness.cli_run import add_commands
+
+    add_commands(sub)
+
     sub.add_parser(
         "pipeline",
         add_help=False,

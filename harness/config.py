@@ -49,6 +49,8 @@ class WorkloadConfig:
 class TestConfig:
     """Everything that defines a run; saved as ``test.json`` so it can be repeated."""
 
+    __test__ = False  # not a pytest test class, despite the name
+
     name: str = "chaos"
     seed: int = 1
     backend: str = "local"
@@ -99,8 +101,10 @@ def _check(cfg: TestConfig, known_nemeses: tuple[str, ...], broken_modes: tuple[
     w = cfg.workload
     need(w.rate > 0, f"workload.rate={w.rate!r}: records per second, must be positive")
     need(1 <= w.concurrency <= 32, f"workload.concurrency={w.concurrency!r}: use 1 to 32")
-    need(w.distribution in DISTRIBUTIONS, f"workload.distribution={w.distribution!r}: use "
-         + " or ".join(DISTRIBUTIONS))
+    need(
+        w.distribution in DISTRIBUTIONS,
+        f"workload.distribution={w.distribution!r}: use " + " or ".join(DISTRIBUTIONS),
+    )
     try:
         w.mix()
     except ValueError as exc:
@@ -168,6 +172,7 @@ def load_config(
     except TypeError as exc:
         raise ConfigError(f"config: {exc}") from None
     _check(cfg, known_nemeses, broken_modes)
+    assert isinstance(cfg, TestConfig)
     return cfg
 
 

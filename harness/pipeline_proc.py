@@ -28,6 +28,8 @@ class PipelineProcess:
     max_records_per_step: int = 10_000
     extra_args: tuple[str, ...] = ()
     failpoints: str = ""
+    #: a file the running process re-reads for failpoints to arm (the failpoint nemesis)
+    failpoint_file: str = ""
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def argv(self) -> list[str]:
@@ -53,6 +55,9 @@ class PipelineProcess:
         env.pop("SEALCHECK_FAILPOINTS", None)
         if self.failpoints:
             env["SEALCHECK_FAILPOINTS"] = self.failpoints
+        env.pop("SEALCHECK_FAILPOINTS_FILE", None)
+        if self.failpoint_file:
+            env["SEALCHECK_FAILPOINTS_FILE"] = self.failpoint_file
         env["PYTHONUNBUFFERED"] = "1"
         self.proc = procs.spawn(self.argv(), self.log_path, env=env)
 

@@ -50,9 +50,9 @@ class UpsertMix:
 PLAIN = UpsertMix(keys=1_000, tombstone_ratio=0.0, bad_ratio=0.0)
 
 
-def records(rng: random.Random, mix: UpsertMix, tag: str = "") -> Iterator[
-    tuple[bytes | None, bytes | None]
-]:
+def records(
+    rng: random.Random, mix: UpsertMix, tag: str = ""
+) -> Iterator[tuple[bytes | None, bytes | None]]:
     """An endless seeded stream of (key, value) pairs: UTF-8 keys ``k<n>`` drawn from the
     mix's distribution, JSON values padded to ``value_size`` (``{"i": n, "p": "xx…"}``, with
     ``"w": tag`` when a tag is given), tombstones, and bad records — a null key, a value that

@@ -1,0 +1,105 @@
+"""Finding and removing what runs whose harness died left behind.
+
+Every process a run starts inherits two environment variables: ``SEALCHECK_RUN`` (the run
+directory) and ``SEALCHECK_OWNER`` (``<pid>:<start time>`` of the harness process). A process
+whose owner is gone — no such pid, or a pid reused by a process with another start time — is
+a leftover. ``PR_SET_PDEATHSIG`` already kills direct children when the harness dies; this
+catches the rest (grandchildren, processes started by a thread that had exited). Containers
+and iptables rules join the list with the containers backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+RUN_ENV = "SEALCHECK_RUN"
+OWNER_ENV = "SEALCHECK_OWNER"
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22: start time in clock ticks
+
+
+def owner_token(pid: int | None = None) -> str:
+    """``<pid>:<start time>`` of a process (this one by default)."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}:{_start_time(pid)}"
+
+
+def mark_children(run_dir: Path) -> None:
+    """Tag every process this harness starts from now on as belonging to ``run_dir``."""
+    os.environ[RUN_ENV] = str(run_dir)
+    os.environ[OWNER_ENV] = owner_token()
+
+
+def _alive(token: str) -> bool:
+    pid_text, _, start = token.partition(":")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    return _start_time(pid) == start
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A process of a run whose harness is gone."""
+
+    pid: int
+    run: str
+    owner: str
+    command: str
+
+
+def _environ(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    out = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep and key in (RUN_ENV.encode(), OWNER_ENV.encode()):
+            out[key.decode()] = value.decode(errors="replace")
+    return out
+
+
+def leftovers() -> list[Leftover]:
+    """Processes tagged by a run whose owner (harness) is no longer alive."""
+    found = []
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        env = _environ(int(entry.name))
+        owner = env.get(OWNER_ENV)
+        if owner is None or _alive(owner):
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        found.append(Leftover(int(entry.name), env.get(RUN_ENV, "?"), owner, cmd.strip()[:160]))
+    return found
+
+
+def cleanup() -> list[Leftover]:
+    """SIGKILL every leftover and its process group; return what was killed."""
+    gone = leftovers()
+    mine = os.getpgid(0)
+    for item in gone:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(item.pid)
+            if group != mine:  # never our own process group
+                os.killpg(group, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(item.pid, signal.SIGKILL)
+    return gone

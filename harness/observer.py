@@ -1,0 +1,77 @@
+"""The observer: samples the store's uppers into the history while the run goes on.
+
+It reads the SQLite store read-only (WAL lets it read while the pipeline writes) every
+``interval_s`` and writes an ``observer uppers`` op whenever they changed, and at least every
+``heartbeat_s``; ``seal_monotonic`` and the report's timeline read these ops.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from harness.history import HistoryWriter
+
+
+def read_uppers(db: Path) -> dict[str, int] | None:
+    """The store's uppers, or None while it does not exist yet / is being created."""
+    if not db.exists():
+        return None
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)
+        try:
+            rows = con.execute("SELECT collection, upper FROM frontiers").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return {str(c): int(u) for c, u in rows}
+
+
+class Observer:
+    """A thread writing the store's uppers into the history when they move."""
+
+    def __init__(
+        self,
+        db: Path,
+        history: HistoryWriter,
+        interval_s: float = 0.25,
+        heartbeat_s: float = 5.0,
+    ) -> None:
+        self.db, self.history = db, history
+        self.interval_s, self.heartbeat_s = interval_s, heartbeat_s
+        self.last: dict[str, int] = {}
+        self._written = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start sampling."""
+        self._thread = threading.Thread(target=self._run, name="observer", daemon=True)
+        self._thread.start()
+
+    def sample(self) -> dict[str, int] | None:
+        """Read once and record if changed (or the heartbeat is due)."""
+        uppers = read_uppers(self.db)
+        if uppers is not None and uppers != self.last:
+            self.history.append("observer", "info", "uppers", uppers)
+            self.last = uppers
+            self._written = time.monotonic()
+        elif uppers is not None and time.monotonic() - self._written > self.heartbeat_s:
+            self.history.append("observer", "info", "uppers", uppers)
+            self._written = time.monotonic()
+        return uppers
+
+    def _run(self) -> None:
+        self._written = time.monotonic()
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+    def stop(self) -> None:
+        """Stop sampling (one last sample first)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        self.sample()

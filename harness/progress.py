@@ -1,0 +1,92 @@
+"""The live view of a run: a rich panel on a terminal, plain lines elsewhere (CI logs).
+
+Every executed nemesis action and phase change is printed as a line either way, so a log of
+a run reads like its schedule.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+
+@dataclass
+class Status:
+    """What the display shows; the runner updates it."""
+
+    phase: str = "starting"
+    elapsed_s: float = 0.0
+    duration_s: float = 0.0
+    writes: dict[str, int] = field(default_factory=dict)  # ok / info / fail
+    uppers: dict[str, int] = field(default_factory=dict)
+    incarnation: int = 0
+    last_action: str = ""
+
+
+class Display:
+    """Prints lines; on a terminal also keeps a live status panel."""
+
+    def __init__(
+        self, enabled: bool = True, console: Console | None = None, live: bool = True
+    ) -> None:
+        self.console = console or Console(highlight=False)
+        self.status = Status()
+        self._live: Live | None = None
+        self._enabled = enabled
+        self._want_live = live
+        self._last_plain = 0.0
+
+    def __enter__(self) -> Display:
+        if self._enabled and self._want_live and self.console.is_terminal:
+            self._live = Live(self._render(), console=self.console, refresh_per_second=4)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def log(self, line: str) -> None:
+        """One line above the panel (or plain)."""
+        if not self._enabled:
+            return
+        self.console.print(f"[{self.status.elapsed_s:7.1f}s] {line}")
+
+    def update(self, **changes: Any) -> None:
+        """Change the status; redraw (or, without a terminal, print it every 10 s)."""
+        for key, value in changes.items():
+            setattr(self.status, key, value)
+        if self._live is not None:
+            self._live.update(self._render())
+        elif self._enabled and time.monotonic() - self._last_plain > 10:
+            self._last_plain = time.monotonic()
+            self.console.print(self._plain())
+
+    def _plain(self) -> str:
+        s = self.status
+        w = s.writes
+        return (
+            f"[{s.elapsed_s:7.1f}s] {s.phase}: writes ok {w.get('ok', 0)} info "
+            f"{w.get('info', 0)} fail {w.get('fail', 0)}; uppers {s.uppers}; "
+            f"pipeline incarnation {s.incarnation}"
+        )
+
+    def _render(self) -> Table:
+        s = self.status
+        table = Table(title=f"sealcheck run — {s.phase}", show_header=False, expand=False)
+        table.add_row("time", f"{s.elapsed_s:.1f}s / {s.duration_s:.0f}s")
+        table.add_row(
+            "writes",
+            f"ok {s.writes.get('ok', 0)}  info {s.writes.get('info', 0)}  "
+            f"fail {s.writes.get('fail', 0)}",
+        )
+        table.add_row("sealed (uppers)", ", ".join(f"{k} {v}" for k, v in sorted(s.uppers.items())))
+        table.add_row("pipeline incarnation", str(s.incarnation))
+        table.add_row("last fault", s.last_action or "-")
+        return table

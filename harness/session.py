@@ -1,0 +1,209 @@
+"""The live part of a run on the local backend: Kafka, the supervised pipeline, the observer,
+the producers, the fault schedule, the final phase and the dumps the checkers need.
+
+Runs in the harness's main thread (it outlives every process it spawns). Every resource is
+registered with the run's teardown as soon as it exists, so a failure anywhere still stops
+everything.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.history import HistoryWriter
+from harness.kafka_local import KafkaCluster
+from harness.local_target import LocalTarget
+from harness.observer import Observer
+from harness.pipeline_proc import PipelineProcess, progress
+from harness.producers import Producers
+from harness.progress import Display
+from harness.supervisor import Supervisor
+from harness.topic import copy_sqlite_store, dump_topic, log_end, write_parquet
+
+if TYPE_CHECKING:
+    from harness.config import TestConfig
+    from harness.runner import Plan, _Teardown
+
+TOPIC = "upserts"
+
+
+class Session:
+    """One run's processes and threads, from Kafka start to the topic dump."""
+
+    def __init__(
+        self,
+        cfg: TestConfig,
+        plan: Plan,
+        run_dir: Path,
+        history: HistoryWriter,
+        display: Display,
+        teardown: _Teardown,
+    ) -> None:
+        self.cfg, self.plan, self.run_dir = cfg, plan, run_dir
+        self.history, self.display, self.teardown = history, display, teardown
+        self.work = run_dir / "work"
+        self.db = self.work / "store.db"
+
+    def _pipeline(self, bootstrap: str) -> Any:
+        cfg = self.cfg
+        extra = [
+            "--retain-steps",
+            str(cfg.retain_steps),
+            "--compact-every",
+            str(cfg.compact_every),
+        ]
+        if cfg.broken:
+            extra += ["--broken", cfg.broken]
+
+        def make(n: int) -> PipelineProcess:
+            return PipelineProcess(
+                bootstrap,
+                TOPIC,
+                str(self.db),
+                self.run_dir / "logs" / f"pipeline-{n}.log",
+                max_records_per_step=cfg.max_records_per_step,
+                extra_args=tuple(extra),
+                failpoint_file=str(self.work / "failpoints"),
+            )
+
+        return make
+
+    def run(self) -> str:
+        """Run everything; return why the final phase failed ("" when it caught up)."""
+        from harness.runner import heal_all, nemeses_for
+
+        cfg, display, history = self.cfg, self.display, self.history
+        self.work.mkdir(parents=True, exist_ok=True)
+        display.update(phase="starting Kafka", duration_s=cfg.duration_s)
+        cluster = KafkaCluster(self.work / "kafka", size=cfg.brokers)
+        self.teardown.push("stop Kafka", lambda: self._stop_kafka(cluster))
+        cluster.start()
+        cluster.create_topic(TOPIC, cfg.partitions, cfg.brokers)
+        history.append("harness", "info", "setup", {"bootstrap": cluster.bootstrap, "topic": TOPIC})
+        supervisor = Supervisor(
+            self._pipeline(cluster.bootstrap), history, self.work / "failpoints"
+        )
+        self.teardown.push("stop the pipeline", supervisor.stop)
+        supervisor.start()
+        observer = Observer(self.db, history)
+        self.teardown.push("stop the observer", observer.stop)
+        observer.start()
+        producers = Producers(
+            cluster.bootstrap, TOPIC, cfg.workload, self.plan.producer_seeds, history
+        )
+        self.teardown.push("stop the producers", producers.stop)
+        target = LocalTarget(supervisor, cluster)
+        nemeses = nemeses_for(cfg, self.plan.schedule)
+        for n in nemeses.values():
+            n.setup(target)
+        producers.start()
+        self._warm_up(supervisor, observer)
+        self._execute(target, nemeses, supervisor, observer)
+        display.update(phase="final phase: healing")
+        producers.stop()
+        for line in heal_all(nemeses, target, history):
+            display.log(f"healed {line}")
+        for n in nemeses.values():
+            n.teardown(target)
+        reason = self._catch_up(cluster, supervisor, observer)
+        supervisor.stop()
+        observer.stop()
+        self._dump(cluster)
+        for e in producers.errors:
+            display.log(f"producer: {e}")
+        return reason
+
+    def _warm_up(self, sup: Supervisor, obs: Observer, timeout_s: float = 120.0) -> None:
+        """Wait until the pipeline has sealed its first step, so faults hit a working
+        pipeline (its first Spark query is slow); the schedule's clock starts after this."""
+        self.display.update(phase="warm-up: waiting for the first sealed step")
+        start = time.monotonic()
+        while obs.last.get("data", 0) < 1 and time.monotonic() - start < timeout_s:
+            self._status(time.monotonic() - start, sup, obs)
+            time.sleep(0.1)
+        took = round(time.monotonic() - start, 2)
+        sealed = obs.last.get("data", 0) >= 1
+        self.history.append("harness", "info", "warmed-up", {"took_s": took, "sealed": sealed})
+        self.display.log(
+            f"warm-up: first step sealed after {took}s"
+            if sealed
+            else f"warm-up: nothing sealed after {took}s; starting the faults anyway"
+        )
+
+    def _execute(
+        self, target: LocalTarget, nemeses: dict[str, Any], sup: Supervisor, obs: Observer
+    ) -> None:
+        """Run the schedule in real time until ``duration_s``, printing each step."""
+        start = time.monotonic()
+        pending = list(self.plan.schedule)
+        self.display.update(phase="workload and faults")
+        while (elapsed := time.monotonic() - start) < self.cfg.duration_s:
+            while pending and pending[0].at_s <= elapsed:
+                action = pending.pop(0)
+                self.history.append("nemesis", "invoke", action.f, action.value)
+                try:
+                    done = nemeses[action.nemesis].invoke(action, target)
+                    kind = "info"
+                except Exception as exc:  # recorded; the run goes on
+                    done, kind = {"error": f"{type(exc).__name__}: {exc}"}, "fail"
+                self.history.append("nemesis", kind, action.f, {**action.value, **done})
+                line = f"{action.nemesis}: {action.f} {action.value or ''} -> {done}"
+                self.display.log(line)
+                self.display.update(last_action=line)
+            self._status(elapsed, sup, obs)
+            time.sleep(0.1)
+
+    def _status(self, elapsed: float, sup: Supervisor, obs: Observer) -> None:
+        counts = self.history.counts
+        self.display.update(
+            elapsed_s=elapsed,
+            writes={t: counts[("write", t)] for t in ("ok", "info", "fail")},
+            uppers=dict(obs.last),
+            incarnation=sup.incarnations,
+        )
+
+    def _catch_up(self, cluster: KafkaCluster, sup: Supervisor, obs: Observer) -> str:
+        """Wait until the store has sealed the log end; the reason if it does not in time."""
+        self.display.update(phase="final phase: catching up")
+        start = time.monotonic()
+        deadline = start + self.cfg.final_timeout_s
+        try:
+            end = log_end(cluster.bootstrap, TOPIC)
+        except Exception as exc:
+            return f"could not read the log end from Kafka: {type(exc).__name__}: {exc}"
+        self.history.append("harness", "info", "log-end", {str(p): o for p, o in end.items()})
+        while time.monotonic() < deadline:
+            if self.db.exists():
+                try:
+                    if progress(str(self.db)).covers(end):
+                        took = round(time.monotonic() - start, 2)
+                        self.history.append("harness", "info", "caught-up", {"took_s": took})
+                        self.display.log(f"caught up with the log end {end} in {took}s")
+                        return ""
+                except Exception as exc:  # the store may be mid-creation: try again
+                    self.display.log(f"waiting for the store: {type(exc).__name__}: {exc}")
+            self._status(time.monotonic() - start, sup, obs)
+            time.sleep(0.25)
+        reason = (
+            f"liveness: the pipeline did not seal the log end {end} within "
+            f"{self.cfg.final_timeout_s:.0f}s after healing (sealed: {obs.last})"
+        )
+        self.history.append("harness", "info", "not-caught-up", {"reason": reason})
+        self.display.log(reason)
+        return reason
+
+    def _dump(self, cluster: KafkaCluster) -> None:
+        self.display.update(phase="dumping the topic and the store")
+        records = dump_topic(cluster.bootstrap, TOPIC)
+        write_parquet(records, self.run_dir / "topic.parquet")
+        if self.db.exists():
+            copy_sqlite_store(self.db, self.run_dir / "persist" / "store.db")
+
+    def _stop_kafka(self, cluster: KafkaCluster) -> None:
+        cluster.stop()
+        for node in cluster.nodes:
+            if node.log_path.exists():
+                shutil.copy(node.log_path, self.run_dir / "logs" / f"kafka-{node.node_id}.log")

@@ -1,0 +1,112 @@
+"""The report's timeline and seal lag, computed from a stored run (history + store).
+
+* series: acknowledged writes per second, and each collection's observed upper over time;
+* fault intervals (pause→resume, broker kill→start) and instants (kill, failpoint), and
+  pipeline restarts;
+* seal lag: for every acknowledged write, the time from its acknowledgement to the first
+  observation of ``data`` sealed past the step that bound it (the observer samples every
+  0.25 s, so lags are rounded up to that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+INTERVALS = {"pause-pipeline": "resume-pipeline", "kill-broker": "start-broker"}
+
+
+@dataclass
+class Timeline:
+    """Everything the report draws, in seconds since the run started."""
+
+    end_s: float = 0.0
+    rate: list[tuple[float, int]] = field(default_factory=list)  # (second, ok writes)
+    uppers: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    intervals: list[tuple[float, float, str]] = field(default_factory=list)
+    instants: list[tuple[float, str]] = field(default_factory=list)
+    restarts: list[tuple[float, str]] = field(default_factory=list)
+    lag_s: dict[str, float] = field(default_factory=dict)  # p50 / p99 / max / count
+
+
+def _s(op: dict[str, Any]) -> float:
+    return int(op.get("time", 0)) / 1e9
+
+
+def build_timeline(ops: list[dict[str, Any]], ranges: pl.DataFrame | None) -> Timeline:
+    """The timeline of a history (``ranges``: bound offsets per step, for the seal lag)."""
+    tl = Timeline(end_s=max((_s(o) for o in ops), default=0.0))
+    acks = [o for o in ops if o.get("f") == "write" and o.get("type") == "ok"]
+    seconds = np.array([_s(o) for o in acks]) if acks else np.array([])
+    if seconds.size:
+        counts = np.bincount(seconds.astype(int))
+        tl.rate = [(float(i), int(c)) for i, c in enumerate(counts)]
+    opened: dict[tuple[str, str], float] = {}
+    for op in ops:
+        f, t = str(op.get("f")), _s(op)
+        if op.get("process") == "observer" and isinstance(op.get("value"), dict):
+            for coll, upper in op["value"].items():
+                tl.uppers.setdefault(coll, []).append((t, int(upper)))
+        elif op.get("process") == "nemesis" and op.get("type") == "invoke":
+            value = op.get("value") or {}
+            target = str(value.get("broker", "pipeline"))
+            if f in INTERVALS:
+                opened[(INTERVALS[f], target)] = t
+            elif (f, target) in opened:
+                tl.intervals.append((opened.pop((f, target)), t, f"{f.split('-')[0]} {target}"))
+            elif f in ("kill-pipeline", "arm-failpoint"):
+                label = value.get("failpoint", "kill") if f == "arm-failpoint" else "kill"
+                tl.instants.append((t, str(label)))
+        elif f == "pipeline-start":
+            tl.restarts.append((t, f"incarnation {op.get('value', {}).get('incarnation')}"))
+    for (f, target), t in opened.items():  # never closed: healed in the final phase
+        tl.intervals.append((t, tl.end_s, f"{f} {target} (healed at the end)"))
+    tl.lag_s = seal_lag(acks, ops, ranges)
+    return tl
+
+
+def seal_lag(
+    acks: list[dict[str, Any]], ops: list[dict[str, Any]], ranges: pl.DataFrame | None
+) -> dict[str, float]:
+    """p50 / p99 / max of ack → sealed, over the acknowledged writes that were sealed."""
+    if not acks or ranges is None or ranges.height == 0:
+        return {}
+    from checkers.replay import packed
+
+    seen = [
+        (_s(o), int(o["value"].get("data", 0)))
+        for o in ops
+        if o.get("f") == "uppers" and isinstance(o.get("value"), dict)
+    ]
+    if not seen:
+        return {}
+    times = np.array([t for t, _ in seen])
+    uppers = np.maximum.accumulate(np.array([u for _, u in seen]))
+    r = ranges.sort("partition", "start")
+    starts = packed(r["partition"].to_numpy(), r["start"].to_numpy())
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], r["end"].to_numpy()[order]
+    steps, parts = r["ts"].to_numpy()[order], r["partition"].to_numpy()[order]
+    part = np.array([int(o["value"]["partition"]) for o in acks])
+    off = np.array([int(o["value"]["offset"]) for o in acks])
+    at = np.searchsorted(starts, packed(part, off), side="right") - 1
+    safe = np.clip(at, 0, None)
+    bound = (at >= 0) & (parts[safe] == part) & (off < ends[safe])
+    step = steps[safe]
+    # first observation with upper > step
+    first = np.searchsorted(uppers, step, side="right")
+    sealed = bound & (first < len(times))
+    if not sealed.any():
+        return {"count": 0.0}
+    ack_t = np.array([_s(o) for o in acks])
+    lag = times[first[sealed]] - ack_t[sealed]
+    lag = np.maximum(lag, 0.0)
+    return {
+        "p50": float(np.percentile(lag, 50)),
+        "p99": float(np.percentile(lag, 99)),
+        "max": float(lag.max()),
+        "count": float(lag.size),
+    }

@@ -1,0 +1,49 @@
+"""``failpoint``: make the pipeline die at one exact persist step.
+
+Each action arms one failpoint (``crash`` on its next pass) in the running pipeline; the
+failpoints are taken in a seeded order that covers every point the pipeline defines before
+any repeats, so a run with as many failpoint windows as failpoints covers them all. Points
+passed only at start-up (``rehydrate.mid``) are armed and then the pipeline is killed, so the
+next incarnation dies there. The supervisor records which failpoint fired with each exit.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from nemeses.api import Action, Nemesis, PlanInfo, Target
+
+#: Points only passed while an incarnation starts.
+STARTUP_POINTS = frozenset({"rehydrate.mid"})
+
+
+class Failpoint(Nemesis):
+    """Arm one failpoint per window, in a seeded order covering them all."""
+
+    name = "failpoint"
+
+    def __init__(self, info: PlanInfo) -> None:
+        self.points = tuple(sorted(info.pipeline_failpoints))
+        self._order: list[str] = []
+
+    def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
+        """Arm the next point of the seeded cover early in the window."""
+        if not self._order:
+            self._order = list(self.points)
+            rng.shuffle(self._order)
+        point = self._order.pop(0)
+        at = start_s + rng.uniform(0, window_s / 4)
+        return [self._act(at, "arm-failpoint", failpoint=point, restart=point in STARTUP_POINTS)]
+
+    def invoke(self, action: Action, target: Target) -> dict[str, Any]:
+        """Arm it; kill the pipeline too for a start-up point."""
+        point = action.value["failpoint"]
+        out = target.arm_failpoint(f"{point}=crash@1")
+        if action.value.get("restart"):
+            out.update(target.pipeline_kill())
+        return out
+
+    def heal(self, target: Target) -> list[str]:
+        """Disarm a failpoint that has not fired yet."""
+        return ["disarmed an unfired failpoint"] if target.disarm_failpoints() else []

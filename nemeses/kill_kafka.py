@@ -1,0 +1,40 @@
+"""``kill-kafka``: SIGKILL one broker, start it again a seeded while later. With one broker the
+pipeline and producers must wait; with three (replication 3, min ISR 2) they carry on."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from nemeses.api import Action, Nemesis, PlanInfo, Target
+
+
+class KillKafka(Nemesis):
+    """Kill a seeded broker, restart it within the window."""
+
+    name = "kill-kafka"
+
+    def __init__(self, info: PlanInfo) -> None:
+        self.brokers = info.brokers
+
+    def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
+        """Kill early in the window, restart after 20-50% of it."""
+        broker = rng.randrange(self.brokers)
+        at = start_s + rng.uniform(0, window_s / 4)
+        return [
+            self._act(at, "kill-broker", broker=broker),
+            self._act(at + window_s * rng.uniform(0.2, 0.5), "start-broker", broker=broker),
+        ]
+
+    def invoke(self, action: Action, target: Target) -> dict[str, Any]:
+        """Kill or start the broker."""
+        if action.f == "kill-broker":
+            return target.broker_kill(int(action.value["broker"]))
+        return target.broker_start(int(action.value["broker"]))
+
+    def heal(self, target: Target) -> list[str]:
+        """Start every broker that is down."""
+        down = target.brokers_down()
+        for i in down:
+            target.broker_start(i)
+        return [f"started broker {i}" for i in down]

@@ -1,0 +1,34 @@
+"""``pause``: SIGSTOP the pipeline, SIGCONT it a seeded while later (a process that stalls
+mid-step, then carries on as if nothing happened)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from nemeses.api import Action, Nemesis, Target
+
+
+class Pause(Nemesis):
+    """Stop the pipeline's process group, continue it later."""
+
+    name = "pause"
+
+    def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
+        """Pause early in the window, resume after 20-60% of it."""
+        at = start_s + rng.uniform(0, window_s / 4)
+        return [
+            self._act(at, "pause-pipeline"),
+            self._act(at + window_s * rng.uniform(0.2, 0.6), "resume-pipeline"),
+        ]
+
+    def invoke(self, action: Action, target: Target) -> dict[str, Any]:
+        """Pause or resume."""
+        if action.f == "pause-pipeline":
+            return target.pipeline_pause()
+        return target.pipeline_resume()
+
+    def heal(self, target: Target) -> list[str]:
+        """Continue the pipeline if it is stopped."""
+        done = target.pipeline_resume()
+        return [f"resumed pid {done['resumed']}"] if done.get("resumed") else []

@@ -1,0 +1,167 @@
+"""End to end: `sealcheck run` on real Kafka and the real Spark pipeline, with faults.
+
+* kill, failpoint and pause on the correct pipeline: valid, and each fault visibly happened
+  (a SIGKILLed incarnation, a failpoint that fired, a process the kernel reported stopped)
+  and was healed (the pipeline caught up with the log end, nothing is left running);
+* the same faults on a deliberately broken pipeline: invalid, with the right anomaly;
+* the report renders in headless Chromium with the verdict on the page.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import cleanup
+from harness.config import from_json
+from harness.runner import make_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
+
+
+def sealcheck_run(store: Path, *flags: str) -> tuple[int, str, Path]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--store", str(store), "--no-progress", *flags],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    out = proc.stdout + proc.stderr
+    run_dir = (store / "latest").resolve()
+    return proc.returncode, out, run_dir
+
+
+def ops(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def valid_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
+    store = tmp_path_factory.mktemp("store")
+    return sealcheck_run(
+        store,
+        "--name",
+        "e2e",
+        "--seed",
+        "3",
+        "--duration",
+        "40",
+        "--interval",
+        "6",
+        "--nemesis",
+        "kill,failpoint,pause",
+        "--rate",
+        "300",
+    )
+
+
+def test_faults_on_the_correct_pipeline_are_valid(valid_run: tuple[int, str, Path]) -> None:
+    code, out, run_dir = valid_run
+    assert code == 0, out[-3000:]
+    assert "verdict: VALID" in out and str(run_dir / "report.html") in out
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["valid"] is True
+    for name in (
+        "test.json",
+        "history.jsonl",
+        "topic.parquet",
+        "persist/store.db",
+        "report.html",
+        "logs/kafka-1.log",
+        "logs/pipeline-0.log",
+    ):
+        assert (run_dir / name).exists(), name
+
+
+def test_each_fault_happened_and_was_healed(valid_run: tuple[int, str, Path]) -> None:
+    _, out, run_dir = valid_run
+    history = ops(run_dir)
+    done = [o for o in history if o["process"] == "nemesis" and o["type"] == "info"]
+    killed = {o["value"]["killed"] for o in done if o["f"] == "kill-pipeline"}
+    exits = [o["value"] for o in history if o["f"] == "pipeline-exit"]
+    assert killed and killed <= {e["pid"] for e in exits if e["code"] == -9}
+    armed = {o["value"]["failpoint"] for o in done if o["f"] == "arm-failpoint"}
+    fired = {e["failpoint"] for e in exits if e["failpoint"]}
+    assert fired and fired <= armed, (armed, fired)
+    paused = [o["value"]["paused"] for o in done if o["f"] == "pause-pipeline"]
+    assert paused and all(isinstance(p, int) for p in paused)  # the kernel said "stopped"
+    assert any(o["f"] == "heal" for o in history)
+    assert any(o["f"] == "caught-up" for o in history), out[-2000:]
+    assert exits[-1]["code"] == 0  # stopped cleanly at the end
+    assert not [p for p in cleanup.leftovers() if p.run == str(run_dir)]
+    alive = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True)
+    assert alive.stdout.strip() == ""
+
+
+def test_the_schedule_is_the_one_planned_from_the_seed(valid_run: tuple[int, str, Path]) -> None:
+    meta = json.loads((valid_run[2] / "test.json").read_text())
+    planned = make_plan(from_json(meta["config"])).schedule
+    assert [a.to_json() for a in planned] == meta["schedule"]
+    assert any("--seed 3" in c for c in meta["reproduce"])
+
+
+def test_the_report_renders_in_headless_chromium(
+    valid_run: tuple[int, str, Path], tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    browser = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "chromium.sh")], capture_output=True, text=True
+    )
+    assert browser.returncode == 0, browser.stderr
+    chromium = browser.stdout.strip().splitlines()[-1]
+    report = (valid_run[2] / "report.html").as_uri()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [chromium, *flags, "--window-size=1280,1600", f"--screenshot={shot}", report],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    dom = subprocess.run(
+        [chromium, *flags, "--dump-dom", report], capture_output=True, text=True, timeout=120
+    ).stdout
+    assert 'id="verdict"' in dom and ">VALID<" in dom
+    image = Image.open(shot).convert("L")
+    lo, hi = image.getextrema()
+    assert hi - lo > 100  # not blank: dark text and the green banner on white
+    colors = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20) or []
+    assert len(colors) > 50
+
+
+def test_a_broken_pipeline_is_caught(tmp_path: Path) -> None:
+    code, out, run_dir = sealcheck_run(
+        tmp_path,
+        "--name",
+        "broken",
+        "--seed",
+        "5",
+        "--duration",
+        "24",
+        "--interval",
+        "8",
+        "--nemesis",
+        "kill",
+        "--rate",
+        "300",
+        "--broken",
+        "reappend-after-restart",
+    )
+    assert code == 1, out[-3000:]
+    assert "verdict: INVALID" in out
+    results = json.loads((run_dir / "results.json").read_text())
+    diff = results["checkers"]["diff_of_one"]
+    assert diff["valid"] is False
+    assert diff["anomaly_counts"].get("diff-not-0-or-1", 0) >= 1
+    example = diff["anomalies"][0]
+    assert example["collection"] == "data" and example["found"] == 2
+    assert "last_pipeline_start" in example["context"]
+    assert results["checkers"]["sealed_state"]["valid"] is False

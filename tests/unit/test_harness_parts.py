@@ -1,0 +1,162 @@
+"""The history writer, the report and the cleanup of leftovers, on their own."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from checkers.history import History
+from harness import cleanup
+from harness.history import HistoryWriter, read_ops
+from harness.report import render
+from harness.timeline import build_timeline
+
+
+def test_history_is_flushed_line_by_line_from_many_threads(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    h = HistoryWriter(path)
+
+    def write(n: int) -> None:
+        for i in range(200):
+            h.append(
+                f"w{n}", "ok", "write", {"key": f"k{i}", "value": "{}", "partition": n, "offset": i}
+            )
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    h.append("nemesis", "info", "kill-pipeline", {"killed": 1})
+    ops = read_ops(path)  # readable before close: every line is flushed
+    assert [o["index"] for o in ops] == list(range(801))
+    assert all(a["time"] <= b["time"] for a, b in itertools.pairwise(ops))
+    h.close()
+    loaded = History.load(path)
+    assert loaded.acked.lazy().collect().height == 800
+    assert [o["f"] for o in loaded.ops] == ["kill-pipeline"]
+    assert h.counts[("write", "ok")] == 800
+
+
+def _stored_run(tmp_path: Path, valid: object) -> Path:
+    run = tmp_path / "run"
+    run.mkdir()
+    ops = [
+        {
+            "index": 0,
+            "time": 1_000_000_000,
+            "process": "supervisor",
+            "type": "info",
+            "f": "pipeline-start",
+            "value": {"incarnation": 0, "pid": 1},
+        },
+        {
+            "index": 1,
+            "time": 2_000_000_000,
+            "process": "w0",
+            "type": "ok",
+            "f": "write",
+            "value": {"key": "a", "value": "{}", "partition": 0, "offset": 0},
+        },
+        {
+            "index": 2,
+            "time": 3_000_000_000,
+            "process": "nemesis",
+            "type": "invoke",
+            "f": "pause-pipeline",
+            "value": {},
+        },
+        {
+            "index": 3,
+            "time": 4_000_000_000,
+            "process": "observer",
+            "type": "info",
+            "f": "uppers",
+            "value": {"data": 1, "bindings": 1, "errors": 1},
+        },
+        {
+            "index": 4,
+            "time": 5_000_000_000,
+            "process": "nemesis",
+            "type": "invoke",
+            "f": "resume-pipeline",
+            "value": {},
+        },
+    ]
+    (run / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+    (run / "test.json").write_text(
+        json.dumps({"config": {"name": "t", "seed": 4}, "reproduce": ["sealcheck run --seed 4"]})
+    )
+    anomaly = {
+        "kind": "diff-not-0-or-1",
+        "collection": "data",
+        "key": "k<1>",
+        "step": 3,
+        "expected": "0 or 1",
+        "found": 2,
+        "detail": "added twice",
+        "context": {},
+    }
+    (run / "results.json").write_text(
+        json.dumps(
+            {
+                "valid": valid,
+                "checkers": {
+                    "diff_of_one": {
+                        "valid": valid,
+                        "anomalies": [anomaly] if valid is False else [],
+                        "anomaly_counts": {},
+                        "counts": {},
+                    }
+                },
+            }
+        )
+    )
+    return run
+
+
+def test_report_puts_the_verdict_first_and_escapes_values(tmp_path: Path) -> None:
+    page = render(_stored_run(tmp_path, False))
+    assert page.index("INVALID") < page.index("Reproduce") < page.index("Anomalies")
+    assert "k&lt;1&gt;" in page and "sealcheck run --seed 4" in page
+    assert "<script" not in page and "http://" not in page.replace("http://www.w3.org", "")
+
+
+def test_timeline_pairs_faults_and_marks_restarts(tmp_path: Path) -> None:
+    ops = read_ops(_stored_run(tmp_path, True) / "history.jsonl")
+    tl = build_timeline(ops, None)
+    assert tl.intervals == [(3.0, 5.0, "resume pipeline")]
+    assert tl.restarts == [(1.0, "incarnation 0")]
+    assert tl.uppers["data"] == [(4.0, 1)]
+    assert tl.rate == [(0.0, 0), (1.0, 0), (2.0, 1)]
+
+
+def test_cleanup_kills_processes_whose_harness_is_gone(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    env = {**os.environ, cleanup.RUN_ENV: str(tmp_path), cleanup.OWNER_ENV: f"{dead.pid}:0"}
+    orphan = subprocess.Popen(["sleep", "60"], env=env, start_new_session=True)
+    mine = subprocess.Popen(
+        ["sleep", "60"],
+        env={**env, cleanup.OWNER_ENV: cleanup.owner_token()},
+        start_new_session=True,
+    )
+    try:
+        assert orphan.pid in {p.pid for p in cleanup.leftovers()}
+        gone = cleanup.cleanup()
+        assert orphan.pid in {p.pid for p in gone} and mine.pid not in {p.pid for p in gone}
+        deadline = time.monotonic() + 5
+        while orphan.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert orphan.returncode == -9
+        assert mine.poll() is None  # a live harness's processes are left alone
+    finally:
+        for p in (orphan, mine):
+            p.kill()
+            p.wait()

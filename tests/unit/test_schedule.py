@@ -1,0 +1,65 @@
+"""The fault schedule is planned in full from the seed: same seed, same actions; saved and
+replayed as is; the failpoint nemesis covers every failpoint before repeating one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.config import TestConfig, WorkloadConfig
+from harness.runner import make_plan
+from harness.workload import records
+from nemeses import NEMESES, Action, PlanInfo, describe, plan_schedule
+from pipeline.failpoints import FAILPOINTS
+
+INFO = PlanInfo(3, tuple(FAILPOINTS))
+
+
+def test_same_seed_same_schedule_and_workload() -> None:
+    cfg = TestConfig(seed=7, nemeses=tuple(NEMESES), duration_s=120)
+    a, b = make_plan(cfg), make_plan(cfg)
+    assert a.schedule == b.schedule and a.producer_seeds == b.producer_seeds
+    other = make_plan(TestConfig(seed=8, nemeses=tuple(NEMESES), duration_s=120))
+    assert other.schedule != a.schedule
+    mix = WorkloadConfig().mix()
+    import itertools
+    import random
+
+    first = list(itertools.islice(records(random.Random(a.producer_seeds[0]), mix, "w0"), 500))
+    again = list(itertools.islice(records(random.Random(b.producer_seeds[0]), mix, "w0"), 500))
+    assert first == again
+
+
+def test_schedule_round_trips_through_json() -> None:
+    actions = plan_schedule(list(NEMESES), 3, 100, 5, INFO)
+    saved = json.loads(json.dumps([a.to_json() for a in actions]))
+    assert [Action.from_json(d) for d in saved] == actions
+    assert len(describe(actions)) == len(actions)
+
+
+def test_every_nemesis_gets_windows_and_actions_are_in_order() -> None:
+    actions = plan_schedule(list(NEMESES), 5, 200, 5, INFO)
+    assert {a.nemesis for a in actions} == set(NEMESES)
+    assert [a.at_s for a in actions] == sorted(a.at_s for a in actions)
+    assert all(5 <= a.at_s < 200 for a in actions)
+
+
+def test_failpoints_are_covered_before_any_repeats() -> None:
+    n = len(FAILPOINTS)
+    actions = plan_schedule(["failpoint"], 11, (n + 1) * 4, 4, INFO)
+    points = [a.value["failpoint"] for a in actions]
+    assert sorted(points[:n]) == sorted(FAILPOINTS)
+    assert all(a.value["restart"] == (a.value["failpoint"] == "rehydrate.mid") for a in actions)
+
+
+def test_intervals_close_inside_their_window() -> None:
+    for a in plan_schedule(["pause", "kill-kafka"], 2, 100, 10, INFO):
+        assert 0 < a.at_s < 100
+    pairs = plan_schedule(["pause"], 2, 30, 10, INFO)
+    assert [a.f for a in pairs] == ["pause-pipeline", "resume-pipeline"] * 2
+
+
+def test_unknown_nemesis_is_named() -> None:
+    with pytest.raises(ValueError, match="unknown nemesis \\['explode'\\]"):
+        plan_schedule(["explode"], 1, 10, 5, INFO)
