@@ -9,10 +9,12 @@ librdkafka raises before anything reaches a broker are definite failures.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -32,9 +34,12 @@ DEFINITE = frozenset(
 )
 
 
-def producer_config(bootstrap: str) -> dict[str, Any]:
-    """acks=all with idempotence: an acknowledged write is on every in-sync replica."""
+def producer_config(bootstrap: str, logger: logging.Logger | None = None) -> dict[str, Any]:
+    """acks=all with idempotence: an acknowledged write is on every in-sync replica.
+    librdkafka's own log lines go to ``logger`` (the run's ``logs/producers.log``)."""
+    extra: dict[str, Any] = {} if logger is None else {"logger": logger}
     return {
+        **extra,
         "bootstrap.servers": bootstrap,
         "acks": "all",
         "enable.idempotence": True,
@@ -42,7 +47,6 @@ def producer_config(bootstrap: str) -> dict[str, Any]:
         "message.timeout.ms": 60_000,
         "socket.connection.setup.timeout.ms": 5_000,
         "reconnect.backoff.max.ms": 1_000,
-        "log_level": 3,  # errors only: retries during faults are expected, not news
     }
 
 
@@ -65,6 +69,7 @@ class Producers:
         workload: WorkloadConfig,
         seeds: list[int],
         history: HistoryWriter,
+        log_path: Path | None = None,
     ) -> None:
         self.bootstrap, self.topic, self.workload, self.history = (
             bootstrap,
@@ -76,6 +81,15 @@ class Producers:
         self._writers = [_Writer(f"w{i}", s, share) for i, s in enumerate(seeds)]
         self._stop = threading.Event()
         self.errors: list[str] = []
+        self.logger: logging.Logger | None = None
+        if log_path is not None:  # one logger per run, writing to the run's log file
+            self.logger = logging.getLogger(f"sealcheck.producers.{log_path}")
+            self.logger.propagate = False
+            self.logger.setLevel(logging.INFO)
+            if not self.logger.handlers:
+                handler = logging.FileHandler(log_path)
+                handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+                self.logger.addHandler(handler)
 
     def start(self) -> None:
         """Start every producer thread."""
@@ -89,6 +103,10 @@ class Producers:
         for w in self._writers:
             if w.thread is not None:
                 w.thread.join(flush_timeout_s + 10)
+        if self.logger is not None:
+            for handler in list(self.logger.handlers):
+                handler.close()
+                self.logger.removeHandler(handler)
 
     def _run(self, w: _Writer) -> None:
         try:
@@ -97,7 +115,7 @@ class Producers:
             self.errors.append(f"{w.process}: {type(exc).__name__}: {exc}")
 
     def _produce(self, w: _Writer) -> None:
-        producer = Producer(producer_config(self.bootstrap))
+        producer = Producer(producer_config(self.bootstrap, self.logger))
         stream = records(random.Random(w.seed), self.workload.mix(), tag=w.process)
         start = time.monotonic()
         sent = 0

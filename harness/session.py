@@ -82,17 +82,21 @@ class Session:
         self.teardown.push("stop Kafka", lambda: self._stop_kafka(cluster))
         cluster.start()
         cluster.create_topic(TOPIC, cfg.partitions, cfg.brokers)
-        history.append("harness", "info", "setup", {"bootstrap": cluster.bootstrap, "topic": TOPIC})
-        supervisor = Supervisor(
-            self._pipeline(cluster.bootstrap), history, self.work / "failpoints"
-        )
+        bootstrap = cluster.bootstrap
+        history.append("harness", "info", "setup", {"bootstrap": bootstrap, "topic": TOPIC})
+        supervisor = Supervisor(self._pipeline(bootstrap), history, self.work / "failpoints")
         self.teardown.push("stop the pipeline", supervisor.stop)
         supervisor.start()
         observer = Observer(self.db, history)
         self.teardown.push("stop the observer", observer.stop)
         observer.start()
         producers = Producers(
-            cluster.bootstrap, TOPIC, cfg.workload, self.plan.producer_seeds, history
+            bootstrap,
+            TOPIC,
+            cfg.workload,
+            self.plan.producer_seeds,
+            history,
+            self.run_dir / "logs" / "producers.log",
         )
         self.teardown.push("stop the producers", producers.stop)
         target = LocalTarget(supervisor, cluster)
