@@ -165,3 +165,54 @@ def test_a_broken_pipeline_is_caught(tmp_path: Path) -> None:
     assert example["collection"] == "data" and example["found"] == 2
     assert "last_pipeline_start" in example["context"]
     assert results["checkers"]["sealed_state"]["valid"] is False
+
+
+def test_a_killed_harness_leaves_nothing_after_cleanup(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    from checkers.history import History
+
+    harness = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--store",
+            str(tmp_path),
+            "--no-progress",
+            "--name",
+            "killed",
+            "--duration",
+            "60",
+            "--rate",
+            "200",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    history = tmp_path / "latest" / "history.jsonl"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if history.exists() and '"f":"warmed-up"' in history.read_text():
+            break
+        time.sleep(0.5)
+    else:
+        harness.kill()
+        pytest.fail("the run never warmed up")
+    run_dir = (tmp_path / "latest").resolve()
+    os.kill(harness.pid, signal.SIGKILL)
+    harness.wait()
+    time.sleep(2)
+    subprocess.run([sys.executable, "-m", "harness", "cleanup"], cwd=ROOT, check=True)
+    time.sleep(1)
+    assert not [p for p in cleanup.leftovers() if p.run == str(run_dir)]
+    alive = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True)
+    assert alive.stdout.strip() == ""
+    # Written line by line: the history of the dead run is complete up to its death.
+    loaded = History.load(run_dir / "history.jsonl")
+    assert loaded.acked.lazy().collect().height > 0
+    assert any(o["f"] == "pipeline-start" for o in loaded.ops)

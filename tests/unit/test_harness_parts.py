@@ -160,3 +160,29 @@ def test_cleanup_kills_processes_whose_harness_is_gone(tmp_path: Path) -> None:
         for p in (orphan, mine):
             p.kill()
             p.wait()
+
+
+def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
+    import urllib.request
+
+    from harness.serve import make_server
+
+    store = tmp_path / "store"
+    for name, valid in (("good", True), ("bad", False)):
+        run = store / name / "20260101T000000"
+        run.mkdir(parents=True)
+        (run / "results.json").write_text(json.dumps({"valid": valid}))
+        (run / "report.html").write_text(f"<html>{name}</html>")
+    server = make_server(store, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        index = urllib.request.urlopen(base + "/").read().decode()
+        assert "VALID" in index and "INVALID" in index and "#cf222e" in index
+        assert "/good/20260101T000000/report.html" in index
+        page = urllib.request.urlopen(base + "/bad/20260101T000000/report.html").read()
+        assert page == b"<html>bad</html>"
+    finally:
+        server.shutdown()
+        server.server_close()
