@@ -61,8 +61,10 @@ class TestConfig:
     nemesis_interval_s: float = 8.0
     final_timeout_s: float = 120.0  # liveness: time allowed to seal the log end after healing
     max_records_per_step: int = 2_000
-    retain_steps: int = 4  # compaction on, so the compaction failpoints are reachable
-    compact_every: int = 4
+    # Compaction on (so the compaction failpoints are reachable) but keeping 20 steps: steps
+    # below the store's ``since`` survive only merged, so they cannot be judged one by one.
+    retain_steps: int = 20
+    compact_every: int = 5
     broken: str | None = None  # a deliberate pipeline bug (pipeline.loop.BROKEN_MODES)
     store_dir: str = "store"
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
