@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the offline base image: a debootstrapped Debian bookworm rootfs with a headless JRE 17
-# and python3, imported with `docker import`. Rebuilt only when its inputs change: the tag is a
+# python3 and PostgreSQL, imported with `docker import`. Rebuilt only when its inputs change: the tag is a
 # hash of this script. Prints the image tag on stdout (progress goes to stderr).
 #   SEALCHECK_CACHE   cache directory (default: <repo>/.cache)
 #   SEALCHECK_MIRROR  Debian mirror (default: the one this machine's apt uses)
@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${SEALCHECK_CACHE:-$here/../.cache}
 suite=bookworm
-packages=openjdk-17-jre-headless,python3,procps,iproute2,iptables,ca-certificates
+packages=openjdk-17-jre-headless,python3,python3-venv,procps,iproute2,iptables,ca-certificates,postgresql
 mirror=${SEALCHECK_MIRROR:-$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
 mirror=${mirror:-http://deb.debian.org/debian}
 hash=$(cat "$0" | sha256sum | cut -c1-12)

@@ -53,3 +53,17 @@ def kafka_image(docker_engine: None) -> str:
     from harness.containers.images import kafka_image as build
 
     return build()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(docker_engine: None) -> Iterator[Any]:
+    """One PostgreSQL container for the session (each test makes its own database)."""
+    from harness.containers.images import postgres_image
+    from harness.containers.postgres import PostgresContainer
+
+    server = PostgresContainer(postgres_image(), run_id="pytest-postgres")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -2,7 +2,9 @@
 
 * ``sealcheck-base:<hash>``: debootstrapped Debian bookworm with a headless JRE 17 and
   python3, made by ``scripts/base-image.sh`` and ``docker import``;
-* ``sealcheck-kafka:<hash>``: the base plus the Kafka jars from the Maven cache.
+* ``sealcheck-kafka:<hash>``: the base plus the Kafka jars from the Maven cache;
+* ``sealcheck-postgres:<hash>``: the base (which carries Debian's PostgreSQL) plus an
+  entrypoint that initialises and runs one cluster.
 
 Tags are content hashes of the inputs, so an image is rebuilt only when they change.
 """
@@ -91,3 +93,40 @@ def kafka_image() -> str:
         finally:
             client.close()
     return tag
+
+
+_POSTGRES_DOCKERFILE = """\
+FROM {base}
+COPY postgres-entrypoint.sh /opt/sealcheck/
+RUN chmod +x /opt/sealcheck/postgres-entrypoint.sh
+EXPOSE 5432
+ENTRYPOINT ["/opt/sealcheck/postgres-entrypoint.sh"]
+"""
+
+
+def _build(tag: str, dockerfile: str, files: dict[str, bytes]) -> str:
+    if _image_exists(tag):
+        return tag
+    with tempfile.TemporaryDirectory(prefix="sealcheck-image-") as ctx_name:
+        ctx = Path(ctx_name)
+        (ctx / "Dockerfile").write_text(dockerfile)
+        for name, data in files.items():
+            (ctx / name).write_bytes(data)
+        import docker
+
+        client = docker.from_env()
+        try:
+            client.images.build(path=str(ctx), tag=tag, rm=True, forcerm=True, pull=False)
+        finally:
+            client.close()
+    return tag
+
+
+def postgres_image() -> str:
+    """Build (if needed) and return ``sealcheck-postgres:<hash>``."""
+    base = base_image()
+    res = resources.files("harness") / "resources"
+    files = {"postgres-entrypoint.sh": (res / "postgres-entrypoint.sh").read_bytes()}
+    dockerfile = _POSTGRES_DOCKERFILE.format(base=base)
+    digest = hashlib.sha256(dockerfile.encode() + files["postgres-entrypoint.sh"])
+    return _build(f"sealcheck-postgres:{digest.hexdigest()[:12]}", dockerfile, files)

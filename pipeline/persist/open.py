@@ -1,4 +1,5 @@
-"""Open a store from a location string: ``sqlite:///abs/path.db`` or a plain file path."""
+"""Open a store from a location string: ``sqlite:///abs/path.db``, a plain file path, or a
+PostgreSQL URI ``postgresql://user@host:port/database``."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ def open_store(location: str) -> Persist:
     """Open the store at ``location``; an unknown scheme is a :class:`ValueError` naming it."""
     if location.startswith("sqlite://"):
         return _sqlite(Path(location.removeprefix("sqlite://")))
+    if location.startswith(("postgresql://", "postgres://")):
+        from pipeline.persist.postgres import PostgresPersist
+
+        return PostgresPersist(location)
     if "://" in location:
         scheme = location.split("://", 1)[0]
         raise ValueError(
-            f"store {location!r} has unknown scheme {scheme!r}; use sqlite:///path/to/store.db "
-            "or a plain file path"
+            f"store {location!r} has unknown scheme {scheme!r}; use sqlite:///path/to/store.db, "
+            "a plain file path or postgresql://user@host:port/database"
         )
     return _sqlite(Path(location))
 

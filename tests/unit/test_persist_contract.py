@@ -1,4 +1,8 @@
-"""The persist contract: every backend must pass these (parametrise ``store`` to add one)."""
+"""The persist contract: every backend must pass these (parametrise ``location`` to add one).
+
+SQLite runs in the unit suite; PostgreSQL (a real server in a container) in the containers
+suite, same tests.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +25,13 @@ from pipeline.persist import (
 )
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.containers)])
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store: a SQLite file, or a new database on the session's PostgreSQL container
+    (those cases run in the containers suite)."""
+    if request.param == "postgres":
+        server = request.getfixturevalue("postgres_server")
+        return str(server.new_database("contract"))
     return f"sqlite://{tmp_path / 'store.db'}"
 
 
