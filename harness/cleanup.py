@@ -103,3 +103,24 @@ def cleanup() -> list[Leftover]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(item.pid, signal.SIGKILL)
     return gone
+
+
+def cleanup_containers() -> list[str]:
+    """Remove containers and networks of runs whose harness is gone (by label); nothing when
+    no Docker engine answers here. iptables rules live in the containers' own network
+    namespaces, so they go with the containers."""
+    if not Path("/var/run/docker.sock").exists():
+        return []
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        client.ping()
+    except Exception:  # no engine: no containers to clean
+        return []
+    from harness.containers.topology import remove_labelled
+
+    try:
+        return remove_labelled(client, owner_alive=_alive)
+    finally:
+        client.close()

@@ -37,12 +37,16 @@ def add_commands(sub: Any) -> None:
         "--nemesis",
         type=_nemesis_list,
         dest="nemeses",
-        help="comma-separated nemeses (kill,failpoint,pause,kill-kafka) or none",
+        help="comma-separated nemeses (kill,failpoint,pause,kill-kafka; with --backend "
+        "containers also partition,kill-postgres) or none",
     )
     run.add_argument(
         "--interval", type=float, dest="nemesis_interval_s", help="seconds per fault window"
     )
     run.add_argument("--brokers", type=int, help="1 or 3 Kafka brokers")
+    run.add_argument(
+        "--backend", help="local (processes, the default) or containers (Docker, PostgreSQL)"
+    )
     run.add_argument("--partitions", type=int)
     run.add_argument("--rate", type=float, dest="workload.rate", help="records per second")
     run.add_argument("--keys", type=int, dest="workload.keys")
@@ -117,10 +121,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
     """Kill leftover processes of dead runs; list what was removed."""
-    from harness.cleanup import cleanup
+    from harness.cleanup import cleanup, cleanup_containers
 
     gone = cleanup()
     for item in gone:
         print(f"killed pid {item.pid} of run {item.run}: {item.command}")
-    print(f"cleanup: {len(gone)} leftover processes removed")
+    boxes = cleanup_containers()
+    for what in boxes:
+        print(f"removed {what}")
+    print(f"cleanup: {len(gone)} leftover processes, {len(boxes)} containers/networks removed")
     return 0

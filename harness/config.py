@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.workload import DISTRIBUTIONS, UpsertMix
+from nemeses.registry import CONTAINERS_ONLY
 
 
 class ConfigError(ValueError):
@@ -85,7 +86,12 @@ def _check(cfg: TestConfig, known_nemeses: tuple[str, ...], broken_modes: tuple[
             raise ConfigError(what)
 
     need(bool(_NAME.match(cfg.name)), f"name={cfg.name!r}: use letters, digits, '.', '_', '-'")
-    need(cfg.backend in ("local",), f"backend={cfg.backend!r}: only 'local' is available")
+    need(cfg.backend in ("local", "containers"), f"backend={cfg.backend!r}: local or containers")
+    for n in cfg.nemeses:
+        need(
+            cfg.backend == "containers" or n not in CONTAINERS_ONLY,
+            f"nemesis {n!r} needs the containers backend; add --backend containers",
+        )
     need(cfg.brokers in (1, 3), f"brokers={cfg.brokers!r}: use 1 or 3")
     need(1 <= cfg.partitions <= 64, f"partitions={cfg.partitions!r}: use 1 to 64")
     need(cfg.duration_s > 0, f"duration_s={cfg.duration_s!r}: must be positive")
@@ -170,6 +176,8 @@ def load_config(
             raw[key] = value
     try:
         cfg = _build(TestConfig, raw, "config")
+        if cfg.backend == "containers" and "brokers" not in raw:
+            cfg = dataclasses.replace(cfg, brokers=3)  # the containers topology: 3 brokers
         cfg = dataclasses.replace(cfg, workload=_build(WorkloadConfig, workload, "workload"))
     except TypeError as exc:
         raise ConfigError(f"config: {exc}") from None

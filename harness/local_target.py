@@ -1,12 +1,76 @@
-"""What the nemeses act on in a local run: the supervised pipeline and the local brokers."""
+"""The local backend: brokers as local processes, the pipeline as a local process group,
+the store a SQLite file — and what the nemeses act on there."""
 
 from __future__ import annotations
 
+import shutil
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from harness.kafka_local import KafkaCluster
-from harness.supervisor import Supervisor
+from harness.pipeline_proc import PipelineProcess
+from harness.supervisor import Incarnation, Supervisor
+from harness.topic import copy_sqlite_store
+
+
+class LocalBackend:
+    """Kafka (1 or 3 local brokers) and a SQLite store under the run's ``work/``."""
+
+    name = "local"
+
+    def __init__(self, brokers: int, work: Path, run_dir: Path) -> None:
+        self.cluster = KafkaCluster(work / "kafka", size=brokers)
+        self.run_dir = run_dir
+        self.store = str(work / "store.db")
+
+    @property
+    def bootstrap(self) -> str:
+        """The brokers' client listeners."""
+        return self.cluster.bootstrap
+
+    def start(self, topic: str, partitions: int) -> None:
+        """Start the brokers and create the topic (replicated on every broker)."""
+        self.cluster.start()
+        self.cluster.create_topic(topic, partitions, len(self.cluster.nodes))
+
+    def incarnations(
+        self, topic: str, args: list[str], max_records: int, failpoint_file: Path
+    ) -> Callable[[int], Incarnation]:
+        """A factory of pipeline incarnations (local process groups)."""
+
+        def make(n: int) -> Incarnation:
+            return PipelineProcess(
+                self.bootstrap,
+                topic,
+                self.store,
+                self.run_dir / "logs" / f"pipeline-{n}.log",
+                max_records_per_step=max_records,
+                extra_args=tuple(args),
+                failpoint_file=str(failpoint_file),
+            )
+
+        return make
+
+    def target(self, supervisor: Supervisor) -> LocalTarget:
+        """What the nemeses act on."""
+        return LocalTarget(supervisor, self.cluster)
+
+    def on_start(self, incarnation: Incarnation) -> None:
+        """Nothing to redo when an incarnation starts locally."""
+
+    def export_store(self) -> None:
+        """Copy the SQLite store into the run directory."""
+        if Path(self.store).exists():
+            copy_sqlite_store(Path(self.store), self.run_dir / "persist" / "store.db")
+
+    def stop(self) -> None:
+        """Stop the brokers; keep their logs."""
+        self.cluster.stop()
+        for node in self.cluster.nodes:
+            if node.log_path.exists():
+                shutil.copy(node.log_path, self.run_dir / "logs" / f"kafka-{node.node_id}.log")
 
 
 class LocalTarget:
@@ -61,3 +125,28 @@ class LocalTarget:
     def brokers_down(self) -> list[int]:
         """Brokers whose process is not running."""
         return [i for i, n in enumerate(self.cluster.nodes) if not n.running]
+
+    def _containers_only(self, what: str) -> dict[str, Any]:
+        raise NotImplementedError(
+            f"{what} needs the containers backend; run with --backend containers"
+        )
+
+    def postgres_kill(self) -> dict[str, Any]:
+        """Not available locally (the local store is a SQLite file)."""
+        return self._containers_only("kill-postgres")
+
+    def postgres_start(self) -> dict[str, Any]:
+        """Nothing to start locally."""
+        return {"started": None}
+
+    def partition_start(self, kind: str, broker: int) -> dict[str, Any]:
+        """Not available locally (local processes share the host's network namespace)."""
+        return self._containers_only("partition")
+
+    def partition_end(self, kind: str, broker: int) -> dict[str, Any]:
+        """Not available locally."""
+        return self._containers_only("partition")
+
+    def heal_partitions(self) -> list[str]:
+        """No partitions locally."""
+        return []

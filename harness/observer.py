@@ -1,6 +1,7 @@
 """The observer: samples the store's uppers into the history while the run goes on.
 
-It reads the SQLite store read-only (WAL lets it read while the pipeline writes) every
+It reads the store (SQLite read-only — WAL lets it read while the pipeline writes — or
+PostgreSQL) every
 ``interval_s`` and writes an ``observer uppers`` op whenever they changed, and at least every
 ``heartbeat_s``; ``seal_monotonic`` and the report's timeline read these ops.
 """
@@ -15,8 +16,20 @@ from pathlib import Path
 from harness.history import HistoryWriter
 
 
-def read_uppers(db: Path) -> dict[str, int] | None:
-    """The store's uppers, or None while it does not exist yet / is being created."""
+def read_uppers(location: str) -> dict[str, int] | None:
+    """The store's uppers, or None while it does not exist yet / cannot be reached."""
+    if location.startswith(("postgresql://", "postgres://")):
+        try:
+            import psycopg
+
+            with psycopg.connect(location, connect_timeout=2) as pg:
+                rows = pg.execute(
+                    "SELECT collection, upper FROM frontiers WHERE upper > 0"
+                ).fetchall()
+        except Exception:  # down (a nemesis) or not created yet: try again later
+            return None
+        return {str(c): int(u) for c, u in rows}
+    db = Path(location)
     if not db.exists():
         return None
     try:
@@ -35,12 +48,12 @@ class Observer:
 
     def __init__(
         self,
-        db: Path,
+        store: str,
         history: HistoryWriter,
         interval_s: float = 0.25,
         heartbeat_s: float = 5.0,
     ) -> None:
-        self.db, self.history = db, history
+        self.store, self.history = store, history
         self.interval_s, self.heartbeat_s = interval_s, heartbeat_s
         self.last: dict[str, int] = {}
         self._written = time.monotonic()
@@ -54,7 +67,7 @@ class Observer:
 
     def sample(self) -> dict[str, int] | None:
         """Read once and record if changed (or the heartbeat is due)."""
-        uppers = read_uppers(self.db)
+        uppers = read_uppers(self.store)
         if uppers is not None and uppers != self.last:
             self.history.append("observer", "info", "uppers", uppers)
             self.last = uppers

@@ -8,6 +8,7 @@ has sealed the whole log.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -88,6 +89,35 @@ class PipelineProcess:
         """SIGTERM (clean stop between steps), SIGKILL after ``timeout_s``."""
         assert self.proc is not None, "start() first"
         return procs.terminate(self.proc, timeout_s)
+
+    @property
+    def pid(self) -> int | None:
+        """The process id (None before start)."""
+        return self.proc.pid if self.proc is not None else None
+
+    def wait_exit(self) -> int:
+        """Block until the incarnation exits; its exit code (negative: killed by a signal)."""
+        assert self.proc is not None, "start() first"
+        return self.proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (driver and its JVM)."""
+        if self.proc is not None:
+            procs.signal_group(self.proc, signal.SIGKILL)
+
+    def pause(self) -> None:
+        """SIGSTOP the group; returns once the kernel reports it stopped."""
+        if self.proc is not None:
+            procs.pause(self.proc)
+
+    def resume(self) -> None:
+        """SIGCONT the group."""
+        if self.proc is not None:
+            procs.resume(self.proc)
+
+    def stop(self, timeout_s: float = 30.0) -> int | None:
+        """SIGTERM, then SIGKILL after ``timeout_s``; the exit code."""
+        return procs.terminate(self.proc, timeout_s) if self.proc is not None else None
 
     def log_text(self) -> str:
         """Everything this incarnation logged so far."""

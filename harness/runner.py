@@ -83,6 +83,7 @@ def repro_command(cfg: TestConfig, run_dir: Path) -> list[str]:
         f"--duration {cfg.duration_s:g}",
         f"--nemesis {','.join(cfg.nemeses) or 'none'}",
         f"--interval {cfg.nemesis_interval_s:g}",
+        f"--backend {cfg.backend}",
         f"--brokers {cfg.brokers}",
         f"--rate {cfg.workload.rate:g}",
         f"--keys {cfg.workload.keys}",
@@ -118,9 +119,9 @@ def run_test(
 ) -> Outcome:
     """Run ``cfg`` (with ``schedule`` instead of the planned one when replaying)."""
     started = time.monotonic()
-    gone = cleanup.cleanup()
+    gone = [*(str(p.pid) for p in cleanup.cleanup()), *cleanup.cleanup_containers()]
     if gone:
-        display.log(f"cleaned up {len(gone)} processes left by runs whose harness died")
+        display.log(f"cleaned up {len(gone)} processes/containers left by runs whose harness died")
     plan = make_plan(cfg)
     if schedule is not None:
         plan.schedule = schedule

@@ -8,20 +8,17 @@ everything.
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.history import HistoryWriter
-from harness.kafka_local import KafkaCluster
-from harness.local_target import LocalTarget
 from harness.observer import Observer
-from harness.pipeline_proc import PipelineProcess, progress
+from harness.pipeline_proc import progress
 from harness.producers import Producers
 from harness.progress import Display
 from harness.supervisor import Supervisor
-from harness.topic import copy_sqlite_store, dump_topic, log_end, write_parquet
+from harness.topic import dump_topic, log_end, write_parquet
 
 if TYPE_CHECKING:
     from harness.config import TestConfig
@@ -45,31 +42,20 @@ class Session:
         self.cfg, self.plan, self.run_dir = cfg, plan, run_dir
         self.history, self.display, self.teardown = history, display, teardown
         self.work = run_dir / "work"
-        self.db = self.work / "store.db"
 
-    def _pipeline(self, bootstrap: str) -> Any:
+    def _backend(self) -> Any:
+        if self.cfg.backend == "containers":
+            from harness.containers.backend import ContainersBackend
+
+            return ContainersBackend(self.cfg.brokers, self.work, self.run_dir)
+        from harness.local_target import LocalBackend
+
+        return LocalBackend(self.cfg.brokers, self.work, self.run_dir)
+
+    def _pipeline_args(self) -> list[str]:
         cfg = self.cfg
-        extra = [
-            "--retain-steps",
-            str(cfg.retain_steps),
-            "--compact-every",
-            str(cfg.compact_every),
-        ]
-        if cfg.broken:
-            extra += ["--broken", cfg.broken]
-
-        def make(n: int) -> PipelineProcess:
-            return PipelineProcess(
-                bootstrap,
-                TOPIC,
-                str(self.db),
-                self.run_dir / "logs" / f"pipeline-{n}.log",
-                max_records_per_step=cfg.max_records_per_step,
-                extra_args=tuple(extra),
-                failpoint_file=str(self.work / "failpoints"),
-            )
-
-        return make
+        args = ["--retain-steps", str(cfg.retain_steps), "--compact-every", str(cfg.compact_every)]
+        return [*args, "--broken", cfg.broken] if cfg.broken else args
 
     def run(self) -> str:
         """Run everything; return why the final phase failed ("" when it caught up)."""
@@ -77,17 +63,24 @@ class Session:
 
         cfg, display, history = self.cfg, self.display, self.history
         self.work.mkdir(parents=True, exist_ok=True)
-        display.update(phase="starting Kafka", duration_s=cfg.duration_s)
-        cluster = KafkaCluster(self.work / "kafka", size=cfg.brokers)
-        self.teardown.push("stop Kafka", lambda: self._stop_kafka(cluster))
-        cluster.start()
-        cluster.create_topic(TOPIC, cfg.partitions, cfg.brokers)
-        bootstrap = cluster.bootstrap
-        history.append("harness", "info", "setup", {"bootstrap": bootstrap, "topic": TOPIC})
-        supervisor = Supervisor(self._pipeline(bootstrap), history, self.work / "failpoints")
+        display.update(phase=f"starting Kafka ({cfg.backend})", duration_s=cfg.duration_s)
+        backend = self._backend()
+        self.teardown.push("stop Kafka and the store", backend.stop)
+        backend.start(TOPIC, cfg.partitions)
+        bootstrap = backend.bootstrap
+        history.append(
+            "harness",
+            "info",
+            "setup",
+            {"backend": cfg.backend, "bootstrap": bootstrap, "topic": TOPIC},
+        )
+        fp_file = self.work / "fp" / "failpoints"
+        fp_file.parent.mkdir(parents=True, exist_ok=True)
+        make = backend.incarnations(TOPIC, self._pipeline_args(), cfg.max_records_per_step, fp_file)
+        supervisor = Supervisor(make, history, fp_file, on_start=backend.on_start)
         self.teardown.push("stop the pipeline", supervisor.stop)
         supervisor.start()
-        observer = Observer(self.db, history)
+        observer = Observer(backend.store, history)
         self.teardown.push("stop the observer", observer.stop)
         observer.start()
         producers = Producers(
@@ -99,7 +92,7 @@ class Session:
             self.run_dir / "logs" / "producers.log",
         )
         self.teardown.push("stop the producers", producers.stop)
-        target = LocalTarget(supervisor, cluster)
+        target = backend.target(supervisor)
         nemeses = nemeses_for(cfg, self.plan.schedule)
         for n in nemeses.values():
             n.setup(target)
@@ -112,10 +105,12 @@ class Session:
             display.log(f"healed {line}")
         for n in nemeses.values():
             n.teardown(target)
-        reason = self._catch_up(cluster, supervisor, observer)
+        reason = self._catch_up(bootstrap, backend.store, supervisor, observer)
         supervisor.stop()
         observer.stop()
-        self._dump(cluster)
+        display.update(phase="dumping the topic and the store")
+        write_parquet(dump_topic(bootstrap, TOPIC), self.run_dir / "topic.parquet")
+        backend.export_store()
         for e in producers.errors:
             display.log(f"producer: {e}")
         return reason
@@ -138,7 +133,7 @@ class Session:
         )
 
     def _execute(
-        self, target: LocalTarget, nemeses: dict[str, Any], sup: Supervisor, obs: Observer
+        self, target: Any, nemeses: dict[str, Any], sup: Supervisor, obs: Observer
     ) -> None:
         """Run the schedule in real time until ``duration_s``, printing each step."""
         start = time.monotonic()
@@ -169,20 +164,20 @@ class Session:
             incarnation=sup.incarnations,
         )
 
-    def _catch_up(self, cluster: KafkaCluster, sup: Supervisor, obs: Observer) -> str:
+    def _catch_up(self, bootstrap: str, store: str, sup: Supervisor, obs: Observer) -> str:
         """Wait until the store has sealed the log end; the reason if it does not in time."""
         self.display.update(phase="final phase: catching up")
         start = time.monotonic()
         deadline = start + self.cfg.final_timeout_s
         try:
-            end = log_end(cluster.bootstrap, TOPIC)
+            end = log_end(bootstrap, TOPIC)
         except Exception as exc:
             return f"could not read the log end from Kafka: {type(exc).__name__}: {exc}"
         self.history.append("harness", "info", "log-end", {str(p): o for p, o in end.items()})
         while time.monotonic() < deadline:
-            if self.db.exists():
+            if "://" in store or Path(store).exists():
                 try:
-                    if progress(str(self.db)).covers(end):
+                    if progress(store).covers(end):
                         took = round(time.monotonic() - start, 2)
                         self.history.append("harness", "info", "caught-up", {"took_s": took})
                         self.display.log(f"caught up with the log end {end} in {took}s")
@@ -198,16 +193,3 @@ class Session:
         self.history.append("harness", "info", "not-caught-up", {"reason": reason})
         self.display.log(reason)
         return reason
-
-    def _dump(self, cluster: KafkaCluster) -> None:
-        self.display.update(phase="dumping the topic and the store")
-        records = dump_topic(cluster.bootstrap, TOPIC)
-        write_parquet(records, self.run_dir / "topic.parquet")
-        if self.db.exists():
-            copy_sqlite_store(self.db, self.run_dir / "persist" / "store.db")
-
-    def _stop_kafka(self, cluster: KafkaCluster) -> None:
-        cluster.stop()
-        for node in cluster.nodes:
-            if node.log_path.exists():
-                shutil.copy(node.log_path, self.run_dir / "logs" / f"kafka-{node.node_id}.log")

@@ -9,16 +9,47 @@ Incarnations are spawned from the supervisor's own thread, which lives until :me
 from __future__ import annotations
 
 import re
-import signal
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from harness import procs
 from harness.history import HistoryWriter
-from harness.pipeline_proc import PipelineProcess
+
+
+class Incarnation(Protocol):
+    """One run of the pipeline: a local process group or a container."""
+
+    @property
+    def pid(self) -> int | None:
+        """The process id on the host (None before start)."""
+
+    @property
+    def running(self) -> bool:
+        """Whether it is alive (possibly paused)."""
+
+    def start(self) -> None:
+        """Start it."""
+
+    def wait_exit(self) -> int:
+        """Block until it exits; the exit code (negative: killed by that signal)."""
+
+    def kill(self) -> None:
+        """SIGKILL it."""
+
+    def pause(self) -> None:
+        """Freeze it; return once it is frozen."""
+
+    def resume(self) -> None:
+        """Thaw it."""
+
+    def stop(self, timeout_s: float = 30.0) -> int | None:
+        """Stop it cleanly (SIGTERM), forcibly after ``timeout_s``."""
+
+    def log_text(self) -> str:
+        """Everything it logged so far."""
+
 
 _FIRED = re.compile(r"^failpoint (?P<name>[a-z_.]+): crash", re.MULTILINE)
 
@@ -28,17 +59,19 @@ class Supervisor:
 
     def __init__(
         self,
-        make: Callable[[int], PipelineProcess],
+        make: Callable[[int], Incarnation],
         history: HistoryWriter,
         failpoint_file: Path,
         restart_delay_s: float = 0.5,
+        on_start: Callable[[Incarnation], None] | None = None,
     ) -> None:
         self._make, self.history, self.failpoint_file = make, history, failpoint_file
         self.restart_delay_s = restart_delay_s
+        self._on_start = on_start
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self.current: PipelineProcess | None = None
+        self.current: Incarnation | None = None
         self.incarnations = 0
         self.paused = False
         #: ``(incarnation, exit code, failpoint that fired or None)`` per exit
@@ -56,8 +89,8 @@ class Supervisor:
         code = None
         with self._lock:
             cur = self.current
-        if cur is not None and cur.proc is not None:
-            code = procs.terminate(cur.proc, timeout_s)
+        if cur is not None:
+            code = cur.stop(timeout_s)
         if self._thread is not None:
             self._thread.join(timeout_s + 5)
         return code
@@ -69,15 +102,19 @@ class Supervisor:
             proc.start()
             with self._lock:
                 self.current, self.incarnations, self.paused = proc, n + 1, False
-            assert proc.proc is not None
+            if self._on_start is not None:
+                try:
+                    self._on_start(proc)
+                except Exception as exc:  # recorded; the incarnation runs anyway
+                    self.history.append("supervisor", "info", "on-start-failed", str(exc))
             armed = self.failpoint_file.read_text().strip() if self.failpoint_file.exists() else ""
             self.history.append(
                 "supervisor",
                 "info",
                 "pipeline-start",
-                {"incarnation": n, "pid": proc.proc.pid, "failpoints": armed or None},
+                {"incarnation": n, "pid": proc.pid, "failpoints": armed or None},
             )
-            code = proc.proc.wait()
+            code = proc.wait_exit()
             fired = [m["name"] for m in _FIRED.finditer(proc.log_text())]
             self.exits.append((n, code, fired[-1] if fired else None))
             self.history.append(
@@ -86,7 +123,7 @@ class Supervisor:
                 "pipeline-exit",
                 {
                     "incarnation": n,
-                    "pid": proc.proc.pid,
+                    "pid": proc.pid,
                     "code": code,
                     "failpoint": fired[-1] if fired else None,
                 },
@@ -95,36 +132,42 @@ class Supervisor:
                 break
 
     # -- what the nemeses do ------------------------------------------------------------
-    def _proc(self) -> PipelineProcess | None:
+    def _proc(self) -> Incarnation | None:
         with self._lock:
             cur = self.current
         return cur if cur is not None and cur.running else None
 
+    def current_pid(self) -> int | None:
+        """The running incarnation's pid on the host (None if none runs)."""
+        cur = self._proc()
+        return cur.pid if cur is not None else None
+
     def kill(self) -> dict[str, Any]:
         """SIGKILL the current incarnation's process group (driver and JVM)."""
         cur = self._proc()
-        if cur is None or cur.proc is None:
+        if cur is None:
             return {"killed": None}
-        procs.signal_group(cur.proc, signal.SIGKILL)
-        return {"killed": cur.proc.pid}
+        pid = cur.pid
+        cur.kill()
+        return {"killed": pid}
 
     def pause(self) -> dict[str, Any]:
         """SIGSTOP the current incarnation (waits until the kernel reports it stopped)."""
         cur = self._proc()
-        if cur is None or cur.proc is None:
+        if cur is None:
             return {"paused": None}
-        procs.pause(cur.proc)
+        cur.pause()
         self.paused = True
-        return {"paused": cur.proc.pid}
+        return {"paused": cur.pid}
 
     def resume(self) -> dict[str, Any]:
         """SIGCONT whatever incarnation is current (a no-op when none is stopped)."""
         cur = self._proc()
         was, self.paused = self.paused, False
-        if cur is None or cur.proc is None:
+        if cur is None:
             return {"resumed": None}
-        procs.resume(cur.proc)
-        return {"resumed": cur.proc.pid if was else None}
+        cur.resume()
+        return {"resumed": cur.pid if was else None}
 
     def arm_failpoint(self, spec: str) -> dict[str, Any]:
         """Arm ``spec`` in the running incarnation (and the next, until it fires)."""

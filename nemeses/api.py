@@ -62,6 +62,22 @@ class Target(Protocol):
     def brokers_down(self) -> list[int]:
         """Indexes of the brokers not running."""
 
+    def postgres_kill(self) -> dict[str, Any]:
+        """SIGKILL the PostgreSQL server (containers backend)."""
+
+    def postgres_start(self) -> dict[str, Any]:
+        """Start the PostgreSQL server again (a no-op if it runs)."""
+
+    def partition_start(self, kind: str, broker: int) -> dict[str, Any]:
+        """Cut a link: ``pipeline-kafka``, ``pipeline-postgres`` or ``broker`` (isolate
+        ``broker`` from the other brokers); say which rules were added."""
+
+    def partition_end(self, kind: str, broker: int) -> dict[str, Any]:
+        """Remove exactly the rules of that cut."""
+
+    def heal_partitions(self) -> list[str]:
+        """Remove every cut still in place."""
+
 
 @dataclass(frozen=True)
 class PlanInfo:

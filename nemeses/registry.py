@@ -8,6 +8,8 @@ from nemeses.api import Nemesis, PlanInfo
 from nemeses.failpoint import Failpoint
 from nemeses.kill import Kill
 from nemeses.kill_kafka import KillKafka
+from nemeses.kill_postgres import KillPostgres
+from nemeses.partition import Partition
 from nemeses.pause import Pause
 
 NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
@@ -15,7 +17,12 @@ NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "failpoint": Failpoint,
     "pause": lambda info: Pause(),
     "kill-kafka": KillKafka,
+    "partition": Partition,
+    "kill-postgres": lambda info: KillPostgres(),
 }
+
+#: Nemeses that need the containers backend (their faults need containers to act on).
+CONTAINERS_ONLY = frozenset({"partition", "kill-postgres"})
 
 
 def build(names: tuple[str, ...] | list[str], info: PlanInfo) -> dict[str, Nemesis]:

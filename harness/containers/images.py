@@ -15,6 +15,7 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -105,13 +106,21 @@ ENTRYPOINT ["/opt/sealcheck/postgres-entrypoint.sh"]
 
 
 def _build(tag: str, dockerfile: str, files: dict[str, bytes]) -> str:
+    def fill(ctx: Path) -> None:
+        for name, data in files.items():
+            (ctx / name).write_bytes(data)
+
+    return _build_context(tag, dockerfile, fill)
+
+
+def _build_context(tag: str, dockerfile: str, fill: Callable[[Path], None]) -> str:
+    """Build ``tag`` from ``dockerfile`` and a context ``fill`` writes (unless it exists)."""
     if _image_exists(tag):
         return tag
     with tempfile.TemporaryDirectory(prefix="sealcheck-image-") as ctx_name:
         ctx = Path(ctx_name)
         (ctx / "Dockerfile").write_text(dockerfile)
-        for name, data in files.items():
-            (ctx / name).write_bytes(data)
+        fill(ctx)
         import docker
 
         client = docker.from_env()

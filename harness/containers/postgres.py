@@ -20,10 +20,19 @@ from harness.containers.kafka import RUN_LABEL
 class PostgresContainer:
     """One PostgreSQL server in a container; a context manager."""
 
-    def __init__(self, image: str, run_id: str, network: str | None = None) -> None:
-        self.container: Any = DockerContainer(image, labels={RUN_LABEL: run_id})
-        if network is not None:
-            self.container.with_kwargs(network=network)
+    def __init__(
+        self,
+        image: str,
+        run_id: str,
+        network: Any = None,
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        where: dict[str, Any] = {}
+        if network is not None:  # a testcontainers Network
+            where = {"network": network, "network_aliases": ["postgres"]}
+        self.container: Any = DockerContainer(
+            image, labels={RUN_LABEL: run_id, **(labels or {})}, **where
+        )
         self.host = ""
 
     def dsn(self, database: str = "postgres") -> str:
@@ -33,6 +42,10 @@ class PostgresContainer:
     def start(self, timeout_s: float = 60.0) -> None:
         """Start the container and wait until the server accepts connections."""
         self.container.start()
+        self.start_wait(timeout_s)
+
+    def start_wait(self, timeout_s: float = 60.0) -> None:
+        """Wait until the (started) server accepts connections."""
         wrapped = self.container.get_wrapped_container()
         deadline = time.monotonic() + timeout_s
         last: Exception | None = None

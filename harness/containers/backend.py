@@ -1,0 +1,259 @@
+"""The containers backend: three brokers, PostgreSQL and pipeline incarnations in containers
+on the run's network, and what the nemeses act on there (the Docker API and iptables)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness.containers.cuts import Cut
+from harness.containers.images import kafka_image, postgres_image
+from harness.containers.pipeline_image import pipeline_image
+from harness.containers.topology import PipelineContainer, Topology, _ip
+from harness.kafka_admin import create_topic
+from harness.supervisor import Incarnation, Supervisor
+
+
+def export_postgres(dsn: str, out_dir: Path, batch: int = 200_000) -> None:
+    """Copy a PostgreSQL store to ``updates.parquet`` + ``frontiers.json`` in ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema(
+        [
+            ("collection", pa.string()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("ts", pa.int64()),
+            ("diff", pa.int64()),
+        ]
+    )
+    with psycopg.connect(dsn) as con:
+        rows = con.execute("SELECT collection, upper, since FROM frontiers WHERE upper > 0")
+        frontiers = {c: {"upper": int(u), "since": int(s)} for c, u, s in rows}
+        tmp = out_dir / "updates.parquet.tmp"
+        with pq.ParquetWriter(tmp, schema) as writer, con.cursor(name="export") as cur:
+            cur.execute("SELECT collection, key, val, ts, diff FROM updates")
+            while chunk := cur.fetchmany(batch):
+                cols = list(zip(*chunk, strict=True))
+                arrays = [pa.array(c) for c in cols]
+                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+    tmp.replace(out_dir / "updates.parquet")
+    (out_dir / "frontiers.json").write_text(json.dumps(frontiers, indent=1, sort_keys=True))
+
+
+class ContainersBackend:
+    """The run's containers (see :mod:`harness.containers.topology`)."""
+
+    name = "containers"
+
+    def __init__(self, brokers: int, work: Path, run_dir: Path) -> None:
+        images = {
+            "kafka": kafka_image(),
+            "postgres": postgres_image(),
+            "pipeline": pipeline_image(),
+        }
+        self.run_dir, self.work = run_dir, work
+        run_id = f"{run_dir.parent.name}-{run_dir.name}".lower()
+        self.topo = Topology(run_id, brokers, images)
+        self.target_: ContainerTarget | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's ``ip:9092`` (reachable from the host and from the network)."""
+        return self.topo.bootstrap
+
+    @property
+    def store(self) -> str:
+        """The PostgreSQL store's DSN."""
+        return self.topo.store_dsn
+
+    def start(self, topic: str, partitions: int) -> None:
+        """Start brokers and PostgreSQL, create the topic."""
+        self.topo.start()
+        create_topic(self.bootstrap, topic, partitions, len(self.topo.brokers))
+
+    def incarnations(
+        self, topic: str, args: list[str], max_records: int, failpoint_file: Path
+    ) -> Callable[[int], Incarnation]:
+        """A factory of pipeline incarnations (containers)."""
+
+        def make(n: int) -> Incarnation:
+            argv = [
+                "--bootstrap",
+                self.bootstrap,
+                "--topic",
+                topic,
+                "--store",
+                self.store,
+                "--max-records-per-step",
+                str(max_records),
+                "--spark-cores",
+                "1",
+                *args,
+            ]
+            return self.topo.pipeline(
+                argv, self.run_dir / "logs" / f"pipeline-{n}.log", failpoint_file.parent
+            )
+
+        return make
+
+    def target(self, supervisor: Supervisor) -> ContainerTarget:
+        """What the nemeses act on."""
+        self.target_ = ContainerTarget(supervisor, self.topo)
+        return self.target_
+
+    def on_start(self, incarnation: Incarnation) -> None:
+        """A new incarnation has a new network namespace: re-apply the pipeline's cuts."""
+        if self.target_ is not None and isinstance(incarnation, PipelineContainer):
+            self.target_.reapply(incarnation)
+
+    def export_store(self) -> None:
+        """Export the PostgreSQL store into the run directory as Parquet."""
+        export_postgres(self.store, self.run_dir / "persist")
+
+    def stop(self) -> None:
+        """Keep the brokers' and PostgreSQL's logs, then remove every container and the
+        network."""
+        for i, b in enumerate(self.topo.brokers):
+            with contextlib.suppress(Exception):
+                (self.run_dir / "logs" / f"kafka-{i + 1}.log").write_bytes(b.wrapped.logs())
+        with contextlib.suppress(Exception):
+            logs = self.topo.postgres.container.get_wrapped_container().logs()
+            (self.run_dir / "logs" / "postgres.log").write_bytes(logs)
+        self.topo.stop()
+
+
+class ContainerTarget:
+    """:class:`nemeses.Target` through the Docker API (kill, start, pause) and iptables."""
+
+    def __init__(self, supervisor: Supervisor, topo: Topology) -> None:
+        self.supervisor, self.topo = supervisor, topo
+        self.brokers = len(topo.brokers)
+        self.tag = f"sealcheck:{topo.run_id}"
+        self.cuts: dict[tuple[str, int], Cut] = {}
+
+    # -- the pipeline -------------------------------------------------------------------
+    def pipeline_kill(self) -> dict[str, Any]:
+        """SIGKILL the pipeline container."""
+        return self.supervisor.kill()
+
+    def pipeline_pause(self) -> dict[str, Any]:
+        """Freeze the pipeline container."""
+        return self.supervisor.pause()
+
+    def pipeline_resume(self) -> dict[str, Any]:
+        """Thaw the pipeline container."""
+        return self.supervisor.resume()
+
+    def arm_failpoint(self, spec: str) -> dict[str, Any]:
+        """Arm a failpoint (the file is bind-mounted into the pipeline container)."""
+        return self.supervisor.arm_failpoint(spec)
+
+    def disarm_failpoints(self) -> bool:
+        """Disarm failpoints that have not fired."""
+        return self.supervisor.disarm_failpoints()
+
+    # -- brokers and PostgreSQL ---------------------------------------------------------
+    def broker_kill(self, index: int) -> dict[str, Any]:
+        """SIGKILL one broker container."""
+        box = self.topo.brokers[index].wrapped
+        box.kill()
+        return {"broker": index, "killed": box.name}
+
+    def broker_start(self, index: int) -> dict[str, Any]:
+        """Start a broker container again; wait until every broker is registered."""
+        box = self.topo.brokers[index].wrapped
+        box.reload()
+        if box.status == "running":
+            return {"broker": index, "started": None}
+        started = time.monotonic()
+        box.start()
+        self.topo.wait_brokers(self.brokers, 90)
+        return {
+            "broker": index,
+            "started": box.name,
+            "ready_s": round(time.monotonic() - started, 2),
+        }
+
+    def brokers_down(self) -> list[int]:
+        """Brokers whose container is not running."""
+        down = []
+        for i, b in enumerate(self.topo.brokers):
+            b.wrapped.reload()
+            if b.wrapped.status != "running":
+                down.append(i)
+        return down
+
+    def postgres_kill(self) -> dict[str, Any]:
+        """SIGKILL the PostgreSQL container."""
+        box = self.topo.postgres.container.get_wrapped_container()
+        box.kill()
+        return {"killed": box.name}
+
+    def postgres_start(self) -> dict[str, Any]:
+        """Start PostgreSQL again (a no-op if it runs)."""
+        box = self.topo.postgres.container.get_wrapped_container()
+        box.reload()
+        if box.status == "running":
+            return {"started": None}
+        box.start()
+        self.topo.postgres.start_wait()
+        return {"started": box.name}
+
+    # -- partitions ---------------------------------------------------------------------
+    def _cut(self, kind: str, broker: int) -> Cut | None:
+        if kind == "broker":
+            box = self.topo.brokers[broker].wrapped
+            box.reload()
+            peers = [b.ip() for i, b in enumerate(self.topo.brokers) if i != broker]
+            return Cut(int(box.attrs["State"]["Pid"]), tuple(peers), self.tag)
+        pid = self.supervisor.current_pid()
+        if pid is None:
+            return None
+        if kind == "pipeline-kafka":
+            peers = [b.ip() for b in self.topo.brokers]
+        else:
+            peers = [_ip(self.topo.postgres.container.get_wrapped_container())]
+        return Cut(pid, tuple(peers), self.tag)
+
+    def partition_start(self, kind: str, broker: int) -> dict[str, Any]:
+        """Cut the link; the rules added are returned (and recorded in the history)."""
+        key = (kind, broker if kind == "broker" else 0)
+        if key in self.cuts:
+            return {"cut": None, "reason": "already cut"}
+        cut = self._cut(kind, broker)
+        if cut is None:
+            return {"cut": None, "reason": "no pipeline incarnation running"}
+        self.cuts[key] = cut
+        cut.apply()
+        return {"cut": kind, "pid": cut.pid, "peers": list(cut.peers), "rules": len(cut.rules)}
+
+    def partition_end(self, kind: str, broker: int) -> dict[str, Any]:
+        """Remove exactly that cut's rules."""
+        cut = self.cuts.pop((kind, broker if kind == "broker" else 0), None)
+        if cut is None:
+            return {"healed": None}
+        return {"healed": kind, "deleted": cut.heal()}
+
+    def heal_partitions(self) -> list[str]:
+        """Remove every cut still in place."""
+        out = [f"{k[0]}: deleted {c.heal()} rules" for k, c in self.cuts.items()]
+        self.cuts.clear()
+        return out
+
+    def reapply(self, incarnation: PipelineContainer) -> None:
+        """Cut a new pipeline incarnation's links like its predecessor's were."""
+        pid = incarnation.pid
+        for (kind, _), cut in list(self.cuts.items()):
+            if kind.startswith("pipeline-") and pid is not None and cut.pid != pid:
+                cut.heal()  # the old namespace is gone; this only forgets its rules
+                cut.pid = pid
+                with contextlib.suppress(Exception):
+                    cut.apply()

@@ -1,0 +1,91 @@
+"""``sealcheck-pipeline:<hash>``: the base image plus the pipeline's Python dependencies,
+installed from wheels prepared on the host (``pip wheel``, using the host's pip cache and
+PyPI), the project's source and the Spark connector jars. Nothing is fetched during the
+image build itself (``pip install --no-index``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from harness.containers.images import _build_context, base_image
+from harness.jars import jars_dir, pom_property, setup_jars
+from harness.paths import REPO_ROOT, cache_dir
+
+#: What the pipeline imports at run time (a subset of the project's dependencies).
+RUNTIME = (
+    "pyspark==4.0.0",
+    "confluent-kafka>=2.16,<3",
+    "orjson>=3.10",
+    "tenacity>=9",
+    "psycopg[binary]>=3.2,<4",
+    "pyarrow>=17",
+)
+SOURCES = ("harness", "pipeline", "checkers", "nemeses")
+
+_DOCKERFILE = """\
+FROM {base}
+COPY wheels/ /tmp/wheels/
+RUN python3 -m venv /opt/venv \\
+ && /opt/venv/bin/pip install -q --no-index --find-links /tmp/wheels {requirements} \\
+ && rm -rf /tmp/wheels
+COPY src/ /opt/sealcheck/src/
+ENV PYTHONPATH=/opt/sealcheck/src PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin \\
+    PYSPARK_PYTHON=/opt/venv/bin/python PYTHONUNBUFFERED=1
+WORKDIR /opt/sealcheck/src
+ENTRYPOINT ["python", "-m", "pipeline"]
+"""
+
+
+def _wheels(directory: Path) -> list[str]:
+    """Download or build the runtime wheels into ``directory``; their file names."""
+    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(directory), *RUNTIME]
+    subprocess.run(cmd, check=True)
+    return sorted(p.name for p in directory.glob("*.whl"))
+
+
+def pipeline_image() -> str:
+    """Build (if needed) and return ``sealcheck-pipeline:<hash>``."""
+    base = base_image()
+    setup_jars()
+    spark_jars = jars_dir() / f"spark-kafka-{pom_property('spark.version')}"
+    wheel_dir = cache_dir() / "pipeline-wheels"
+    requirements = " ".join(f"'{r}'" for r in RUNTIME)
+    dockerfile = _DOCKERFILE.format(base=base, requirements=requirements)
+    # The tag hashes the requirements, not the wheels: pip (and PyPI) is consulted only when
+    # the image has to be built.
+    digest = hashlib.sha256(dockerfile.encode())
+    sources = (
+        sorted(p for name in SOURCES for p in (REPO_ROOT / name).rglob("*.py") if p.is_file())
+        + sorted((REPO_ROOT / "harness" / "resources").iterdir())
+        + [REPO_ROOT / "jvm" / "pom.xml"]
+    )
+    for path in sources:
+        digest.update(str(path.relative_to(REPO_ROOT)).encode() + path.read_bytes())
+    for jar in sorted(spark_jars.glob("*.jar")):
+        digest.update(jar.name.encode())
+    tag = f"sealcheck-pipeline:{digest.hexdigest()[:12]}"
+
+    def fill(ctx: Path) -> None:
+        shutil.rmtree(wheel_dir, ignore_errors=True)
+        wheel_dir.mkdir(parents=True)
+        _wheels(wheel_dir)
+        shutil.copytree(wheel_dir, ctx / "wheels")
+        for path in sources:
+            dst = ctx / "src" / path.relative_to(REPO_ROOT)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dst)
+        jars = ctx / "src" / ".cache" / "jars" / spark_jars.name
+        shutil.copytree(spark_jars, jars)
+
+    return _build_context(tag, dockerfile, fill)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m harness.containers.pipeline_image`
+    with tempfile.TemporaryDirectory():
+        print(pipeline_image())

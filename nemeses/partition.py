@@ -1,0 +1,45 @@
+"""``partition``: cut a network link for a while — pipeline↔Kafka, pipeline↔PostgreSQL, or
+one broker isolated from the other two — with iptables rules inside a container's network
+namespace (containers backend). Healing removes exactly the rules that were added."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from nemeses.api import Action, Nemesis, PlanInfo, Target
+
+
+class Partition(Nemesis):
+    """Cut one seeded link early in the window, restore it after 20-50% of it."""
+
+    name = "partition"
+
+    def __init__(self, info: PlanInfo) -> None:
+        self.kinds = ["pipeline-kafka", "pipeline-postgres"]
+        if info.brokers >= 3:
+            self.kinds.append("broker")
+        self.brokers = info.brokers
+
+    def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
+        """One cut and its end."""
+        kind = rng.choice(self.kinds)
+        broker = rng.randrange(self.brokers)
+        at = start_s + rng.uniform(0, window_s / 4)
+        return [
+            self._act(at, "start-partition", kind=kind, broker=broker),
+            self._act(
+                at + window_s * rng.uniform(0.2, 0.5), "end-partition", kind=kind, broker=broker
+            ),
+        ]
+
+    def invoke(self, action: Action, target: Target) -> dict[str, Any]:
+        """Cut or restore."""
+        kind, broker = str(action.value["kind"]), int(action.value["broker"])
+        if action.f == "start-partition":
+            return target.partition_start(kind, broker)
+        return target.partition_end(kind, broker)
+
+    def heal(self, target: Target) -> list[str]:
+        """Remove every cut still in place."""
+        return target.heal_partitions()
