@@ -47,11 +47,12 @@ def _cmd_setup(args: argparse.Namespace) -> int:
         print(f"jars: {module} -> {path}")
     print(f"jars ready in {time.monotonic() - start:.1f}s")
     if args.images:
-        from harness.containers.images import base_image, kafka_image
+        from harness.containers.images import base_image, kafka_image, postgres_image
+        from harness.containers.pipeline_image import pipeline_image
 
         start = time.monotonic()
-        print(f"image: {base_image()}")
-        print(f"image: {kafka_image()}")
+        for build in (base_image, kafka_image, postgres_image, pipeline_image):
+            print(f"image: {build()}")
         print(f"images ready in {time.monotonic() - start:.1f}s")
     return EXIT_VALID
 

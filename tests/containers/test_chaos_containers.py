@@ -1,0 +1,143 @@
+"""`sealcheck run --backend containers`: three brokers, PostgreSQL and the pipeline in
+containers, with a kill, a pause, a real partition and a broker kill. The correct pipeline is
+valid; the deliberately broken one is invalid with the right anomaly; a harness killed mid-run
+leaves no container or network behind once `sealcheck cleanup` ran."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from harness.containers.kafka import RUN_LABEL
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.containers
+FAULTS = ["--nemesis", "kill,pause,partition,kill-kafka", "--interval", "6"]
+
+
+def run(store: Path, *flags: str) -> tuple[int, str, Path]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--backend",
+            "containers",
+            "--store",
+            str(store),
+            "--no-progress",
+            "--rate",
+            "200",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
+    return proc.returncode, proc.stdout + proc.stderr, (store / "latest").resolve()
+
+
+def labelled() -> list[str]:
+    client = docker.from_env()
+    try:
+        boxes = [c.name for c in client.containers.list(all=True, filters={"label": RUN_LABEL})]
+        nets = [n.name for n in client.networks.list(filters={"label": RUN_LABEL})]
+        return boxes + nets
+    finally:
+        client.close()
+
+
+def test_containers_chaos_run_is_valid(docker_engine: None, tmp_path: Path) -> None:
+    code, out, run_dir = run(
+        tmp_path, "--name", "c-valid", "--seed", "2", "--duration", "30", *FAULTS
+    )
+    assert code == 0, out[-3000:]
+    history = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
+    done = [o for o in history if o["process"] == "nemesis" and o["type"] == "info"]
+    cuts = [o["value"] for o in done if o["f"] == "start-partition"]
+    assert cuts and all(c.get("rules", 0) > 0 for c in cuts), cuts
+    assert any(o["f"] == "kill-broker" and o["value"].get("killed") for o in done)
+    assert any(o["f"] == "caught-up" for o in history)
+    setup = next(o for o in history if o["f"] == "setup")["value"]
+    assert setup["backend"] == "containers" and setup["bootstrap"].count(":9092") == 3
+    assert (run_dir / "persist" / "updates.parquet").exists()  # exported from PostgreSQL
+    assert (run_dir / "logs" / "postgres.log").exists()
+    assert labelled() == []
+
+
+def test_containers_broken_pipeline_is_invalid(docker_engine: None, tmp_path: Path) -> None:
+    code, out, run_dir = run(
+        tmp_path,
+        "--name",
+        "c-broken",
+        "--seed",
+        "4",
+        "--duration",
+        "18",
+        "--nemesis",
+        "kill",
+        "--interval",
+        "6",
+        "--broken",
+        "reappend-after-restart",
+    )
+    assert code == 1, out[-3000:]
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["checkers"]["diff_of_one"]["anomaly_counts"].get("diff-not-0-or-1", 0) >= 1
+    assert labelled() == []
+
+
+def test_a_killed_harness_leaves_no_containers_after_cleanup(
+    docker_engine: None, tmp_path: Path
+) -> None:
+    harness = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            "--backend",
+            "containers",
+            "--store",
+            str(tmp_path),
+            "--no-progress",
+            "--name",
+            "c-killed",
+            "--duration",
+            "60",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    history = tmp_path / "latest" / "history.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if history.exists() and '"f":"pipeline-start"' in history.read_text():
+            break
+        time.sleep(0.5)
+    else:
+        harness.kill()
+        pytest.fail("the run never started its pipeline")
+    assert labelled() != []
+    os.kill(harness.pid, signal.SIGKILL)
+    harness.wait()
+    out = subprocess.run(
+        [sys.executable, "-m", "harness", "cleanup"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "containers/networks removed" in out
+    assert labelled() == []
