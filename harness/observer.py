@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.history import HistoryWriter
@@ -48,7 +49,7 @@ class Observer:
 
     def __init__(
         self,
-        store: str,
+        store: str | Callable[[], str],
         history: HistoryWriter,
         interval_s: float = 0.25,
         heartbeat_s: float = 5.0,
@@ -67,7 +68,7 @@ class Observer:
 
     def sample(self) -> dict[str, int] | None:
         """Read once and record if changed (or the heartbeat is due)."""
-        uppers = read_uppers(self.store)
+        uppers = read_uppers(self.store() if callable(self.store) else self.store)
         if uppers is not None and uppers != self.last:
             self.history.append("observer", "info", "uppers", uppers)
             self.last = uppers

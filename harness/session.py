@@ -9,6 +9,7 @@ everything.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +81,7 @@ class Session:
         supervisor = Supervisor(make, history, fp_file, on_start=backend.on_start)
         self.teardown.push("stop the pipeline", supervisor.stop)
         supervisor.start()
-        observer = Observer(backend.store, history)
+        observer = Observer(lambda: str(backend.store), history)
         self.teardown.push("stop the observer", observer.stop)
         observer.start()
         producers = Producers(
@@ -105,7 +106,7 @@ class Session:
             display.log(f"healed {line}")
         for n in nemeses.values():
             n.teardown(target)
-        reason = self._catch_up(bootstrap, backend.store, supervisor, observer)
+        reason = self._catch_up(bootstrap, lambda: str(backend.store), supervisor, observer)
         supervisor.stop()
         observer.stop()
         display.update(phase="dumping the topic and the store")
@@ -164,7 +165,9 @@ class Session:
             incarnation=sup.incarnations,
         )
 
-    def _catch_up(self, bootstrap: str, store: str, sup: Supervisor, obs: Observer) -> str:
+    def _catch_up(
+        self, bootstrap: str, store_at: Callable[[], str], sup: Supervisor, obs: Observer
+    ) -> str:
         """Wait until the store has sealed the log end; the reason if it does not in time."""
         self.display.update(phase="final phase: catching up")
         start = time.monotonic()
@@ -175,6 +178,7 @@ class Session:
             return f"could not read the log end from Kafka: {type(exc).__name__}: {exc}"
         self.history.append("harness", "info", "log-end", {str(p): o for p, o in end.items()})
         while time.monotonic() < deadline:
+            store = store_at()
             if "://" in store or Path(store).exists():
                 try:
                     if progress(store).covers(end):

@@ -85,17 +85,17 @@ class ContainersBackend:
         """A factory of pipeline incarnations (containers)."""
 
         def make(n: int) -> Incarnation:
+            # Inside the network PostgreSQL is reached by name, whatever its IP after a restart.
+            store = f"postgresql://postgres@postgres:5432/{self.topo.store_db}"
             argv = [
                 "--bootstrap",
                 self.bootstrap,
                 "--topic",
                 topic,
                 "--store",
-                self.store,
+                store,
                 "--max-records-per-step",
                 str(max_records),
-                "--spark-cores",
-                "1",
                 *args,
             ]
             return self.topo.pipeline(

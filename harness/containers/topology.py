@@ -59,7 +59,12 @@ class Topology:
         self.postgres = PostgresContainer(
             images["postgres"], run_id, self.tc_network, labels=self.labels
         )
-        self.store_dsn = ""
+        self.store_db = ""
+
+    @property
+    def store_dsn(self) -> str:
+        """The store database's DSN at PostgreSQL's current IP (a restart may change it)."""
+        return self.postgres.dsn(self.store_db)
 
     @property
     def bootstrap(self) -> str:
@@ -72,7 +77,7 @@ class Topology:
         for b in self.brokers:
             b.start(wait=False)
         self.postgres.start(timeout_s)
-        self.store_dsn = self.postgres.new_database("store")
+        self.store_db = self.postgres.new_database("store").rsplit("/", 1)[1]
         self.wait_brokers(len(self.brokers), timeout_s)
 
     def wait_brokers(self, count: int, timeout_s: float = 120.0) -> None:

@@ -1,6 +1,7 @@
-"""Real partitions on the containers topology: each cut is checked with TCP connections from
+"""Container nemeses on a real topology. Partitions: each cut is checked with TCP connections from
 inside the cut container's network namespace — refused while cut, working again once healed —
-and healing leaves none of the run's iptables rules behind. Links not cut keep working."""
+and healing leaves none of the run's iptables rules behind. Links not cut keep working. And
+``kill-postgres``: the database is down, then back with its data."""
 
 from __future__ import annotations
 
@@ -93,3 +94,29 @@ def test_the_run_network_and_labels(topo: tuple[Topology, Any]) -> None:
         assert {n.name for n in client.networks.list(names=[t.network_name])} == {t.network_name}
     finally:
         client.close()
+
+
+def test_kill_postgres_kills_the_database_and_heal_restarts_it(
+    topo: tuple[Topology, Any],
+) -> None:
+    import random
+
+    import psycopg
+
+    from nemeses.kill_postgres import KillPostgres
+
+    t, sleeper = topo
+    target = ContainerTarget(_Sleeper(int(sleeper.attrs["State"]["Pid"])), t)  # type: ignore[arg-type]
+    nemesis = KillPostgres()
+    kill, start = nemesis.plan(random.Random(1), 0.0, 10.0)
+    assert (kill.f, start.f) == ("kill-postgres", "start-postgres")
+    assert nemesis.invoke(kill, target)["killed"]
+    box = t.postgres.container.get_wrapped_container()
+    box.reload()
+    assert box.status == "exited"
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(t.store_dsn, connect_timeout=2).close()
+    assert nemesis.heal(target) == ["started PostgreSQL"]
+    with psycopg.connect(t.store_dsn, connect_timeout=5) as con:  # the data survived
+        assert con.execute("SELECT 1").fetchone() == (1,)
+    assert nemesis.heal(target) == []
