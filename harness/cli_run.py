@@ -37,7 +37,7 @@ def add_commands(sub: Any) -> None:
         "--nemesis",
         type=_nemesis_list,
         dest="nemeses",
-        help="comma-separated nemeses (kill,failpoint,pause,kill-kafka; with --backend "
+        help="comma-separated nemeses (kill,failpoint,pause,kill-kafka,pause-kafka; with --backend "
         "containers also partition,kill-postgres) or none",
     )
     run.add_argument(

@@ -83,6 +83,7 @@ class LocalTarget:
     def __init__(self, supervisor: Supervisor, cluster: KafkaCluster) -> None:
         self.supervisor, self.cluster = supervisor, cluster
         self.brokers = len(cluster.nodes)
+        self._paused: set[int] = set()
 
     def pipeline_kill(self) -> dict[str, Any]:
         """SIGKILL the pipeline incarnation."""
@@ -125,6 +126,22 @@ class LocalTarget:
     def brokers_down(self) -> list[int]:
         """Brokers whose process is not running."""
         return [i for i, n in enumerate(self.cluster.nodes) if not n.running]
+
+    def broker_pause(self, index: int) -> dict[str, Any]:
+        """SIGSTOP one broker (waits until the kernel reports it stopped)."""
+        node = self.cluster.nodes[index]
+        node.pause()
+        self._paused.add(index)
+        return {"broker": index, "paused": node.proc.pid if node.proc else None}
+
+    def broker_resume(self, index: int) -> dict[str, Any]:
+        """SIGCONT one broker if it is frozen."""
+        if index not in self._paused:
+            return {"broker": index, "resumed": None}
+        self._paused.discard(index)
+        node = self.cluster.nodes[index]
+        node.resume()
+        return {"broker": index, "resumed": node.proc.pid if node.proc else None}
 
     def _containers_only(self, what: str) -> dict[str, Any]:
         raise NotImplementedError(

@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-INTERVALS = {"pause-pipeline": "resume-pipeline", "kill-broker": "start-broker"}
+INTERVALS = {
+    "pause-pipeline": "resume-pipeline",
+    "kill-broker": "start-broker",
+    "pause-broker": "resume-broker",
+    "kill-postgres": "start-postgres",
+    "start-partition": "end-partition",
+}
 
 
 @dataclass

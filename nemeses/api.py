@@ -62,6 +62,12 @@ class Target(Protocol):
     def brokers_down(self) -> list[int]:
         """Indexes of the brokers not running."""
 
+    def broker_pause(self, index: int) -> dict[str, Any]:
+        """Freeze broker ``index``; return once it is frozen."""
+
+    def broker_resume(self, index: int) -> dict[str, Any]:
+        """Thaw broker ``index`` (``resumed`` is None when it was not frozen)."""
+
     def postgres_kill(self) -> dict[str, Any]:
         """SIGKILL the PostgreSQL server (containers backend)."""
 

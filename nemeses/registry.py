@@ -11,12 +11,14 @@ from nemeses.kill_kafka import KillKafka
 from nemeses.kill_postgres import KillPostgres
 from nemeses.partition import Partition
 from nemeses.pause import Pause
+from nemeses.pause_kafka import PauseKafka
 
 NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "kill": lambda info: Kill(),
     "failpoint": Failpoint,
     "pause": lambda info: Pause(),
     "kill-kafka": KillKafka,
+    "pause-kafka": PauseKafka,
     "partition": Partition,
     "kill-postgres": lambda info: KillPostgres(),
 }

@@ -191,6 +191,21 @@ class ContainerTarget:
                 down.append(i)
         return down
 
+    def broker_pause(self, index: int) -> dict[str, Any]:
+        """Freeze one broker container (cgroup freezer)."""
+        box = self.topo.brokers[index].wrapped
+        box.pause()
+        return {"broker": index, "paused": box.name}
+
+    def broker_resume(self, index: int) -> dict[str, Any]:
+        """Thaw one broker container if it is frozen."""
+        box = self.topo.brokers[index].wrapped
+        box.reload()
+        if box.status != "paused":
+            return {"broker": index, "resumed": None}
+        box.unpause()
+        return {"broker": index, "resumed": box.name}
+
     def postgres_kill(self) -> dict[str, Any]:
         """SIGKILL the PostgreSQL container."""
         box = self.topo.postgres.container.get_wrapped_container()

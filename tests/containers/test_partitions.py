@@ -120,3 +120,26 @@ def test_kill_postgres_kills_the_database_and_heal_restarts_it(
     with psycopg.connect(t.store_dsn, connect_timeout=5) as con:  # the data survived
         assert con.execute("SELECT 1").fetchone() == (1,)
     assert nemesis.heal(target) == []
+
+
+def test_pause_kafka_freezes_a_broker_container_and_heal_thaws_it(
+    topo: tuple[Topology, Any],
+) -> None:
+    import random
+
+    from nemeses import PlanInfo
+    from nemeses.pause_kafka import PauseKafka
+
+    t, sleeper = topo
+    target = ContainerTarget(_Sleeper(int(sleeper.attrs["State"]["Pid"])), t)  # type: ignore[arg-type]
+    nemesis = PauseKafka(PlanInfo(3, ()))
+    pause, _ = nemesis.plan(random.Random(3), 0.0, 10.0)
+    broker = int(pause.value["broker"])
+    nemesis.invoke(pause, target)
+    box = t.brokers[broker].wrapped
+    box.reload()
+    assert box.status == "paused"
+    assert nemesis.heal(target) == [f"resumed broker {broker}"]
+    box.reload()
+    assert box.status == "running"
+    t.wait_brokers(3, 60)

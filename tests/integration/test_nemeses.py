@@ -1,6 +1,6 @@
-"""kill-kafka on a real broker: the broker dies (writes cannot be acknowledged), and healing
-starts it again (writes are acknowledged again). The pipeline nemeses (kill, failpoint,
-pause) are shown to act and heal in ``test_chaos.py``."""
+"""kill-kafka and pause-kafka on a real broker: the broker dies or freezes (writes cannot be
+acknowledged), and healing starts or thaws it (writes are acknowledged again). The pipeline
+nemeses (kill, failpoint, pause) are shown to act and heal in ``test_chaos.py``."""
 
 from __future__ import annotations
 
@@ -60,5 +60,35 @@ def test_kill_kafka_kills_a_broker_and_heal_starts_it(tmp_path: Path) -> None:
         assert target.brokers_down() == []
         assert acked(cluster.bootstrap, 20_000)
         assert nemesis.heal(target) == []  # nothing left to heal
+    finally:
+        cluster.stop()
+
+
+def test_pause_kafka_freezes_a_broker_and_heal_thaws_it(tmp_path: Path) -> None:
+    from harness.procs import proc_state
+    from nemeses.pause_kafka import PauseKafka
+
+    cluster = KafkaCluster(tmp_path / "kafka", size=1)
+    try:
+        cluster.start()
+        cluster.create_topic("t", 1)
+
+        def never(n: int) -> PipelineProcess:
+            raise AssertionError("no pipeline in this test")
+
+        history = HistoryWriter(tmp_path / "history.jsonl")
+        target = LocalTarget(Supervisor(never, history, tmp_path / "fp"), cluster)
+        nemesis = PauseKafka(PlanInfo(1, ()))
+        pause, resume = nemesis.plan(random.Random(2), 0.0, 10.0)
+        assert (pause.f, resume.f) == ("pause-broker", "resume-broker")
+        node = cluster.nodes[0]
+        assert node.proc is not None
+        assert nemesis.invoke(pause, target)["paused"] == node.proc.pid
+        assert proc_state(node.proc.pid) in "Tt"  # the kernel says: stopped
+        assert not acked(cluster.bootstrap, 2_000)
+        assert nemesis.heal(target) == ["resumed broker 0"]
+        assert proc_state(node.proc.pid) not in "Tt"
+        assert acked(cluster.bootstrap, 20_000)
+        assert nemesis.heal(target) == []
     finally:
         cluster.stop()

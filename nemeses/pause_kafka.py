@@ -1,0 +1,40 @@
+"""``pause-kafka``: freeze one broker (SIGSTOP locally, ``docker pause`` in containers) and
+thaw it a seeded while later. A frozen broker keeps its sockets open but answers nothing — a
+harder fault for clients than a dead one, whose connections are refused at once."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from nemeses.api import Action, Nemesis, PlanInfo, Target
+
+
+class PauseKafka(Nemesis):
+    """Freeze a seeded broker early in the window, thaw it after 20-50% of it."""
+
+    name = "pause-kafka"
+
+    def __init__(self, info: PlanInfo) -> None:
+        self.brokers = info.brokers
+
+    def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
+        """One freeze and its thaw."""
+        broker = rng.randrange(self.brokers)
+        at = start_s + rng.uniform(0, window_s / 4)
+        return [
+            self._act(at, "pause-broker", broker=broker),
+            self._act(at + window_s * rng.uniform(0.2, 0.5), "resume-broker", broker=broker),
+        ]
+
+    def invoke(self, action: Action, target: Target) -> dict[str, Any]:
+        """Freeze or thaw."""
+        broker = int(action.value["broker"])
+        if action.f == "pause-broker":
+            return target.broker_pause(broker)
+        return target.broker_resume(broker)
+
+    def heal(self, target: Target) -> list[str]:
+        """Thaw every frozen broker."""
+        thawed = [target.broker_resume(i) for i in range(target.brokers)]
+        return [f"resumed broker {t['broker']}" for t in thawed if t.get("resumed") is not None]
