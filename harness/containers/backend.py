@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from harness.containers.cuts import Cut
 from harness.containers.images import kafka_image, postgres_image
 from harness.containers.pipeline_image import pipeline_image
-from harness.containers.topology import PipelineContainer, Topology, _ip
+from harness.containers.topology import PipelineContainer, Topology, container_ip
 from harness.kafka_admin import create_topic
 from harness.supervisor import Incarnation, Supervisor
 
@@ -235,7 +235,7 @@ class ContainerTarget:
         if kind == "pipeline-kafka":
             peers = [b.ip() for b in self.topo.brokers]
         else:
-            peers = [_ip(self.topo.postgres.container.get_wrapped_container())]
+            peers = [container_ip(self.topo.postgres.container.get_wrapped_container())]
         return Cut(pid, tuple(peers), self.tag)
 
     def partition_start(self, kind: str, broker: int) -> dict[str, Any]:

@@ -7,8 +7,9 @@ gives every test (or run) a database of its own.
 
 from __future__ import annotations
 
+import itertools
+import re
 import time
-import uuid
 from typing import Any
 
 import psycopg
@@ -34,6 +35,8 @@ class PostgresContainer:
             image, labels={RUN_LABEL: run_id, **(labels or {})}, **where
         )
         self.host = ""
+        self.run_id = run_id
+        self._databases = itertools.count()
 
     def dsn(self, database: str = "postgres") -> str:
         """A libpq URI for ``database`` on this server (user postgres, trust auth)."""
@@ -68,7 +71,8 @@ class PostgresContainer:
 
     def new_database(self, prefix: str = "sealcheck") -> str:
         """Create an empty database; return its DSN."""
-        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        tag = re.sub(r"[^a-z0-9_]", "_", self.run_id.lower())[:40]
+        name = f"{prefix}_{tag}_{next(self._databases)}"
         with psycopg.connect(self.dsn(), autocommit=True) as con:
             con.execute(f'CREATE DATABASE "{name}"')
         return self.dsn(name)

@@ -25,7 +25,8 @@ from harness.containers.kafka import OWNER_LABEL, RUN_LABEL, KafkaContainer
 from harness.containers.postgres import PostgresContainer
 
 
-def _ip(container: Any) -> str:
+def container_ip(container: Any) -> str:
+    """A docker SDK container's IP on its (first) network, re-read from the engine."""
     container.reload()
     nets = container.attrs["NetworkSettings"]["Networks"]
     return next((n["IPAddress"] for n in nets.values() if n["IPAddress"]), "")
@@ -172,7 +173,7 @@ class PipelineContainer:
 
     def ip(self) -> str:
         """The incarnation's IP on the run's network."""
-        return _ip(self.container)
+        return container_ip(self.container)
 
     def start(self) -> None:
         """Start the container on the run's network."""

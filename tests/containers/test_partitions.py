@@ -15,7 +15,7 @@ from harness.containers.backend import ContainerTarget
 from harness.containers.cuts import can_connect, rules_in
 from harness.containers.images import kafka_image, postgres_image
 from harness.containers.pipeline_image import pipeline_image
-from harness.containers.topology import Topology, _ip
+from harness.containers.topology import Topology, container_ip
 
 pytestmark = pytest.mark.containers
 
@@ -54,7 +54,7 @@ def test_each_partition_cuts_exactly_its_link(topo: tuple[Topology, Any]) -> Non
     pipe = int(sleeper.attrs["State"]["Pid"])
     target = ContainerTarget(_Sleeper(pipe), t)  # type: ignore[arg-type]
     brokers = [b.ip() for b in t.brokers]
-    pg = _ip(t.postgres.container.get_wrapped_container())
+    pg = container_ip(t.postgres.container.get_wrapped_container())
     b0 = int(t.brokers[0].wrapped.attrs["State"]["Pid"])
     b1 = int(t.brokers[1].wrapped.attrs["State"]["Pid"])
 
