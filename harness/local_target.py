@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.kafka_local import KafkaCluster
 from harness.pipeline_proc import PipelineProcess
-from harness.supervisor import Incarnation, Supervisor
+from harness.supervisor import Incarnation, SupervisedPipeline, Supervisor
 from harness.topic import copy_sqlite_store
 
 
@@ -73,7 +73,7 @@ class LocalBackend:
                 shutil.copy(node.log_path, self.run_dir / "logs" / f"kafka-{node.node_id}.log")
 
 
-class LocalTarget:
+class LocalTarget(SupervisedPipeline):
     """:class:`nemeses.Target` over a :class:`Supervisor` and a :class:`KafkaCluster`.
 
     Must be driven from the runner's main thread: brokers restarted here are spawned by the
@@ -84,26 +84,6 @@ class LocalTarget:
         self.supervisor, self.cluster = supervisor, cluster
         self.brokers = len(cluster.nodes)
         self._paused: set[int] = set()
-
-    def pipeline_kill(self) -> dict[str, Any]:
-        """SIGKILL the pipeline incarnation."""
-        return self.supervisor.kill()
-
-    def pipeline_pause(self) -> dict[str, Any]:
-        """SIGSTOP the pipeline incarnation."""
-        return self.supervisor.pause()
-
-    def pipeline_resume(self) -> dict[str, Any]:
-        """SIGCONT the pipeline incarnation."""
-        return self.supervisor.resume()
-
-    def arm_failpoint(self, spec: str) -> dict[str, Any]:
-        """Arm a failpoint in the running pipeline."""
-        return self.supervisor.arm_failpoint(spec)
-
-    def disarm_failpoints(self) -> bool:
-        """Disarm failpoints that have not fired."""
-        return self.supervisor.disarm_failpoints()
 
     def broker_kill(self, index: int) -> dict[str, Any]:
         """SIGKILL one broker."""

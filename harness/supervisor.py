@@ -192,3 +192,30 @@ class Supervisor:
                 return True
             time.sleep(0.05)
         return False
+
+
+class SupervisedPipeline:
+    """The pipeline half of a nemesis target (shared by both backends): every fault goes
+    through the :class:`Supervisor`, which knows the current incarnation."""
+
+    supervisor: Supervisor
+
+    def pipeline_kill(self) -> dict[str, Any]:
+        """SIGKILL the pipeline incarnation."""
+        return self.supervisor.kill()
+
+    def pipeline_pause(self) -> dict[str, Any]:
+        """Freeze the pipeline incarnation."""
+        return self.supervisor.pause()
+
+    def pipeline_resume(self) -> dict[str, Any]:
+        """Thaw the pipeline incarnation."""
+        return self.supervisor.resume()
+
+    def arm_failpoint(self, spec: str) -> dict[str, Any]:
+        """Arm a failpoint in the running pipeline (and later ones until it fires)."""
+        return self.supervisor.arm_failpoint(spec)
+
+    def disarm_failpoints(self) -> bool:
+        """Disarm failpoints that have not fired."""
+        return self.supervisor.disarm_failpoints()

@@ -121,3 +121,20 @@ class Nemesis:
 
     def _act(self, start_s: float, f: str, **value: Any) -> Action:
         return Action(round(start_s, 3), self.name, f, dict(value))
+
+    def _interval(
+        self,
+        rng: random.Random,
+        start_s: float,
+        window_s: float,
+        on: str,
+        off: str,
+        share: tuple[float, float] = (0.2, 0.5),
+        **value: Any,
+    ) -> list[Action]:
+        """``on`` in the window's first quarter, ``off`` a seeded ``share`` of it later."""
+        at = start_s + rng.uniform(0, window_s / 4)
+        return [
+            self._act(at, on, **value),
+            self._act(at + window_s * rng.uniform(*share), off, **value),
+        ]

@@ -20,11 +20,7 @@ class KillKafka(Nemesis):
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """Kill early in the window, restart after 20-50% of it."""
         broker = rng.randrange(self.brokers)
-        at = start_s + rng.uniform(0, window_s / 4)
-        return [
-            self._act(at, "kill-broker", broker=broker),
-            self._act(at + window_s * rng.uniform(0.2, 0.5), "start-broker", broker=broker),
-        ]
+        return self._interval(rng, start_s, window_s, "kill-broker", "start-broker", broker=broker)
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Kill or start the broker."""

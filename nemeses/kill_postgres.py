@@ -17,11 +17,7 @@ class KillPostgres(Nemesis):
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """One kill and its restart."""
-        at = start_s + rng.uniform(0, window_s / 4)
-        return [
-            self._act(at, "kill-postgres"),
-            self._act(at + window_s * rng.uniform(0.2, 0.5), "start-postgres"),
-        ]
+        return self._interval(rng, start_s, window_s, "kill-postgres", "start-postgres")
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Kill or start."""

@@ -25,13 +25,9 @@ class Partition(Nemesis):
         """One cut and its end."""
         kind = rng.choice(self.kinds)
         broker = rng.randrange(self.brokers)
-        at = start_s + rng.uniform(0, window_s / 4)
-        return [
-            self._act(at, "start-partition", kind=kind, broker=broker),
-            self._act(
-                at + window_s * rng.uniform(0.2, 0.5), "end-partition", kind=kind, broker=broker
-            ),
-        ]
+        return self._interval(
+            rng, start_s, window_s, "start-partition", "end-partition", kind=kind, broker=broker
+        )
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Cut or restore."""

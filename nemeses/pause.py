@@ -16,11 +16,9 @@ class Pause(Nemesis):
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """Pause early in the window, resume after 20-60% of it."""
-        at = start_s + rng.uniform(0, window_s / 4)
-        return [
-            self._act(at, "pause-pipeline"),
-            self._act(at + window_s * rng.uniform(0.2, 0.6), "resume-pipeline"),
-        ]
+        return self._interval(
+            rng, start_s, window_s, "pause-pipeline", "resume-pipeline", share=(0.2, 0.6)
+        )
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Pause or resume."""

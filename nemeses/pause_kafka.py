@@ -21,11 +21,9 @@ class PauseKafka(Nemesis):
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """One freeze and its thaw."""
         broker = rng.randrange(self.brokers)
-        at = start_s + rng.uniform(0, window_s / 4)
-        return [
-            self._act(at, "pause-broker", broker=broker),
-            self._act(at + window_s * rng.uniform(0.2, 0.5), "resume-broker", broker=broker),
-        ]
+        return self._interval(
+            rng, start_s, window_s, "pause-broker", "resume-broker", broker=broker
+        )
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Freeze or thaw."""

@@ -19,7 +19,7 @@ from harness.containers.images import kafka_image, postgres_image
 from harness.containers.pipeline_image import pipeline_image
 from harness.containers.topology import PipelineContainer, Topology, container_ip
 from harness.kafka_admin import create_topic
-from harness.supervisor import Incarnation, Supervisor
+from harness.supervisor import Incarnation, SupervisedPipeline, Supervisor
 
 
 def export_postgres(dsn: str, out_dir: Path, batch: int = 200_000) -> None:
@@ -130,7 +130,7 @@ class ContainersBackend:
         self.topo.stop()
 
 
-class ContainerTarget:
+class ContainerTarget(SupervisedPipeline):
     """:class:`nemeses.Target` through the Docker API (kill, start, pause) and iptables."""
 
     def __init__(self, supervisor: Supervisor, topo: Topology) -> None:
@@ -138,27 +138,6 @@ class ContainerTarget:
         self.brokers = len(topo.brokers)
         self.tag = f"sealcheck:{topo.run_id}"
         self.cuts: dict[tuple[str, int], Cut] = {}
-
-    # -- the pipeline -------------------------------------------------------------------
-    def pipeline_kill(self) -> dict[str, Any]:
-        """SIGKILL the pipeline container."""
-        return self.supervisor.kill()
-
-    def pipeline_pause(self) -> dict[str, Any]:
-        """Freeze the pipeline container."""
-        return self.supervisor.pause()
-
-    def pipeline_resume(self) -> dict[str, Any]:
-        """Thaw the pipeline container."""
-        return self.supervisor.resume()
-
-    def arm_failpoint(self, spec: str) -> dict[str, Any]:
-        """Arm a failpoint (the file is bind-mounted into the pipeline container)."""
-        return self.supervisor.arm_failpoint(spec)
-
-    def disarm_failpoints(self) -> bool:
-        """Disarm failpoints that have not fired."""
-        return self.supervisor.disarm_failpoints()
 
     # -- brokers and PostgreSQL ---------------------------------------------------------
     def broker_kill(self, index: int) -> dict[str, Any]:

@@ -78,22 +78,13 @@ def kafka_image() -> str:
     for jar in sorted(libs.glob("*.jar")):
         digest.update(f"{jar.name}:{jar.stat().st_size}".encode())
     tag = f"sealcheck-kafka:{digest.hexdigest()[:12]}"
-    if _image_exists(tag):
-        return tag
-    with tempfile.TemporaryDirectory(prefix="sealcheck-kafka-image-") as ctx_name:
-        ctx = Path(ctx_name)
-        (ctx / "Dockerfile").write_text(dockerfile)
+
+    def fill(ctx: Path) -> None:
         for name, data in files.items():
             (ctx / name).write_bytes(data)
         shutil.copytree(libs, ctx / "libs", ignore=shutil.ignore_patterns(".complete"))
-        import docker
 
-        client = docker.from_env()
-        try:
-            client.images.build(path=str(ctx), tag=tag, rm=True, forcerm=True, pull=False)
-        finally:
-            client.close()
-    return tag
+    return _build_context(tag, dockerfile, fill)
 
 
 _POSTGRES_DOCKERFILE = """\
