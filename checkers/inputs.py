@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,13 +188,16 @@ class RunData:
 
     def collection(self, name: str) -> pl.DataFrame:
         """The updates of one collection with their bytes (``key, value, ts, diff``): for the
-        small ones (``bindings``, ``errors``)."""
-        return (
-            self.updates.lazy()
-            .filter(pl.col("collection") == name)
-            .drop("collection")
-            .collect(engine="streaming")
-        )
+        small ones (``bindings``, ``errors``). Read once: several checkers need them."""
+        memo = f"collection:{name}"
+        if memo not in self._memo:
+            self._memo[memo] = (
+                self.updates.lazy()
+                .filter(pl.col("collection") == name)
+                .drop("collection")
+                .collect(engine="streaming")
+            )
+        return self._memo[memo]
 
     def log_end(self) -> dict[int, int]:
         """Per partition, one past the last offset in the dumped topic."""
@@ -205,6 +209,41 @@ class RunInputError(ValueError):
     """A run directory lacks a file the checkers need; the message says which and why."""
 
 
+_EXPORT_SCHEMA = pa.schema(
+    [
+        ("collection", pa.string()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("ts", pa.int64()),
+        ("diff", pa.int64()),
+    ]
+)
+
+
+def write_export(
+    frontiers: dict[str, dict[str, int]],
+    batches: Iterable[Sequence[tuple[Any, ...]]],
+    out_dir: Path,
+) -> None:
+    """Write a store's export: ``updates.parquet`` from batches of ``(collection, key, value,
+    ts, diff)`` rows (atomically replaced) and ``frontiers.json``. Every backend's export
+    goes through here, so the checkers read one format."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / "updates.parquet.tmp"
+    with pq.ParquetWriter(tmp, _EXPORT_SCHEMA) as writer:
+        for rows in batches:
+            cols = list(zip(*rows, strict=True))
+            arrays = [pa.array(c) for c in cols]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=_EXPORT_SCHEMA))
+    tmp.replace(out_dir / "updates.parquet")
+    (out_dir / "frontiers.json").write_text(json.dumps(frontiers, indent=1, sort_keys=True))
+
+
+def _fetch_batches(cur: Any, batch: int) -> Iterator[Sequence[tuple[Any, ...]]]:
+    while rows := cur.fetchmany(batch):
+        yield rows
+
+
 def export_sqlite(db: Path, out_dir: Path, batch: int = 500_000) -> None:
     """Copy a SQLite persist store to ``updates.parquet`` + ``frontiers.json`` in ``out_dir``."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -213,23 +252,8 @@ def export_sqlite(db: Path, out_dir: Path, batch: int = 500_000) -> None:
             c: {"upper": int(u), "since": int(s)}
             for c, u, s in con.execute("SELECT collection, upper, since FROM frontiers")
         }
-        schema = pa.schema(
-            [
-                ("collection", pa.string()),
-                ("key", pa.binary()),
-                ("value", pa.binary()),
-                ("ts", pa.int64()),
-                ("diff", pa.int64()),
-            ]
-        )
-        tmp = out_dir / "updates.parquet.tmp"
-        with pq.ParquetWriter(tmp, schema) as writer:
-            cur = con.execute("SELECT collection, key, val, ts, diff FROM updates")
-            while rows := cur.fetchmany(batch):
-                cols = list(zip(*rows, strict=True))
-                writer.write_table(pa.Table.from_arrays([pa.array(c) for c in cols], schema=schema))
-        tmp.replace(out_dir / "updates.parquet")
-        (out_dir / "frontiers.json").write_text(json.dumps(frontiers, indent=1, sort_keys=True))
+        cur = con.execute("SELECT collection, key, val, ts, diff FROM updates")
+        write_export(frontiers, _fetch_batches(cur, batch), out_dir)
     finally:
         con.close()
 

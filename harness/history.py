@@ -16,8 +16,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
-#: ``value`` fields of a write: text when UTF-8, else hex in ``key_hex``/``value_hex``.
-
 
 def encode_bytes(name: str, raw: bytes | None) -> dict[str, str | None]:
     """``{name: text}`` for UTF-8 bytes (or null), ``{name_hex: hex}`` otherwise."""

@@ -69,17 +69,14 @@ class Observer:
     def sample(self) -> dict[str, int] | None:
         """Read once and record if changed (or the heartbeat is due)."""
         uppers = read_uppers(self.store() if callable(self.store) else self.store)
-        if uppers is not None and uppers != self.last:
+        due = time.monotonic() - self._written > self.heartbeat_s
+        if uppers is not None and (uppers != self.last or due):
             self.history.append("observer", "info", "uppers", uppers)
             self.last = uppers
-            self._written = time.monotonic()
-        elif uppers is not None and time.monotonic() - self._written > self.heartbeat_s:
-            self.history.append("observer", "info", "uppers", uppers)
             self._written = time.monotonic()
         return uppers
 
     def _run(self) -> None:
-        self._written = time.monotonic()
         while not self._stop.wait(self.interval_s):
             self.sample()
 

@@ -27,8 +27,6 @@ from nemeses import Action, Nemesis, PlanInfo, describe, plan_schedule
 from nemeses.registry import build
 from pipeline.failpoints import FAILPOINTS
 
-TOPIC = "upserts"
-
 
 @dataclass
 class Plan:

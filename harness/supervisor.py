@@ -74,8 +74,6 @@ class Supervisor:
         self.current: Incarnation | None = None
         self.incarnations = 0
         self.paused = False
-        #: ``(incarnation, exit code, failpoint that fired or None)`` per exit
-        self.exits: list[tuple[int, int, str | None]] = []
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -116,7 +114,6 @@ class Supervisor:
             )
             code = proc.wait_exit()
             fired = [m["name"] for m in _FIRED.finditer(proc.log_text())]
-            self.exits.append((n, code, fired[-1] if fired else None))
             self.history.append(
                 "supervisor",
                 "info",

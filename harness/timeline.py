@@ -80,7 +80,7 @@ def seal_lag(
     """p50 / p99 / max of ack → sealed, over the acknowledged writes that were sealed."""
     if not acks or ranges is None or ranges.height == 0:
         return {}
-    from checkers.replay import packed
+    from checkers.replay import assign_steps
 
     seen = [
         (_s(o), int(o["value"].get("data", 0)))
@@ -91,17 +91,15 @@ def seal_lag(
         return {}
     times = np.array([t for t, _ in seen])
     uppers = np.maximum.accumulate(np.array([u for _, u in seen]))
-    r = ranges.sort("partition", "start")
-    starts = packed(r["partition"].to_numpy(), r["start"].to_numpy())
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], r["end"].to_numpy()[order]
-    steps, parts = r["ts"].to_numpy()[order], r["partition"].to_numpy()[order]
-    part = np.array([int(o["value"]["partition"]) for o in acks])
-    off = np.array([int(o["value"]["offset"]) for o in acks])
-    at = np.searchsorted(starts, packed(part, off), side="right") - 1
-    safe = np.clip(at, 0, None)
-    bound = (at >= 0) & (parts[safe] == part) & (off < ends[safe])
-    step = steps[safe]
+    where = pl.DataFrame(
+        {
+            "partition": [int(o["value"]["partition"]) for o in acks],
+            "offset": [int(o["value"]["offset"]) for o in acks],
+        }
+    )
+    stepped = assign_steps(where, ranges)  # the same step assignment the checkers use
+    bound = stepped.is_not_null().to_numpy()
+    step = stepped.fill_null(0).to_numpy()
     # first observation with upper > step
     first = np.searchsorted(uppers, step, side="right")
     sealed = bound & (first < len(times))

@@ -4,16 +4,14 @@ on the run's network, and what the nemeses act on there (the Docker API and ipta
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
-import pyarrow as pa
-import pyarrow.parquet as pq
 
+from checkers.inputs import write_export
 from harness.containers.cuts import Cut
 from harness.containers.images import kafka_image, postgres_image
 from harness.containers.pipeline_image import pipeline_image
@@ -23,29 +21,14 @@ from harness.supervisor import Incarnation, SupervisedPipeline, Supervisor
 
 
 def export_postgres(dsn: str, out_dir: Path, batch: int = 200_000) -> None:
-    """Copy a PostgreSQL store to ``updates.parquet`` + ``frontiers.json`` in ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    schema = pa.schema(
-        [
-            ("collection", pa.string()),
-            ("key", pa.binary()),
-            ("value", pa.binary()),
-            ("ts", pa.int64()),
-            ("diff", pa.int64()),
-        ]
-    )
+    """Copy a PostgreSQL store to ``updates.parquet`` + ``frontiers.json`` in ``out_dir``
+    (the checkers' export format, :func:`checkers.inputs.write_export`)."""
     with psycopg.connect(dsn) as con:
         rows = con.execute("SELECT collection, upper, since FROM frontiers WHERE upper > 0")
         frontiers = {c: {"upper": int(u), "since": int(s)} for c, u, s in rows}
-        tmp = out_dir / "updates.parquet.tmp"
-        with pq.ParquetWriter(tmp, schema) as writer, con.cursor(name="export") as cur:
+        with con.cursor(name="export") as cur:  # server-side: streamed in batches
             cur.execute("SELECT collection, key, val, ts, diff FROM updates")
-            while chunk := cur.fetchmany(batch):
-                cols = list(zip(*chunk, strict=True))
-                arrays = [pa.array(c) for c in cols]
-                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
-    tmp.replace(out_dir / "updates.parquet")
-    (out_dir / "frontiers.json").write_text(json.dumps(frontiers, indent=1, sort_keys=True))
+            write_export(frontiers, iter(lambda: cur.fetchmany(batch), []), out_dir)
 
 
 class ContainersBackend:

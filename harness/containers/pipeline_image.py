@@ -10,7 +10,6 @@ import hashlib
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from harness.containers.images import _build_context, base_image
@@ -87,5 +86,4 @@ def pipeline_image() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m harness.containers.pipeline_image`
-    with tempfile.TemporaryDirectory():
-        print(pipeline_image())
+    print(pipeline_image())

@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from checkers.history import History
 from harness import cleanup
 from harness.history import HistoryWriter, read_ops
@@ -186,3 +188,21 @@ def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_seal_lag_runs_from_acknowledgement_to_the_first_observed_seal() -> None:
+    import polars as pl
+
+    from harness.timeline import seal_lag
+
+    def ack(t_s: float, offset: int) -> dict[str, object]:
+        value = {"key": "k", "value": "{}", "partition": 0, "offset": offset}
+        return {"time": int(t_s * 1e9), "f": "write", "type": "ok", "value": value}
+
+    acks = [ack(1.0, 0), ack(2.0, 1), ack(3.0, 2)]  # offset 2 is never bound
+    seen = [
+        {"time": int(t * 1e9), "f": "uppers", "value": {"data": u}} for t, u in ((1.5, 0), (4.0, 1))
+    ]
+    ranges = pl.DataFrame({"partition": [0], "ts": [0], "start": [0], "end": [2]})
+    lag = seal_lag(acks, seen, ranges)
+    assert lag == {"p50": 2.5, "p99": pytest.approx(2.99), "max": 3.0, "count": 2.0}
