@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from checkers import load_run, run_checkers
+from checkers.files import describe
 
 
 def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> int:
@@ -115,10 +116,20 @@ def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> i
         }
         for s in range(steps)
     ]
+    ends = rec.group_by("partition").agg(pl.col("offset").max() + 1)
+    final = [
+        ("log-end", {str(p): int(o) for p, o in ends.iter_rows()}),
+        ("caught-up", {"took_s": 0.0}),
+        ("inputs", {"files": describe(run_dir), "writes": {"ok": records}}),
+    ]
     with open(run_dir / "history.jsonl", "wb") as fh:
         hist.write_ndjson(fh)
         for op in obs:
             fh.write(json.dumps(op).encode() + b"\n")
+        for i, (f, value) in enumerate(final):
+            index, time_ns = records + steps + i, records * 1000 + i
+            op = {"index": index, "time": time_ns, "process": "harness", "type": "info"}
+            fh.write(json.dumps({**op, "f": f, "value": value}).encode() + b"\n")
     return all_updates.filter(pl.col("collection") == "data").height
 
 
@@ -142,12 +153,14 @@ def main() -> None:
             f"({time.monotonic() - t0:.1f}s)"
         )
         t0 = time.monotonic()
-        run = load_run(run_dir)
+        run = load_run(run_dir)  # reads the history's ops, checks every file's digest
+        open_s = time.monotonic() - t0
         run.prepare()  # parse and hash every input now, so judging is timed on its own
         load_s = time.monotonic() - t0
         history_mb = (run_dir / "history.jsonl").stat().st_size / 1e6
         print(
-            f"load: {load_s:.1f}s ({run.classified().height:,} records, "
+            f"load: {load_s:.1f}s, of which opening {open_s:.1f}s (history lines checked, "
+            f"input digests verified) ({run.classified().height:,} records, "
             f"{run.acked().height:,} acknowledged writes in a {history_mb:,.0f} MB history)"
         )
         t0 = time.monotonic()
@@ -156,6 +169,7 @@ def main() -> None:
         for name_, r in result.checkers.items():
             print(f"  {name_:<15} {r.took_s:6.2f}s  valid={r.valid}  {r.anomaly_counts or ''}")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"inputs complete: {not result.input_problems} {result.input_problems or ''}")
         print(
             f"verdict: {result.valid}; checkers {check_s:.1f}s = {n / check_s:,.0f} updates/s; "
             f"load + checkers {load_s + check_s:.1f}s = {n / (load_s + check_s):,.0f} updates/s; "

@@ -12,9 +12,14 @@ from checkers.registry import CHECKERS, run_checkers
 from checkers.result import Anomaly, CheckResult, RunResult
 
 
-def check_run(run_dir: Path) -> RunResult:
-    """Load ``run_dir`` and run every checker."""
-    return run_checkers(load_run(run_dir))
+def check_run(run_dir: Path, names: list[str] | None = None) -> RunResult:
+    """Load ``run_dir`` and run the checkers (all by default). Inputs that are missing give
+    an unknown verdict saying which, never an exception."""
+    try:
+        run = load_run(run_dir)
+    except RunInputError as exc:
+        return RunResult({}, [str(exc)])
+    return run_checkers(run, names)
 
 
 __all__ = [

@@ -1,6 +1,9 @@
-"""completeness (after the final catch-up): the final bindings equal the log end, every
+"""completeness (after the final catch-up): the final bindings reach the log end, every
 acknowledged write is in the topic (else a *Kafka* anomaly: the pipeline is not blamed), and
-the final ``data`` equals the model of the whole topic."""
+the final ``data`` equals the model of the whole topic.
+
+It is valid only when it judged every acknowledged write the harness counted: with a history
+that is missing or cut short it says how many it checked and stays unknown."""
 
 from __future__ import annotations
 
@@ -21,13 +24,13 @@ def _final_bound(run: RunData) -> dict[int, int]:
 
 
 def _acknowledged(run: RunData, res: CheckResult) -> None:
-    acked = run.acked()
-    res.counts["acknowledged_writes"] = acked.height
-    topic = positioned(run.classified(), "kh", "rvh")
-    mismatch = acked.with_row_index("ack").filter(~pl.col("full").is_in(topic["full"].implode()))
-    present = mismatch["pos"].is_in(topic["pos"].implode())
-    lost, changed = mismatch.filter(~present), mismatch.filter(present)
-    pos = topic["pos"].to_numpy()
+    res.counts["acknowledged_writes_checked"] = run.acked().height
+    written = run.history.written_acks()
+    if written is not None:
+        res.counts["acknowledged_writes_written"] = written
+    mismatch = run.kafka_lost()
+    lost, changed = mismatch.filter(~pl.col("present")), mismatch.filter(pl.col("present"))
+    pos = positioned(run.classified(), "kh", "rvh")["pos"].to_numpy()
     for kind, frame, what in (
         ("kafka-lost-write", lost, "acknowledged (acks=all) but absent from the topic"),
         ("kafka-changed-write", changed, "acknowledged, but the topic holds another record there"),
@@ -64,7 +67,8 @@ def _acknowledged(run: RunData, res: CheckResult) -> None:
 
 def _final_state(run: RunData, res: CheckResult) -> None:
     """The final ``data`` equals the latest good record of every key (compared by fingerprint
-    first; joined row by row only when the fingerprints differ)."""
+    first; joined row by row only when the fingerprints differ). Keys whose acknowledged
+    writes Kafka lost are counted apart: the pipeline is not blamed for them."""
     latest_good = (
         latest(run.winners())
         .filter(pl.col("dvh").is_not_null())
@@ -88,7 +92,11 @@ def _final_state(run: RunData, res: CheckResult) -> None:
         .join(state, on=["kh", "vh"], how="full", coalesce=True)
         .with_columns(pl.col("want").fill_null(0), pl.col("diff").fill_null(0))
     )
-    bad = joined.filter(pl.col("want") != pl.col("diff"))
+    differ = joined.filter(pl.col("want") != pl.col("diff"))
+    kafka = pl.col("kh").is_in(run.kafka_keys("data").implode())
+    bad = differ.filter(~kafka)
+    if differ.height > bad.height:
+        res.counts["final_differences_explained_by_kafka"] = differ.height - bad.height
     examples = []
     for r in bad.head(MAX_EXAMPLES).iter_rows(named=True):
         key, value = run.lookup("data", r["kh"], r["vh"])
@@ -114,7 +122,8 @@ def check(run: RunData) -> CheckResult:
     res = CheckResult("completeness", True)
     log_end, bound = run.log_end(), _final_bound(run)
     res.counts["records"] = run.classified().height
-    behind = {p: (bound.get(p, 0), end) for p, end in log_end.items() if bound.get(p, 0) != end}
+    # A bound past the log end is the bindings checker's ``bound-past-log-end``, not this.
+    behind = {p: (bound.get(p, 0), end) for p, end in log_end.items() if bound.get(p, 0) < end}
     for p, (b, end) in sorted(behind.items()):
         res.add(
             Anomaly(
@@ -130,7 +139,36 @@ def check(run: RunData) -> CheckResult:
         )
     _acknowledged(run, res)
     if behind:
-        return res  # the final state can only match the whole topic once caught up
+        return _incomplete(run, res)  # the final state matches the whole topic once caught up
+    ahead = sorted(p for p, b in bound.items() if b > log_end.get(p, 0))
+    if ahead:
+        if res.valid:
+            res.valid = None
+            res.error = (
+                f"partitions {ahead} are bound past the dumped topic's end (see the bindings "
+                "checker): the final state cannot be compared with the topic"
+            )
+        return res
     # Caught up, so every record is bound: each slot's last winner is its latest record.
     _final_state(run, res)
+    return _incomplete(run, res)
+
+
+def _incomplete(run: RunData, res: CheckResult) -> CheckResult:
+    """Unknown (unless already invalid) when not every acknowledged write could be checked,
+    or when differences were set aside as Kafka's."""
+    problems = run.history.problems()
+    explained = res.counts.get("final_differences_explained_by_kafka", 0)
+    if res.valid is not True:
+        return res
+    if problems:
+        checked = res.counts["acknowledged_writes_checked"]
+        res.valid = None
+        res.error = f"checked {checked:,} acknowledged writes, but {problems[0]}"
+    elif explained:
+        res.valid = None
+        res.error = (
+            f"{explained} final differences are on keys whose acknowledged writes Kafka lost "
+            "(see kafka-lost-write): not blamed on the pipeline, not judged"
+        )
     return res

@@ -30,7 +30,12 @@ def check(run: RunData) -> CheckResult:
                     expected="multiplicity 0 or 1",
                     found=r["mult"],
                     detail=f"value {show(value)!r} has multiplicity {r['mult']} from step "
-                    f"{r['ts']} (was {r['prev']}): it was added more often than retracted",
+                    f"{r['ts']} (was {r['prev']}): it was "
+                    + (
+                        "added more often than retracted"
+                        if r["mult"] > 1
+                        else "retracted more often than added"
+                    ),
                     context=run.history.context_for_step(r["ts"]),
                 )
             )

@@ -1,15 +1,31 @@
 """The history: JSON lines written by the harness as a run happens (format in
-``docs/architecture.md``), and lookups that give anomalies their context."""
+``docs/architecture.md``), read by one reader for the checkers, the report and the tests.
+
+One behaviour on a bad line: a line that is not a JSON op, or whose ``index`` is not its line
+number minus one (a line cut out, repeated or overwritten), is a :class:`HistoryError` naming
+the file and the line. Only a torn *last* line — the line being written when the harness
+died — is tolerated; :attr:`History.torn_tail` reports it.
+
+A history is *complete* when it reaches the harness's final operation (:data:`FINAL_OP`, the
+manifest of the inputs written after the dumps); :meth:`History.problems` says what is missing
+otherwise, and no verdict is valid while it says anything.
+"""
 
 from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import polars as pl
+
+#: The op the harness writes last, after the topic dump and the store export: ``harness info
+#: inputs`` with the files the checkers read and how many writes were acknowledged.
+FINAL_OP = "inputs"
 
 #: The fields of ``value`` the checkers read from ``write`` ops (others are ignored). Keys and
 #: values are text when UTF-8, else hex in ``key_hex``/``value_hex``; null is null.
@@ -36,8 +52,22 @@ WRITE_SCHEMA = pl.Schema(
     ]
 )
 
+BYTES_SCHEMA = pl.Schema(
+    {
+        "time": pl.Int64,
+        "partition": pl.Int64,
+        "offset": pl.Int64,
+        "key": pl.Binary,
+        "value": pl.Binary,
+    }
+)
 
 _WRITE = '"f": ?"write"'
+_INDEX = r'^\{"index": ?(\d{1,18}),'
+
+
+class HistoryError(ValueError):
+    """The history cannot be read as written; the message names the file and the line."""
 
 
 def _complete_prefix(path: Path, block: int = 1 << 16) -> int:
@@ -56,15 +86,11 @@ def _complete_prefix(path: Path, block: int = 1 << 16) -> int:
     return 0
 
 
-BYTES_SCHEMA = pl.Schema(
-    {"partition": pl.Int64, "offset": pl.Int64, "key": pl.Binary, "value": pl.Binary}
-)
-
-
 def _acked_writes(ops: pl.LazyFrame) -> pl.LazyFrame:
-    """The ``ok`` writes of parsed ops as ``partition, offset, key, value`` (bytes)."""
+    """The ``ok`` writes of parsed ops as ``time, partition, offset, key, value`` (bytes)."""
     v = pl.col("value")
     return ops.filter((pl.col("f") == "write") & (pl.col("type") == "ok")).select(
+        "time",
         v.struct.field("partition"),
         v.struct.field("offset"),
         pl.coalesce(
@@ -78,65 +104,175 @@ def _acked_writes(ops: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def _lines(source: Path | io.BytesIO) -> pl.LazyFrame:
+    """Each line of a JSON-lines file as one string field (``line``), numbered from 1."""
+    reader = dict(
+        has_header=False,
+        separator="\x00",  # never in JSON text: each line is one field
+        quote_char=None,
+        schema={"line": pl.String},
+    )
+    frame = (
+        pl.scan_csv(source, **reader)  # type: ignore[arg-type]
+        if isinstance(source, Path)
+        else pl.read_csv(source, **reader).lazy()  # type: ignore[arg-type]
+    )
+    return frame.with_row_index("n", offset=1)
+
+
+def _first_bad_json(source: Path | io.BytesIO) -> tuple[int, str]:
+    """The first line that is not a JSON object (slow: only once a parse has failed)."""
+    data = source.getvalue() if isinstance(source, io.BytesIO) else source.read_bytes()
+    for n, raw in enumerate(data.splitlines(), start=1):
+        try:
+            if not isinstance(orjson.loads(raw), dict):
+                return n, "not a JSON object"
+        except orjson.JSONDecodeError as exc:
+            return n, f"not JSON ({exc})"
+    return 0, "no bad line found"
+
+
 @dataclass
 class History:
     """Acknowledged writes as a frame of bytes, everything else as a list of ops.
 
-    ``acked`` (``partition, offset, key, value``) may be lazy: a loaded history is parsed by
-    polars when a checker first needs the writes, hashed as it streams by.
+    ``acked`` (``time, partition, offset, key, value``) may be lazy: a loaded history is parsed
+    by polars when a checker first needs the writes, hashed as it streams by. ``lines`` counts
+    the complete lines read (None for a history built in memory); ``torn_tail`` the bytes of a
+    torn last line that was skipped; ``unusable`` says why there is no usable history.
     """
 
     acked: pl.DataFrame | pl.LazyFrame
     ops: list[dict[str, Any]] = field(default_factory=list)
+    path: Path | None = None
+    lines: int | None = None
+    torn_tail: int = 0
+    unusable: str | None = None
 
     @staticmethod
-    def empty() -> History:
-        """A run without a history (e.g. a store judged on its own)."""
-        return History(pl.DataFrame(schema=BYTES_SCHEMA))
+    def empty(unusable: str | None = None) -> History:
+        """A history with no ops (``unusable``: why, e.g. the file does not exist)."""
+        return History(pl.DataFrame(schema=BYTES_SCHEMA), unusable=unusable)
 
     @staticmethod
     def load(path: Path) -> History:
-        """Read ``history.jsonl``; a torn last line (crashed harness) is skipped.
+        """Read ``history.jsonl``: a :class:`HistoryError` names the first bad line; a torn
+        last line (a crashed harness) is skipped and reported in :attr:`torn_tail`.
 
         Writes (most of a history) are parsed by polars straight from the file, lazily; the
-        other ops are parsed with ``json`` now, to keep their full values.
+        other ops are parsed with ``json`` now, to keep their full values. Every line's
+        ``index`` is checked against its line number in the same pass.
         """
+        if not path.exists():
+            return History.empty(unusable=f"{path} does not exist")
+        size = path.stat().st_size
         complete = _complete_prefix(path)
         if complete == 0:
-            return History.empty()
-        # Lines that are not writes (few), found by polars without parsing every line.
-        others = (
-            pl.scan_csv(
-                path,
-                has_header=False,
-                separator="\x00",  # never in JSON text: each line is one field
-                quote_char=None,
-                schema={"line": pl.String},
+            return History(
+                pl.DataFrame(schema=BYTES_SCHEMA), [], path, 0, size, unusable=f"{path} is empty"
             )
-            .filter(~pl.col("line").str.contains(_WRITE))
-            .collect()["line"]
-        )
-        ops: list[dict[str, Any]] = []
-        for line in others.to_list():
-            try:
-                ops.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # the line being written when the harness died
-        if complete < path.stat().st_size:  # torn last line: parse only the complete prefix
+        source: Path | io.BytesIO = path
+        if complete < size:  # torn last line: read only the complete prefix
             with open(path, "rb") as fh:
-                prefix = io.BytesIO(fh.read(complete))
-            parsed = pl.read_ndjson(prefix, schema=WRITE_SCHEMA).lazy()
-            return History(_acked_writes(parsed).collect(), ops)
-        return History(_acked_writes(pl.scan_ndjson(path, schema=WRITE_SCHEMA)), ops)
+                source = io.BytesIO(fh.read(complete))
+        index = pl.col("line").str.extract(_INDEX, 1).cast(pl.Int64, strict=False)
+        bad = index.is_null() | (index != pl.col("n") - 1)
+        picked = (
+            _lines(source)
+            .with_columns(bad.alias("bad"))
+            .filter(pl.col("bad") | ~pl.col("line").str.contains(_WRITE))
+            .collect(engine="streaming")
+        )
+        total = _count_lines(path, complete)
+        ops: list[dict[str, Any]] = []
+        for n, line, is_bad in zip(
+            picked["n"].to_list(), picked["line"].to_list(), picked["bad"].to_list(), strict=True
+        ):
+            try:
+                op = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise HistoryError(
+                    f"{path} line {n}: not a JSON op ({exc}): {line[:80]!r}"
+                ) from None
+            if is_bad or not isinstance(op, dict):
+                raise HistoryError(
+                    f"{path} line {n}: expected op index {n - 1}, found "
+                    f"{op.get('index') if isinstance(op, dict) else op!r}: a line was cut out, "
+                    "repeated or overwritten here"
+                )
+            ops.append(op)
+        if isinstance(source, io.BytesIO):
+            parsed = pl.read_ndjson(source, schema=WRITE_SCHEMA).lazy()
+            acked: pl.DataFrame | pl.LazyFrame = _acked_writes(parsed).collect()
+        else:
+            acked = _acked_writes(pl.scan_ndjson(path, schema=WRITE_SCHEMA))
+        return History(acked, ops, path, total, size - complete)
+
+    def collect(self, query: pl.LazyFrame) -> pl.DataFrame:
+        """Collect a query over :attr:`acked`; a write line polars cannot parse becomes a
+        :class:`HistoryError` naming its line."""
+        try:
+            return query.collect(engine="streaming")
+        except pl.exceptions.PolarsError as exc:
+            if self.path is None:
+                raise
+            n, why = _first_bad_json(self.path)
+            raise HistoryError(f"{self.path} line {n}: {why}; polars said: {exc}") from None
+
+    def final(self) -> dict[str, Any] | None:
+        """The harness's final op (:data:`FINAL_OP`), if the history reaches it."""
+        found: dict[str, Any]
+        for found in reversed(self.ops):
+            if found.get("process") == "harness" and found.get("f") == FINAL_OP:
+                return found
+        return None
+
+    def problems(self) -> list[str]:
+        """Why this history cannot be trusted to be complete (empty: it can)."""
+        if self.unusable is not None:
+            return [
+                f"no usable history ({self.unusable}): acknowledged writes and observed "
+                "uppers cannot be judged"
+            ]
+        if self.final() is not None:
+            return []
+        where = f"{self.path}" if self.path is not None else "the history"
+        last = self.ops[-1] if self.ops else None
+        said = (
+            f"its last non-write op is #{last.get('index')} {last.get('process')} "
+            f"{last.get('f')} at {int(last.get('time', 0)) / 1e9:.1f}s"
+            if last
+            else "it holds no op but writes"
+        )
+        return [
+            f"{where} ends after {self.lines if self.lines is not None else '?'} lines without "
+            f"the harness's final {FINAL_OP!r} op ({said}): the run did not finish or the file "
+            "was cut, so writes acknowledged after its end and the final state cannot be "
+            "judged"
+        ]
+
+    def written_acks(self) -> int | None:
+        """How many writes the harness counted as acknowledged (from the final op)."""
+        final = self.final()
+        if final is None:
+            return None
+        writes = (final.get("value") or {}).get("writes") or {}
+        ok = writes.get("ok")
+        return int(ok) if isinstance(ok, int) else None
 
     def seal_times(self) -> tuple[list[int], list[int]]:
         """Observed ``data`` uppers over time: (times, uppers), in history order."""
         times, uppers = [], []
+        for op in self.observations():
+            times.append(int(op["time"]))
+            uppers.append(int(op["value"].get("data", 0)))
+        return times, uppers
+
+    def observations(self) -> Iterator[dict[str, Any]]:
+        """The observer's ``uppers`` ops, in history order."""
         for op in self.ops:
             if op.get("f") == "uppers" and isinstance(op.get("value"), dict):
-                times.append(int(op["time"]))
-                uppers.append(int(op["value"].get("data", 0)))
-        return times, uppers
+                yield op
 
     def context_for_step(self, step: int | None) -> dict[str, Any]:
         """The last nemesis op and pipeline start before ``step`` was first seen sealed."""
@@ -159,6 +295,19 @@ class History:
             elif op.get("f") in ("pipeline-start", "pipeline-exit"):
                 out[f"last_{op['f'].replace('-', '_')}"] = _brief(op)
         return out
+
+
+def _count_lines(path: Path, size: int, block: int = 1 << 24) -> int:
+    """Newlines in the first ``size`` bytes of ``path``."""
+    n = 0
+    with open(path, "rb") as fh:
+        while size > 0:
+            chunk = fh.read(min(block, size))
+            if not chunk:
+                break
+            n += chunk.count(b"\n")
+            size -= len(chunk)
+    return n
 
 
 def _brief(op: dict[str, Any]) -> dict[str, Any]:

@@ -6,25 +6,25 @@ A run directory holds (written by the harness; see ``docs/architecture.md``):
   for a null key / a tombstone);
 * ``persist/updates.parquet`` — every persisted update: ``collection, key, value, ts, diff``;
   ``persist/frontiers.json`` — ``{collection: {"upper": u, "since": s}}``;
-  (or ``persist/store.db``, a SQLite store, exported to the two files above on first load);
-* ``history.jsonl`` — the history (optional: without it completeness cannot check acks).
+  (or ``persist/store.db``, a SQLite store, exported to the two files above, see
+  :func:`checkers.files.ensure_export`);
+* ``history.jsonl`` — the history, whose final op records the rows and digest of each of the
+  files above (:mod:`checkers.files`). Without it, or when a file differs from what it
+  records, nothing is judged valid: :meth:`RunData.input_problems` says why.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
+from checkers import files
 from checkers.frames import change_points, h
-from checkers.history import History
+from checkers.history import History, HistoryError
 from checkers.replay import (
     assign_steps,
     binding_ranges,
@@ -32,8 +32,10 @@ from checkers.replay import (
     data_changes,
     error_changes,
     positioned,
+    slot_bytes,
     step_winners,
 )
+from checkers.result import show
 
 TOPIC_SCHEMA = pl.Schema(
     {
@@ -79,10 +81,18 @@ class RunData:
     uppers: dict[str, int]
     sinces: dict[str, int]
     history: History
+    #: why the files judged cannot be trusted (stale, missing): nothing is judged then
+    refusals: list[str] = field(default_factory=list)
+    #: what was noticed while loading and is not a problem (a torn last line, a re-export)
+    notes: list[str] = field(default_factory=list)
 
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
     #: records bound at sealed steps (set by :meth:`winners`)
     bound_records: int = field(default=0, repr=False, compare=False)
+
+    def memoised(self) -> set[str]:
+        """The derived frames computed so far (so callers can avoid forcing a parse)."""
+        return set(self._memo)
 
     def prepare(self) -> None:
         """Read every input now (so that loading and judging can be timed apart)."""
@@ -122,18 +132,45 @@ class RunData:
         """The acknowledged writes in history order, as ``pos`` (:func:`checkers.replay.
         packed` partition and offset) and ``full`` (a hash of position, key and value)."""
         if "acked" not in self._memo:
-            acked = (
-                self.history.acked.lazy()
-                .select(
+            acked = self.history.collect(
+                self.history.acked.lazy().select(
                     pl.col("partition").cast(pl.Int64),
                     pl.col("offset").cast(pl.Int64),
                     h("key").alias("kh"),
                     h("value").alias("vh"),
                 )
-                .collect(engine="streaming")
             )
-            self._memo["acked"] = positioned(acked, "kh", "vh")
+            self._memo["acked"] = positioned(acked, "kh", "vh").hstack(acked.select("kh", "vh"))
         return self._memo["acked"]
+
+    def kafka_lost(self) -> pl.DataFrame:
+        """Acknowledged writes the topic does not hold as written — a Kafka anomaly, never the
+        pipeline's: ``ack`` (position in history order), ``pos``, ``kh``, ``vh``, ``present``
+        (the topic holds another record at that position). Computed once."""
+        if "kafka_lost" not in self._memo:
+            topic = positioned(self.classified(), "kh", "rvh")
+            self._memo["kafka_lost"] = (
+                self.acked()
+                .with_row_index("ack")
+                .filter(~pl.col("full").is_in(topic["full"].implode()))
+                .with_columns(pl.col("pos").is_in(topic["pos"].implode()).alias("present"))
+                .drop("full")
+            )
+        return self._memo["kafka_lost"]
+
+    def kafka_keys(self, name: str) -> pl.Series:
+        """Hashes of the ``name`` keys (``data`` or ``errors``) of writes Kafka lost: state
+        differences on them are explained by Kafka, not blamed on the pipeline."""
+        lost = self.kafka_lost()
+        if name == "data" or lost.height == 0:
+            return lost["kh"].drop_nulls()
+        rows = self.ack_rows(lost["ack"].to_list()).values()
+        frame = pl.DataFrame(
+            [(r["partition"], r["key"]) for r in rows],
+            schema={"partition": pl.Int64, "key": pl.Binary},
+            orient="row",
+        )
+        return frame.select(h(slot_bytes()).alias("skh"))["skh"]
 
     def winners(self) -> pl.DataFrame:
         """:func:`checkers.replay.step_winners` of the records bound at sealed steps (computed
@@ -166,6 +203,19 @@ class RunData:
         update = self.update_row(int(rows["row"][0]))
         return update["key"], (update["value"] if vh is not None else None)
 
+    def live_values(self, name: str, kh: int, ts: int | None = None) -> list[dict[str, Any]]:
+        """What the store holds for a key after step ``ts`` (the end when None): each value
+        with a non-zero multiplicity, as ``{"value": text, "multiplicity": m}`` (for people)."""
+        cp = self.change_points(name).filter(pl.col("kh") == kh)
+        if ts is not None:
+            cp = cp.filter(pl.col("ts") <= ts)
+        last = cp.sort("ts").unique(subset=["vh"], keep="last").filter(pl.col("mult") != 0)
+        held = [
+            {"value": show(self.update_row(int(r["row"]))["value"]), "multiplicity": r["mult"]}
+            for r in last.iter_rows(named=True)
+        ]
+        return sorted(held, key=lambda v: (str(v["value"]), v["multiplicity"]))
+
     def update_row(self, i: int) -> dict[str, Any]:
         """Persisted update ``i`` with its bytes."""
         return _row(self.updates, i)
@@ -178,11 +228,8 @@ class RunData:
         """Acknowledged writes by position in history order, with their bytes (one pass over
         the history however many are asked for)."""
         wanted = pl.Series(indices, dtype=pl.UInt32).implode()
-        rows = (
-            self.history.acked.lazy()
-            .with_row_index("i")
-            .filter(pl.col("i").is_in(wanted))
-            .collect(engine="streaming")
+        rows = self.history.collect(
+            self.history.acked.lazy().with_row_index("i").filter(pl.col("i").is_in(wanted))
         )
         return {int(r["i"]): r for r in rows.iter_rows(named=True)}
 
@@ -199,6 +246,21 @@ class RunData:
             )
         return self._memo[memo]
 
+    def input_problems(self) -> list[str]:
+        """Why the verdict cannot be valid whatever the checkers find: files that are not the
+        run's (:attr:`refusals`), a history that is missing or does not reach its final op,
+        or that holds fewer acknowledged writes than the harness counted."""
+        problems = [*self.refusals, *self.history.problems()]
+        written = self.history.written_acks()
+        if written is not None and not problems:
+            read = self.acked().height
+            if read != written:
+                problems.append(
+                    f"the history holds {read:,} acknowledged writes but the harness counted "
+                    f"{written:,}: lines are missing or were added"
+                )
+        return problems
+
     def log_end(self) -> dict[int, int]:
         """Per partition, one past the last offset in the dumped topic."""
         ends = self.classified().group_by("partition").agg(pl.col("offset").max() + 1)
@@ -209,60 +271,26 @@ class RunInputError(ValueError):
     """A run directory lacks a file the checkers need; the message says which and why."""
 
 
-_EXPORT_SCHEMA = pa.schema(
-    [
-        ("collection", pa.string()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("ts", pa.int64()),
-        ("diff", pa.int64()),
-    ]
-)
-
-
-def write_export(
-    frontiers: dict[str, dict[str, int]],
-    batches: Iterable[Sequence[tuple[Any, ...]]],
-    out_dir: Path,
-) -> None:
-    """Write a store's export: ``updates.parquet`` from batches of ``(collection, key, value,
-    ts, diff)`` rows (atomically replaced) and ``frontiers.json``. Every backend's export
-    goes through here, so the checkers read one format."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir / "updates.parquet.tmp"
-    with pq.ParquetWriter(tmp, _EXPORT_SCHEMA) as writer:
-        for rows in batches:
-            cols = list(zip(*rows, strict=True))
-            arrays = [pa.array(c) for c in cols]
-            writer.write_table(pa.Table.from_arrays(arrays, schema=_EXPORT_SCHEMA))
-    tmp.replace(out_dir / "updates.parquet")
-    (out_dir / "frontiers.json").write_text(json.dumps(frontiers, indent=1, sort_keys=True))
-
-
-def _fetch_batches(cur: Any, batch: int) -> Iterator[Sequence[tuple[Any, ...]]]:
-    while rows := cur.fetchmany(batch):
-        yield rows
-
-
-def export_sqlite(db: Path, out_dir: Path, batch: int = 500_000) -> None:
-    """Copy a SQLite persist store to ``updates.parquet`` + ``frontiers.json`` in ``out_dir``."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        frontiers = {
-            c: {"upper": int(u), "since": int(s)}
-            for c, u, s in con.execute("SELECT collection, upper, since FROM frontiers")
-        }
-        cur = con.execute("SELECT collection, key, val, ts, diff FROM updates")
-        write_export(frontiers, _fetch_batches(cur, batch), out_dir)
-    finally:
-        con.close()
-
-
 def load_run(run_dir: Path) -> RunData:
-    """Open a run directory (exporting a SQLite store to Parquet the first time).
+    """Open a run directory: read the history, check every input file against the manifest
+    in its final op, export a SQLite store to Parquet if its export is missing or stale.
 
-    The big inputs stay lazy scans; :meth:`RunData.prepare` (or the first checker) reads them.
+    Raises :class:`RunInputError` when the topic or the store is missing. The big inputs stay
+    lazy scans; :meth:`RunData.prepare` (or the first checker) reads them.
     """
+    notes: list[str] = []
+    try:
+        history = History.load(run_dir / "history.jsonl")
+    except HistoryError as exc:
+        history = History.empty(unusable=str(exc))
+    if history.torn_tail:
+        notes.append(
+            f"history.jsonl: a torn last line ({history.torn_tail} bytes) was skipped: the "
+            "harness died while writing it"
+        )
+    final = history.final()
+    recorded = dict((final.get("value") or {}).get("files") or {}) if final else {}
+    refusals = files.verify(run_dir, recorded)
     topic_path = run_dir / "topic.parquet"
     if not topic_path.exists():
         raise RunInputError(
@@ -270,20 +298,22 @@ def load_run(run_dir: Path) -> RunData:
             "a run that died before it cannot be checked for sealed state"
         )
     persist = run_dir / "persist"
-    if not (persist / "updates.parquet").exists():
-        db = persist / "store.db"
-        if not db.exists():
-            raise RunInputError(f"neither {persist / 'updates.parquet'} nor {db} exists")
-        export_sqlite(db, persist)
+    db = persist / "store.db"
+    if db.exists():
+        why = files.ensure_export(run_dir, files.sha256(db))
+        if why is not None:
+            notes.append(f"persist/updates.parquet: {why}")
+    elif not (persist / "updates.parquet").exists():
+        raise RunInputError(f"neither {persist / 'updates.parquet'} nor {db} exists")
     topic = pl.scan_parquet(topic_path).cast(TOPIC_SCHEMA)
     updates = pl.scan_parquet(persist / "updates.parquet").cast(UPDATES_SCHEMA)
     frontiers = json.loads((persist / "frontiers.json").read_text())
-    history_path = run_dir / "history.jsonl"
-    history = History.load(history_path) if history_path.exists() else History.empty()
     return RunData(
         topic,
         updates,
         {c: int(f["upper"]) for c, f in frontiers.items()},
         {c: int(f["since"]) for c, f in frontiers.items()},
         history,
+        refusals,
+        notes,
     )

@@ -15,11 +15,13 @@ from checkers import (
     bindings,
     completeness,
     diff_of_one,
+    frontiers,
     no_phantoms,
     seal_monotonic,
     sealed_state,
     unique_key,
 )
+from checkers.history import HistoryError
 from checkers.inputs import RunData
 from checkers.result import CheckResult, RunResult
 
@@ -30,18 +32,38 @@ CHECKERS: dict[str, Checker] = {
     "unique_key": unique_key.check,
     "sealed_state": sealed_state.check,
     "bindings": bindings.check,
+    "frontiers": frontiers.check,
     "completeness": completeness.check,
     "no_phantoms": no_phantoms.check,
     "seal_monotonic": seal_monotonic.check,
 }
 
 
+def unknown_checkers(names: Iterable[str]) -> list[str]:
+    """The names that are not registered checkers."""
+    return [n for n in names if n not in CHECKERS]
+
+
 def run_checkers(run: RunData, names: Iterable[str] | None = None) -> RunResult:
-    """Run the named checkers (all by default) and compose their results."""
+    """Prove the inputs whole, run the named checkers (all by default), compose the results.
+
+    Inputs that are not the run's own (:attr:`RunData.refusals`) are not judged at all; a
+    history that does not reach its end makes a would-be valid verdict unknown.
+    """
     chosen = list(CHECKERS) if names is None else list(names)
-    unknown = [n for n in chosen if n not in CHECKERS]
+    unknown = unknown_checkers(chosen)
     if unknown:
         raise ValueError(f"unknown checker(s) {unknown}; known: {', '.join(CHECKERS)}")
+    try:
+        problems = run.input_problems()
+    except HistoryError as exc:
+        problems = [*run.refusals, f"the history cannot be read: {exc}"]
+    acks: tuple[int | None, int | None] = (
+        run.acked().height if "acked" in run.memoised() else None,
+        run.history.written_acks(),
+    )
+    if run.refusals:
+        return RunResult({}, problems, run.notes, acks)
     results: dict[str, CheckResult] = {}
     for name in chosen:
         start = time.monotonic()
@@ -52,4 +74,6 @@ def run_checkers(run: RunData, names: Iterable[str] | None = None) -> RunResult:
             result.counts["traceback_lines"] = len(traceback.format_exc().splitlines())
         result.took_s = round(time.monotonic() - start, 3)
         results[name] = result
-    return RunResult(results)
+    if acks[0] is None and "acked" in run.memoised():
+        acks = (run.acked().height, acks[1])
+    return RunResult(results, problems, run.notes, acks)

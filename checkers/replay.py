@@ -26,7 +26,7 @@ BATCH = 500_000
 BYTES_SCHEMA = pl.Schema(
     {"partition": pl.Int64, "offset": pl.Int64, "key": pl.Binary, "value": pl.Binary}
 )
-_POS_BITS = 40  # offsets below 2**40 and partitions below 2**23 pack into one int64
+POS_BITS = 40  # offsets below 2**40 and partitions below 2**23 pack into one int64
 
 # A flat JSON object of ASCII strings, small integers, booleans and nulls: a subset of what
 # orjson accepts, checked by RE2 without a Python call. Everything else goes to orjson.
@@ -181,13 +181,13 @@ def binding_ranges(bindings: pl.DataFrame, upper: int) -> pl.DataFrame:
 def packed(partition: np.ndarray, offset: np.ndarray) -> np.ndarray:
     """``(partition, offset)`` as one sortable int64; refuses positions that do not fit."""
     if partition.size and (
-        partition.max() >= 1 << 22 or offset.max() >= 1 << _POS_BITS or offset.min() < -1
+        partition.max() >= 1 << 22 or offset.max() >= 1 << POS_BITS or offset.min() < -1
     ):
         raise ValueError(
             f"positions up to partition {partition.max()} / offset {offset.max()} do not fit "
-            f"the checkers' packed positions (partition < 2**22, offset < 2**{_POS_BITS})"
+            f"the checkers' packed positions (partition < 2**22, offset < 2**{POS_BITS})"
         )
-    return (partition.astype(np.int64) << _POS_BITS) + offset.astype(np.int64)
+    return (partition.astype(np.int64) << POS_BITS) + offset.astype(np.int64)
 
 
 def positioned(frame: pl.DataFrame, kh: str, vh: str) -> pl.DataFrame:
@@ -202,9 +202,28 @@ def positioned(frame: pl.DataFrame, kh: str, vh: str) -> pl.DataFrame:
     )
 
 
+def first_bound(ranges: pl.DataFrame) -> pl.DataFrame:
+    """The ranges of :func:`binding_ranges` as each record's *first* binding: per partition,
+    ``start`` and ``end`` become running maxima in step order and empty ranges are dropped.
+
+    With bound offsets that only grow this changes nothing. When a bound goes back (the
+    ``bindings`` checker's ``offset-went-back``, blamed at that step), records already bound
+    stay with the step that first bound them, and later steps own only offsets past the
+    highest bound so far — so no record is re-assigned to a later step or left unbound, and
+    no difference is reported before the step where the bindings went wrong."""
+    top = pl.col("end").cum_max().over("partition")
+    return (
+        ranges.sort("partition", "ts")
+        .with_columns(top.alias("end"))
+        .with_columns(pl.col("end").shift(1).over("partition").fill_null(0).alias("start"))
+        .filter(pl.col("end") > pl.col("start"))
+    )
+
+
 def assign_steps(classified: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
-    """Per record, the sealed step whose bound range holds it (null if none)."""
-    r = ranges.sort("partition", "start")
+    """Per record, the sealed step that first bound it (null if none): the step whose
+    :func:`first_bound` range holds it."""
+    r = first_bound(ranges).sort("partition", "start")
     starts = packed(r["partition"].to_numpy(), r["start"].to_numpy())
     order = np.argsort(starts, kind="stable")
     starts = starts[order]

@@ -84,14 +84,26 @@ def verdict_text(valid: bool | None) -> str:
 
 @dataclass
 class RunResult:
-    """Every checker's result and the composed verdict."""
+    """Every checker's result and the composed verdict.
+
+    ``input_problems`` say why the inputs cannot be trusted to be whole and the run's own; while
+    there is one, the verdict is never valid (a violation found is still invalid). With no
+    checker run at all (the inputs were refused) the verdict is unknown.
+    """
 
     checkers: dict[str, CheckResult]
+    input_problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    #: acknowledged writes in the history / counted by the harness (None: not known)
+    acks: tuple[int | None, int | None] = (None, None)
 
     @property
     def valid(self) -> bool | None:
         """The composed verdict."""
-        return compose([r.valid for r in self.checkers.values()])
+        if not self.checkers:
+            return None
+        verdict = compose([r.valid for r in self.checkers.values()])
+        return None if verdict is True and self.input_problems else verdict
 
     def to_json(self) -> dict[str, Any]:
         """The ``results.json`` document."""
@@ -101,6 +113,12 @@ class RunResult:
 
         return {
             "valid": enc(self.valid),
+            "inputs": {
+                "complete": not self.input_problems,
+                "problems": self.input_problems,
+                "notes": self.notes,
+                "acknowledged_writes": {"read": self.acks[0], "written": self.acks[1]},
+            },
             "checkers": {
                 name: {**asdict(r), "valid": enc(r.valid)} for name, r in self.checkers.items()
             },

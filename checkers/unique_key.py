@@ -10,17 +10,6 @@ from checkers.multiplicity import sealed_change_points
 from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
 
-def live_values(run: RunData, name: str, cp: pl.DataFrame, kh: int, ts: int) -> list[str]:
-    """The values of a key with non-zero multiplicity at ``ts`` (for explanations)."""
-    at = (
-        cp.filter((pl.col("kh") == kh) & (pl.col("ts") <= ts))
-        .sort("ts")
-        .unique(subset=["vh"], keep="last")
-        .filter(pl.col("mult") != 0)
-    )
-    return sorted((show(run.lookup(name, kh, vh)[1]) or "") for vh in at["vh"].to_list())
-
-
 def live_counts(cp: pl.DataFrame) -> pl.DataFrame:
     """Per key and time at which its number of live values changes: ``kh, ts, live``.
 
@@ -53,7 +42,7 @@ def check(run: RunData) -> CheckResult:
                 show(run.lookup(name, r["kh"])[0]),
                 r["ts"],
                 expected="at most one value",
-                found=live_values(run, name, cp, r["kh"], r["ts"]),
+                found=[str(v["value"]) for v in run.live_values(name, r["kh"], r["ts"])],
                 detail=f"{r['live']} values live at step {r['ts']}: a new value was added "
                 "without retracting the old one",
                 context=run.history.context_for_step(r["ts"]),

@@ -69,47 +69,58 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    import json
-
-    from checkers import RunInputError, load_run, run_checkers
+    from checkers import check_run
+    from checkers.registry import CHECKERS, unknown_checkers
     from checkers.result import verdict_text
+    from harness.report import write_report
+    from harness.store import write_json
 
-    run_dir = Path(args.run_dir)
-    if not run_dir.is_dir():
-        print(
-            f"sealcheck: {run_dir} is not a directory; give a run directory "
-            "(store/<test>/<time>/ or store/latest)",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_ARGS
-    try:
-        run = load_run(run_dir)
-    except RunInputError as exc:
-        print(f"sealcheck: {exc}", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    from checkers import CHECKERS
-
-    unknown = [c for c in args.checker or [] if c not in CHECKERS]
+    unknown = unknown_checkers(args.checker or [])
     if unknown:
         print(
             f"sealcheck: unknown checker {unknown[0]!r}; known: {', '.join(CHECKERS)}",
             file=sys.stderr,
         )
         return EXIT_BAD_ARGS
-    result = run_checkers(run, args.checker or None)
-    doc = result.to_json()
-    (run_dir / "results.json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    run_dir = Path(args.run_dir)
+    markers = ("history.jsonl", "test.json", "topic.parquet", "persist")
+    if not run_dir.is_dir() or not any((run_dir / m).exists() for m in markers):
+        print(
+            f"sealcheck: {run_dir} is not a run directory (no {', '.join(markers)}); give "
+            "store/<test>/<time>/ or store/latest",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_ARGS
+    result = check_run(run_dir, args.checker or None)
+    write_json(run_dir / "results.json", result.to_json())
+    report = write_report(run_dir) if (run_dir / "test.json").exists() else None
     for name, r in result.checkers.items():
         kinds = ", ".join(f"{k} x{n}" for k, n in sorted(r.anomaly_counts.items()))
         extra = f" ({kinds})" if kinds else (f" ({r.error})" if r.error else "")
         print(f"{name:>15}: {verdict_text(r.valid)}{extra}")
+    for problem in result.input_problems:
+        print(f"  input problem: {problem}")
+    for note in result.notes:
+        print(f"  note: {note}")
     print(f"verdict: {verdict_text(result.valid)}  ({run_dir / 'results.json'})")
+    if report is not None:
+        print(f"report: {report}")
     return {True: EXIT_VALID, False: EXIT_INVALID, None: EXIT_UNKNOWN}[result.valid]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sealcheck")
+    except PackageNotFoundError:
+        return "unknown (not installed; run `make setup`)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and documentation)."""
     parser = _Parser(prog="sealcheck", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"sealcheck {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     setup = sub.add_parser("setup", help="copy the JVM jars from Maven Central (idempotent)")

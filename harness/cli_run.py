@@ -15,6 +15,42 @@ def _nemesis_list(text: str) -> tuple[str, ...]:
     return tuple(n for n in text.split(",") if n and n != "none")
 
 
+_HELP = {
+    "name": "test name (the store directory)",
+    "seed": "the seed of the workload and the schedule",
+    "backend": "local (processes, the default) or containers (Docker, PostgreSQL)",
+    "brokers": "1 or 3 Kafka brokers",
+    "duration_s": "seconds of faults",
+    "nemeses": "comma-separated nemeses (kill,failpoint,pause,kill-kafka,pause-kafka; with "
+    "--backend containers also partition,kill-postgres) or none",
+    "nemesis_interval_s": "seconds per fault window",
+    "final_timeout_s": "seconds allowed to catch up after healing",
+    "broken": "run the pipeline with a deliberate bug (testing)",
+    "store_dir": "where runs are stored (default store/)",
+    "workload.rate": "records per second",
+    "workload.distribution": "uniform or zipf",
+}
+#: Flags that may be given with --replay: they change where the run goes, not what it is.
+_REPLAY_OK = ("store_dir",)
+
+
+def _add_setting_flags(run: Any) -> None:
+    """One flag per entry of :data:`harness.config.FLAGS`, typed like the setting."""
+    from harness.config import FLAGS, TestConfig, settings
+
+    defaults = dict(settings(TestConfig()))
+    for name, flag in FLAGS.items():
+        default = defaults[name]
+        kind: Any = str
+        if isinstance(default, list | tuple):
+            kind = _nemesis_list
+        elif isinstance(default, float):
+            kind = float
+        elif isinstance(default, int):
+            kind = int
+        run.add_argument(flag, dest=name, type=kind, help=_HELP.get(name))
+
+
 def add_commands(sub: Any) -> None:
     """Register ``run``, ``serve`` and ``cleanup`` on the top-level subparsers."""
     run = sub.add_parser(
@@ -28,71 +64,112 @@ def add_commands(sub: Any) -> None:
         "--replay",
         type=Path,
         metavar="RUN_DIR",
-        help="repeat a stored run: its config and its saved fault schedule",
+        help="repeat a stored run exactly: its saved config and fault schedule (only --store "
+        "and --no-progress may be given with it)",
     )
-    run.add_argument("--name", help="test name (the store directory)")
-    run.add_argument("--seed", type=int, help="the seed of the workload and the schedule")
-    run.add_argument("--duration", type=float, dest="duration_s", help="seconds of faults")
+    _add_setting_flags(run)
     run.add_argument(
-        "--nemesis",
-        type=_nemesis_list,
-        dest="nemeses",
-        help="comma-separated nemeses (kill,failpoint,pause,kill-kafka,pause-kafka; with --backend "
-        "containers also partition,kill-postgres) or none",
+        "--set",
+        action="append",
+        dest="settings",
+        metavar="NAME=VALUE",
+        default=None,
+        help="any setting, e.g. --set workload.zipf_s=1.2 --set retain_steps=0 (a TOML value)",
     )
-    run.add_argument(
-        "--interval", type=float, dest="nemesis_interval_s", help="seconds per fault window"
-    )
-    run.add_argument("--brokers", type=int, help="1 or 3 Kafka brokers")
-    run.add_argument(
-        "--backend", help="local (processes, the default) or containers (Docker, PostgreSQL)"
-    )
-    run.add_argument("--partitions", type=int)
-    run.add_argument("--rate", type=float, dest="workload.rate", help="records per second")
-    run.add_argument("--keys", type=int, dest="workload.keys")
-    run.add_argument("--distribution", dest="workload.distribution", help="uniform or zipf")
-    run.add_argument("--concurrency", type=int, dest="workload.concurrency")
-    run.add_argument("--final-timeout", type=float, dest="final_timeout_s")
-    run.add_argument("--broken", help="run the pipeline with a deliberate bug (testing)")
-    run.add_argument("--store", dest="store_dir", help="where runs are stored (default store/)")
     run.add_argument("--no-progress", action="store_true", help="no live display")
     run.set_defaults(func=cmd_run)
 
     serve = sub.add_parser("serve", help="browse stored runs and their reports")
     serve.add_argument("--store", type=Path, default=Path("store"))
-    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--port", type=int, default=8080, help="0 picks a free port")
     serve.set_defaults(func=cmd_serve)
 
     clean = sub.add_parser("cleanup", help="remove processes left by runs whose harness died")
     clean.set_defaults(func=cmd_cleanup)
 
 
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given on the command line: flags and ``--set`` (each at most once)."""
+    from harness.config import FLAGS, ConfigError, parse_set
+
+    out = {name: getattr(args, name) for name in FLAGS if getattr(args, name) is not None}
+    for item in args.settings or []:
+        name, value = parse_set(item)
+        if name in out:
+            flag = FLAGS.get(name, f"--set {name}")
+            raise ConfigError(f"--set {item!r}: {name} is already given ({flag}); give it once")
+        out[name] = value
+    return out
+
+
+def _replay(args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """The saved config (checked like a new one) and schedule of ``--replay RUN_DIR``."""
+    import dataclasses
+
+    from harness.config import FLAGS, ConfigError, build_config
+    from nemeses import NEMESES, Action
+
+    extra = [FLAGS.get(n, f"--set {n}") for n in overrides if n not in _REPLAY_OK]
+    if args.config is not None:
+        extra.insert(0, "--config")
+    if extra:
+        raise ConfigError(
+            f"--replay repeats {args.replay} exactly as saved, so {', '.join(extra)} cannot be "
+            "given with it (only --store and --no-progress can); to change settings, run "
+            "without --replay"
+        )
+    meta_path = args.replay / "test.json"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(
+            f"cannot replay {args.replay}: {meta_path} does not exist (give a run directory, "
+            "e.g. store/latest)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot replay {args.replay}: {meta_path}: {exc}") from None
+    if not isinstance(meta, dict) or "config" not in meta or "schedule" not in meta:
+        raise ConfigError(f"cannot replay {args.replay}: {meta_path} has no config or schedule")
+    try:
+        cfg = build_config(meta["config"])
+    except ConfigError as exc:
+        raise ConfigError(f"cannot replay {args.replay}: saved {exc}") from None
+    schedule = []
+    for n, doc in enumerate(meta["schedule"] if isinstance(meta["schedule"], list) else [None]):
+        try:
+            action = Action.from_json(doc)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot replay {args.replay}: schedule entry {n} {doc!r} is not an action "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        if action.nemesis not in NEMESES or not 0 <= action.at_s <= cfg.duration_s:
+            raise ConfigError(
+                f"cannot replay {args.replay}: schedule entry {n} names nemesis "
+                f"{action.nemesis!r} at {action.at_s}s; known nemeses: {', '.join(NEMESES)}, "
+                f"times within 0..{cfg.duration_s:g}s"
+            )
+        schedule.append(action)
+    if "store_dir" in overrides:
+        cfg = dataclasses.replace(cfg, store_dir=str(overrides["store_dir"]))
+    return cfg, schedule
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a test and print its verdict and report path."""
-    from harness.config import ConfigError, from_json, load_config
+    from harness.config import ConfigError, load_config
     from harness.progress import Display
     from harness.runner import run_test
-    from nemeses import NEMESES, Action
-    from pipeline.loop import BROKEN_MODES
 
-    overrides = {
-        k: v
-        for k, v in vars(args).items()
-        if k not in ("config", "replay", "no_progress", "func", "command")
-    }
     schedule = None
     try:
+        overrides = _overrides(args)
         if args.replay is not None:
-            meta = json.loads((args.replay / "test.json").read_text())
-            cfg = from_json(meta["config"])
-            schedule = [Action.from_json(a) for a in meta["schedule"]]
+            cfg, schedule = _replay(args, overrides)
         else:
-            cfg = load_config(args.config, overrides, tuple(NEMESES), tuple(BROKEN_MODES))
+            cfg = load_config(args.config, overrides)
     except ConfigError as exc:
         print(f"sealcheck run: {exc}", file=sys.stderr)
-        return 254
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"sealcheck run: cannot replay {args.replay}: {exc}", file=sys.stderr)
         return 254
     with Display(live=not args.no_progress) as display:
         display.status.duration_s = cfg.duration_s
@@ -109,7 +186,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the store until Ctrl-C."""
     from harness.serve import make_server
 
-    server = make_server(args.store, args.port)
+    if not args.store.is_dir():
+        print(
+            f"sealcheck serve: {args.store} is not a directory; give the store of runs with "
+            "--store (default store/, created by `sealcheck run`)",
+            file=sys.stderr,
+        )
+        return 254
+    try:
+        server = make_server(args.store, args.port)
+    except (OSError, OverflowError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(
+            f"sealcheck serve: cannot listen on 127.0.0.1:{args.port} ({why}); choose "
+            "another port with --port, or --port 0 for a free one",
+            file=sys.stderr,
+        )
+        return 254
     port = server.server_address[1]
     print(f"serving {args.store} at http://127.0.0.1:{port}/ (Ctrl-C to stop)")
     try:

@@ -7,6 +7,8 @@ here, so a bad config is one clear line (:class:`ConfigError`) before anything s
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -77,6 +79,9 @@ class TestConfig:
         return out
 
 
+#: The longest run a schedule is planned for (the whole schedule is planned up front).
+MAX_DURATION_S = 7 * 24 * 3600.0
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -95,6 +100,11 @@ def _check(cfg: TestConfig, known_nemeses: tuple[str, ...], broken_modes: tuple[
     need(cfg.brokers in (1, 3), f"brokers={cfg.brokers!r}: use 1 or 3")
     need(1 <= cfg.partitions <= 64, f"partitions={cfg.partitions!r}: use 1 to 64")
     need(cfg.duration_s > 0, f"duration_s={cfg.duration_s!r}: must be positive")
+    need(
+        cfg.duration_s <= MAX_DURATION_S,
+        f"duration_s={cfg.duration_s!r}: at most {MAX_DURATION_S:g} (a week); split longer "
+        "soaks into several runs",
+    )
     need(cfg.nemesis_interval_s >= 1, f"nemesis_interval_s={cfg.nemesis_interval_s!r}: >= 1")
     need(cfg.final_timeout_s > 0, f"final_timeout_s={cfg.final_timeout_s!r}: must be positive")
     need(cfg.max_records_per_step >= 1, "max_records_per_step must be at least 1")
@@ -119,7 +129,12 @@ def _check(cfg: TestConfig, known_nemeses: tuple[str, ...], broken_modes: tuple[
         raise ConfigError(f"workload: {exc}") from None
 
 
-def _build(kind: type, values: dict[str, Any], where: str) -> Any:
+def _build(kind: type, values: Any, where: str) -> Any:
+    if not isinstance(values, dict):
+        raise ConfigError(
+            f"{where}={values!r}: expected a table of settings ([{where}] in TOML, "
+            f"--set {where}.<name>=<value> on the command line)"
+        )
     names = {f.name: f for f in dataclasses.fields(kind)}
     unknown = sorted(set(values) - set(names))
     if unknown:
@@ -128,15 +143,19 @@ def _build(kind: type, values: dict[str, Any], where: str) -> Any:
     for key, value in values.items():
         default = getattr(kind(), key)
         number = isinstance(value, int | float) and not isinstance(value, bool)
+        if dataclasses.is_dataclass(default):
+            continue  # a nested table, built by the caller
         if isinstance(default, tuple):
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{where}.{key}={value!r}: expected a list of names")
             value = tuple(value)
         elif isinstance(default, float):
-            if not number:
-                raise ConfigError(f"{where}.{key}={value!r}: expected a number")
+            if not number or not math.isfinite(value):
+                raise ConfigError(f"{where}.{key}={value!r}: expected a finite number")
             value = float(value)
-        elif isinstance(default, int) and not (number and float(value).is_integer()):
+        elif isinstance(default, int) and not (
+            number and math.isfinite(value) and float(value).is_integer()
+        ):
             raise ConfigError(f"{where}.{key}={value!r}: expected a whole number")
         elif isinstance(default, int):
             value = int(value)
@@ -148,11 +167,42 @@ def _build(kind: type, values: dict[str, Any], where: str) -> Any:
     return kind(**out)
 
 
+def build_config(
+    raw: dict[str, Any],
+    known_nemeses: tuple[str, ...] | None = None,
+    broken_modes: tuple[str, ...] | None = None,
+) -> TestConfig:
+    """A checked config from a dict shaped like :meth:`TestConfig.to_json` (a TOML file, a
+    saved ``test.json``); the known nemeses and broken modes default to the registries."""
+    if known_nemeses is None:
+        from nemeses.registry import NEMESES
+
+        known_nemeses = tuple(NEMESES)
+    if broken_modes is None:
+        from pipeline.loop import BROKEN_MODES
+
+        broken_modes = tuple(BROKEN_MODES)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config={raw!r}: expected a table of settings")
+    values = dict(raw)
+    workload = values.pop("workload", {})
+    try:
+        cfg = _build(TestConfig, values, "config")
+        if cfg.backend == "containers" and "brokers" not in values:
+            cfg = dataclasses.replace(cfg, brokers=3)  # the containers topology: 3 brokers
+        cfg = dataclasses.replace(cfg, workload=_build(WorkloadConfig, workload, "workload"))
+    except TypeError as exc:
+        raise ConfigError(f"config: {exc}") from None
+    _check(cfg, known_nemeses, broken_modes)
+    assert isinstance(cfg, TestConfig)
+    return cfg
+
+
 def load_config(
     path: Path | None,
     overrides: dict[str, Any],
-    known_nemeses: tuple[str, ...],
-    broken_modes: tuple[str, ...],
+    known_nemeses: tuple[str, ...] | None = None,
+    broken_modes: tuple[str, ...] | None = None,
 ) -> TestConfig:
     """The config from ``path`` (TOML, optional) with ``overrides`` applied, checked.
 
@@ -164,31 +214,90 @@ def load_config(
             raw = tomllib.loads(path.read_text())
         except FileNotFoundError:
             raise ConfigError(f"config file {path} does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {path} cannot be read: {exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
-    workload = dict(raw.pop("workload", {}) or {})
     for key, value in overrides.items():
         if value is None:
             continue
         if key.startswith("workload."):
-            workload[key.removeprefix("workload.")] = value
+            table = raw.setdefault("workload", {})
+            if not isinstance(table, dict):
+                raise ConfigError(f"config: workload={table!r}: expected a table of settings")
+            table[key.removeprefix("workload.")] = value
         else:
             raw[key] = value
-    try:
-        cfg = _build(TestConfig, raw, "config")
-        if cfg.backend == "containers" and "brokers" not in raw:
-            cfg = dataclasses.replace(cfg, brokers=3)  # the containers topology: 3 brokers
-        cfg = dataclasses.replace(cfg, workload=_build(WorkloadConfig, workload, "workload"))
-    except TypeError as exc:
-        raise ConfigError(f"config: {exc}") from None
-    _check(cfg, known_nemeses, broken_modes)
-    assert isinstance(cfg, TestConfig)
-    return cfg
+    return build_config(raw, known_nemeses, broken_modes)
 
 
 def from_json(doc: dict[str, Any]) -> TestConfig:
-    """A config saved by :meth:`TestConfig.to_json` (to repeat a run)."""
-    values = dict(doc)
-    workload = WorkloadConfig(**values.pop("workload"))
-    values["nemeses"] = tuple(values["nemeses"])
-    return TestConfig(**values, workload=workload)
+    """A config saved by :meth:`TestConfig.to_json` (to repeat a run), checked like a new one."""
+    return build_config(doc)
+
+
+#: The command-line flag of each setting (``workload.<name>`` for the workload's); a setting
+#: without one is given as ``--set name=value``. The CLI builds its flags from this map and
+#: :func:`to_flags` writes every setting with it, so a reproduce line cannot leave one out.
+FLAGS: dict[str, str] = {
+    "name": "--name",
+    "seed": "--seed",
+    "backend": "--backend",
+    "brokers": "--brokers",
+    "partitions": "--partitions",
+    "duration_s": "--duration",
+    "nemeses": "--nemesis",
+    "nemesis_interval_s": "--interval",
+    "final_timeout_s": "--final-timeout",
+    "max_records_per_step": "--max-records-per-step",
+    "broken": "--broken",
+    "store_dir": "--store",
+    "workload.rate": "--rate",
+    "workload.keys": "--keys",
+    "workload.distribution": "--distribution",
+    "workload.concurrency": "--concurrency",
+}
+
+
+def settings(cfg: TestConfig) -> list[tuple[str, Any]]:
+    """Every setting of ``cfg`` as ``(name, value)``, workload ones as ``workload.<name>``."""
+    doc = cfg.to_json()
+    workload = doc.pop("workload")
+    return [*doc.items(), *((f"workload.{k}", v) for k, v in workload.items())]
+
+
+def to_flags(cfg: TestConfig) -> list[str]:
+    """Command-line arguments that give exactly ``cfg``: every setting, its flag or
+    ``--set name=value`` (a TOML value), so nothing depends on today's defaults."""
+    out: list[str] = []
+    for name, value in settings(cfg):
+        if value is None:
+            continue  # the only optional setting (broken) is off
+        if name == "nemeses":
+            text = ",".join(value) or "none"
+        elif isinstance(value, float):
+            text = repr(value)
+        else:
+            text = str(value)
+        if name in FLAGS:
+            out += [FLAGS[name], text]
+        else:
+            literal = json.dumps(value) if isinstance(value, str | list) else text
+            out += ["--set", f"{name}={literal}"]
+    return out
+
+
+def parse_set(item: str) -> tuple[str, Any]:
+    """``name=value`` of ``--set`` (value: a TOML value; bare words are text)."""
+    name, sep, text = item.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise ConfigError(
+            f"--set {item!r}: expected name=value, e.g. --set workload.zipf_s=1.2 or "
+            "--set retain_steps=0"
+        )
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    return name, value

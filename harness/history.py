@@ -2,9 +2,10 @@
 
 Every op has ``index`` (0, 1, … in file order), ``time`` (ns since the run started),
 ``process``, ``type`` (``invoke`` / ``ok`` / ``fail`` / ``info``), ``f`` and ``value`` (the
-format is in ``docs/architecture.md``; :mod:`checkers.history` reads it). Lines are flushed to
-the kernel one by one, so a harness killed mid-run leaves a history whose every complete line
-can still be checked; the checkers skip a torn last line.
+format is in ``docs/architecture.md``; :mod:`checkers.history` is its one reader). Lines are
+flushed to the kernel one by one, so a harness killed mid-run leaves a history whose every
+complete line can still be checked (a torn last line is skipped and reported); the final op
+(:func:`record_inputs`) proves the history reached the end of the run.
 """
 
 from __future__ import annotations
@@ -71,17 +72,15 @@ class HistoryWriter:
                 self._fh = None
 
 
-def read_ops(path: Path) -> list[dict[str, Any]]:
-    """Every complete op of a history file (a torn last line is skipped): for reports."""
-    ops: list[dict[str, Any]] = []
-    if not path.exists():
-        return ops
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break
-            try:
-                ops.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-    return ops
+def record_inputs(history: HistoryWriter, run_dir: Path) -> dict[str, Any]:
+    """Write the history's final op: rows and SHA-256 of every input file the checkers will
+    read (:func:`checkers.files.describe`) and how many writes were sent, acknowledged,
+    left uncertain and failed. Called once the topic is dumped and the store exported; a
+    history without it is judged incomplete."""
+    from checkers.files import describe
+    from checkers.history import FINAL_OP
+
+    writes = {t: history.counts[("write", t)] for t in ("invoke", "ok", "info", "fail")}
+    return history.append(
+        "harness", "info", FINAL_OP, {"files": describe(run_dir), "writes": writes}
+    )

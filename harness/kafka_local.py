@@ -141,7 +141,13 @@ class KafkaNode:
         if (self.data_dir / "meta.properties").exists():
             return
         cmd = self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props))
-        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=120)
+        except subprocess.TimeoutExpired as exc:
+            raise KafkaStartError(
+                f"formatting node {self.node_id} in {self.data_dir} did not finish in 120s "
+                f"(is the machine overloaded?): {str(exc.stdout or '')[-1000:]}"
+            ) from None
         if out.returncode != 0:
             raise KafkaStartError(
                 f"formatting node {self.node_id} in {self.data_dir} failed "

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from harness.history import read_ops
+from checkers.history import History, HistoryError
 from harness.timeline import Timeline, build_timeline
 
 COLORS = {True: "#1a7f37", False: "#cf222e", "unknown": "#9a6700", None: "#9a6700"}
@@ -120,8 +120,16 @@ def render(run_dir: Path) -> str:
     """The report of a stored run as one HTML string."""
     meta = _load(run_dir / "test.json")
     results = _load(run_dir / "results.json")
-    ops = read_ops(run_dir / "history.jsonl")
-    tl = build_timeline(ops, _ranges(run_dir))
+    try:
+        history = History.load(run_dir / "history.jsonl")
+        unreadable = ""
+    except HistoryError as exc:  # the same reader and the same message as the checkers
+        history, unreadable = History.empty(str(exc)), str(exc)
+    ops = history.ops
+    try:
+        tl = build_timeline(history, _ranges(run_dir))
+    except HistoryError as exc:
+        tl, unreadable = build_timeline(History.empty(), None), str(exc)
     valid = results.get("valid")
     cfg = meta.get("config", {})
     out = [
@@ -142,6 +150,14 @@ def render(run_dir: Path) -> str:
             f"<p>Not valid: <b>{_e(', '.join(bad))}</b>. The anomalies below say which "
             "key, step and values, and what the nemesis did just before.</p>"
         )
+    inputs = results.get("inputs") or {}
+    problems = [*inputs.get("problems", []), *([unreadable] if unreadable else [])]
+    if problems:
+        out.append(
+            "<p><b>The inputs are incomplete, so this run cannot be valid:</b></p><ul>"
+            + "".join(f"<li>{_e(p)}</li>" for p in problems)
+            + "</ul>"
+        )
     out.append("<h2>Reproduce</h2><pre>" + _e("\n".join(meta.get("reproduce", []))) + "</pre>")
     out.append("<h2>Checkers</h2>")
     out.append(
@@ -157,6 +173,21 @@ def render(run_dir: Path) -> str:
                     f"{c.get('took_s', 0)} s",
                 ]
                 for n, c in results.get("checkers", {}).items()
+            ],
+        )
+    )
+    acks = inputs.get("acknowledged_writes") or {}
+    out.append(
+        "<h2>Inputs</h2>"
+        + _table(
+            ["judged", "value"],
+            [
+                ["complete", "yes" if inputs.get("complete") else "no"],
+                [
+                    "acknowledged writes read / counted",
+                    f"{acks.get('read')} / {acks.get('written')}",
+                ],
+                *[["note", n] for n in inputs.get("notes", [])],
             ],
         )
     )
@@ -246,13 +277,27 @@ def render(run_dir: Path) -> str:
     out.append(
         "<h2>Config</h2>" + _table(["setting", "value"], [[k, v] for k, v in sorted(cfg.items())])
     )
-    out.append("<h2>Fault schedule (planned from the seed)</h2>")
+    out.append("<h2>Fault schedule (planned from the seed) and what happened</h2>")
+    settled = outcomes(ops)
     out.append(
         _table(
-            ["at", "nemesis", "f", "value"],
+            ["#", "at", "nemesis", "f", "value", "outcome", "why / what"],
             [
-                [f"{a['at_s']:.2f} s", a["nemesis"], a["f"], a["value"]]
-                for a in meta.get("schedule", [])
+                [
+                    i,
+                    f"{a['at_s']:.2f} s",
+                    a["nemesis"],
+                    a["f"],
+                    a["value"],
+                    settled.get(i, {}).get("outcome", "not run"),
+                    settled.get(i, {}).get("why")
+                    or {
+                        k: v
+                        for k, v in settled.get(i, {}).items()
+                        if k not in ("outcome", "action", "f", *a["value"])
+                    },
+                ]
+                for i, a in enumerate(meta.get("schedule", []))
             ],
         )
     )
@@ -262,6 +307,20 @@ def render(run_dir: Path) -> str:
     )
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def outcomes(ops: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Per planned action (its index in the schedule), what finally happened: the value of
+    its last ``nemesis`` op that carries an ``outcome`` (a settled pending action's ``outcome``
+    op comes after its invoke)."""
+    out: dict[int, dict[str, Any]] = {}
+    for op in ops:
+        value = op.get("value")
+        if op.get("process") != "nemesis" or not isinstance(value, dict):
+            continue
+        if isinstance(value.get("action"), int) and "outcome" in value:
+            out[value["action"]] = value
+    return out
 
 
 def _load(path: Path) -> dict[str, Any]:

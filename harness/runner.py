@@ -11,6 +11,7 @@ dump the topic, copy the store, stop Kafka → checkers → ``results.json`` and
 from __future__ import annotations
 
 import random
+import shlex
 import shutil
 import sys
 import time
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import cleanup
-from harness.config import TestConfig
+from harness.config import TestConfig, to_flags
 from harness.history import HistoryWriter
 from harness.progress import Display
 from harness.store import new_run_dir, point_latest, write_json
@@ -74,21 +75,12 @@ def _versions() -> dict[str, str]:
 
 
 def repro_command(cfg: TestConfig, run_dir: Path) -> list[str]:
-    """Commands that repeat this run: the same config flags, or the saved schedule."""
-    flags = [
-        f"--name {cfg.name}",
-        f"--seed {cfg.seed}",
-        f"--duration {cfg.duration_s:g}",
-        f"--nemesis {','.join(cfg.nemeses) or 'none'}",
-        f"--interval {cfg.nemesis_interval_s:g}",
-        f"--backend {cfg.backend}",
-        f"--brokers {cfg.brokers}",
-        f"--rate {cfg.workload.rate:g}",
-        f"--keys {cfg.workload.keys}",
+    """Commands that repeat this run: every setting of the config as flags (so nothing depends
+    on today's defaults), or the saved config and schedule as they are."""
+    return [
+        "sealcheck run " + shlex.join(to_flags(cfg)),
+        f"sealcheck run --replay {shlex.quote(str(run_dir))}",
     ]
-    if cfg.broken:
-        flags.append(f"--broken {cfg.broken}")
-    return ["sealcheck run " + " ".join(flags), f"sealcheck run --replay {run_dir}"]
 
 
 class _Teardown:

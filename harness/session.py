@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.history import HistoryWriter
+from harness.history import HistoryWriter, record_inputs
 from harness.observer import Observer
 from harness.pipeline_proc import progress
 from harness.producers import Producers
@@ -24,6 +24,7 @@ from harness.topic import dump_topic, log_end, write_parquet
 if TYPE_CHECKING:
     from harness.config import TestConfig
     from harness.runner import Plan, _Teardown
+    from nemeses import Action
 
 TOPIC = "upserts"
 
@@ -112,6 +113,7 @@ class Session:
         display.update(phase="dumping the topic and the store")
         write_parquet(dump_topic(bootstrap, TOPIC), self.run_dir / "topic.parquet")
         backend.export_store()
+        record_inputs(history, self.run_dir)
         for e in producers.errors:
             display.log(f"producer: {e}")
         return reason
@@ -136,25 +138,50 @@ class Session:
     def _execute(
         self, target: Any, nemeses: dict[str, Any], sup: Supervisor, obs: Observer
     ) -> None:
-        """Run the schedule in real time until ``duration_s``, printing each step."""
+        """Run the schedule in real time until ``duration_s``, printing each step.
+
+        Every action's ops carry its index in the schedule (``action``) and its ``outcome``;
+        an action left ``pending`` (an armed failpoint) is settled when the next action is
+        due and when the fault phase ends, so each planned fault happens or says why not."""
         start = time.monotonic()
-        pending = list(self.plan.schedule)
+        pending: list[tuple[int, Action, float]] = []
+        todo = list(enumerate(self.plan.schedule))
         self.display.update(phase="workload and faults")
+
+        def settle(elapsed: float) -> None:
+            while pending:
+                i, action, at = pending.pop(0)
+                try:
+                    done = nemeses[action.nemesis].resolve(action, target, elapsed - at)
+                except Exception as exc:  # recorded; the run goes on
+                    done = {"outcome": "failed", "why": f"{type(exc).__name__}: {exc}"}
+                self.history.append(
+                    "nemesis", "info", "outcome", {"action": i, "f": action.f, **done}
+                )
+                self.display.log(f"{action.nemesis}: {action.f} #{i} outcome -> {done}")
+
         while (elapsed := time.monotonic() - start) < self.cfg.duration_s:
-            while pending and pending[0].at_s <= elapsed:
-                action = pending.pop(0)
-                self.history.append("nemesis", "invoke", action.f, action.value)
+            while todo and todo[0][1].at_s <= elapsed:
+                i, action = todo.pop(0)
+                settle(elapsed)
+                value = {**action.value, "action": i}
+                self.history.append("nemesis", "invoke", action.f, value)
                 try:
                     done = nemeses[action.nemesis].invoke(action, target)
                     kind = "info"
                 except Exception as exc:  # recorded; the run goes on
-                    done, kind = {"error": f"{type(exc).__name__}: {exc}"}, "fail"
-                self.history.append("nemesis", kind, action.f, {**action.value, **done})
+                    err = f"{type(exc).__name__}: {exc}"
+                    done, kind = {"error": err, "outcome": "failed", "why": err}, "fail"
+                done.setdefault("outcome", "happened")
+                self.history.append("nemesis", kind, action.f, {**value, **done})
+                if done["outcome"] == "pending":
+                    pending.append((i, action, time.monotonic() - start))
                 line = f"{action.nemesis}: {action.f} {action.value or ''} -> {done}"
                 self.display.log(line)
                 self.display.update(last_action=line)
             self._status(elapsed, sup, obs)
             time.sleep(0.1)
+        settle(time.monotonic() - start)
 
     def _status(self, elapsed: float, sup: Supervisor, obs: Observer) -> None:
         counts = self.history.counts

@@ -139,8 +139,10 @@ class Supervisor:
         cur = self._proc()
         return cur.pid if cur is not None else None
 
-    def kill(self) -> dict[str, Any]:
-        """SIGKILL the current incarnation's process group (driver and JVM)."""
+    def kill(self, wait_s: float = 15.0) -> dict[str, Any]:
+        """SIGKILL the current incarnation's process group (driver and JVM); between two
+        incarnations, wait up to ``wait_s`` for the next one so the fault still happens."""
+        self.wait_running(wait_s)
         cur = self._proc()
         if cur is None:
             return {"killed": None}
@@ -148,8 +150,10 @@ class Supervisor:
         cur.kill()
         return {"killed": pid}
 
-    def pause(self) -> dict[str, Any]:
-        """SIGSTOP the current incarnation (waits until the kernel reports it stopped)."""
+    def pause(self, wait_s: float = 15.0) -> dict[str, Any]:
+        """SIGSTOP the current incarnation (waits until the kernel reports it stopped);
+        between two incarnations, wait up to ``wait_s`` for the next one."""
+        self.wait_running(wait_s)
         cur = self._proc()
         if cur is None:
             return {"paused": None}
@@ -180,6 +184,10 @@ class Supervisor:
         except FileNotFoundError:
             return False
         return True
+
+    def failpoint_armed(self) -> bool:
+        """Whether the failpoint file is still there (the pipeline removes it as it fires)."""
+        return self.failpoint_file.exists()
 
     def wait_running(self, timeout_s: float) -> bool:
         """Wait until an incarnation is alive; False on timeout."""
@@ -216,3 +224,7 @@ class SupervisedPipeline:
     def disarm_failpoints(self) -> bool:
         """Disarm failpoints that have not fired."""
         return self.supervisor.disarm_failpoints()
+
+    def failpoint_armed(self) -> bool:
+        """Whether an armed failpoint has yet to fire."""
+        return self.supervisor.failpoint_armed()

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from checkers.history import History
+
 INTERVALS = {
     "pause-pipeline": "resume-pipeline",
     "kill-broker": "start-broker",
@@ -42,11 +44,12 @@ def _s(op: dict[str, Any]) -> float:
     return int(op.get("time", 0)) / 1e9
 
 
-def build_timeline(ops: list[dict[str, Any]], ranges: pl.DataFrame | None) -> Timeline:
+def build_timeline(history: History, ranges: pl.DataFrame | None) -> Timeline:
     """The timeline of a history (``ranges``: bound offsets per step, for the seal lag)."""
-    tl = Timeline(end_s=max((_s(o) for o in ops), default=0.0))
-    acks = [o for o in ops if o.get("f") == "write" and o.get("type") == "ok"]
-    seconds = np.array([_s(o) for o in acks]) if acks else np.array([])
+    ops = history.ops
+    acks = history.collect(history.acked.lazy().select("time", "partition", "offset"))
+    seconds = acks["time"].to_numpy() / 1e9
+    tl = Timeline(end_s=max([*(_s(o) for o in ops), *seconds[-1:]], default=0.0))
     if seconds.size:
         counts = np.bincount(seconds.astype(int))
         tl.rate = [(float(i), int(c)) for i, c in enumerate(counts)]
@@ -75,10 +78,11 @@ def build_timeline(ops: list[dict[str, Any]], ranges: pl.DataFrame | None) -> Ti
 
 
 def seal_lag(
-    acks: list[dict[str, Any]], ops: list[dict[str, Any]], ranges: pl.DataFrame | None
+    acks: pl.DataFrame, ops: list[dict[str, Any]], ranges: pl.DataFrame | None
 ) -> dict[str, float]:
-    """p50 / p99 / max of ack → sealed, over the acknowledged writes that were sealed."""
-    if not acks or ranges is None or ranges.height == 0:
+    """p50 / p99 / max of ack → sealed, over the acknowledged writes (``time, partition,
+    offset``) that were sealed."""
+    if not acks.height or ranges is None or ranges.height == 0:
         return {}
     from checkers.replay import assign_steps
 
@@ -91,13 +95,7 @@ def seal_lag(
         return {}
     times = np.array([t for t, _ in seen])
     uppers = np.maximum.accumulate(np.array([u for _, u in seen]))
-    where = pl.DataFrame(
-        {
-            "partition": [int(o["value"]["partition"]) for o in acks],
-            "offset": [int(o["value"]["offset"]) for o in acks],
-        }
-    )
-    stepped = assign_steps(where, ranges)  # the same step assignment the checkers use
+    stepped = assign_steps(acks, ranges)  # the same step assignment the checkers use
     bound = stepped.is_not_null().to_numpy()
     step = stepped.fill_null(0).to_numpy()
     # first observation with upper > step
@@ -105,7 +103,7 @@ def seal_lag(
     sealed = bound & (first < len(times))
     if not sealed.any():
         return {"count": 0.0}
-    ack_t = np.array([_s(o) for o in acks])
+    ack_t = acks["time"].to_numpy() / 1e9
     lag = times[first[sealed]] - ack_t[sealed]
     lag = np.maximum(lag, 0.0)
     return {

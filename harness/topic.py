@@ -91,9 +91,16 @@ def write_parquet(records: list[TopicRecord], path: Path) -> None:
 
 
 def copy_sqlite_store(src: Path, dst: Path) -> None:
-    """A consistent copy of a SQLite persist store (the online backup API, safe while live)."""
+    """A consistent copy of a SQLite persist store (the online backup API, safe while live),
+    left in rollback-journal mode so that reading it never creates or needs a WAL beside it
+    (its bytes, which the history records, are all there is)."""
     import sqlite3
 
     dst.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(src) as source, sqlite3.connect(dst) as target:
+    source, target = sqlite3.connect(src), sqlite3.connect(dst)
+    try:
         source.backup(target)
+        target.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        source.close()
+        target.close()

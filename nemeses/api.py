@@ -53,6 +53,10 @@ class Target(Protocol):
     def disarm_failpoints(self) -> bool:
         """Disarm every failpoint; True if one was armed."""
 
+    def failpoint_armed(self) -> bool:
+        """Whether an armed failpoint is still waiting to fire (the pipeline consumes it by
+        firing)."""
+
     def broker_kill(self, index: int) -> dict[str, Any]:
         """SIGKILL broker ``index`` (0-based)."""
 
@@ -85,6 +89,14 @@ class Target(Protocol):
         """Remove every cut still in place."""
 
 
+def settled(done: dict[str, Any], key: str, why: str) -> dict[str, Any]:
+    """``done`` with its ``outcome``: ``happened`` when ``done[key]`` is set, else ``skipped``
+    with ``why`` (every planned fault says in the history whether it happened)."""
+    if done.get(key) is None:
+        return {**done, "outcome": "skipped", "why": why}
+    return {**done, "outcome": "happened"}
+
+
 @dataclass(frozen=True)
 class PlanInfo:
     """What a nemesis may know when planning: the shape of the system under test."""
@@ -106,8 +118,16 @@ class Nemesis:
         raise NotImplementedError
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
-        """Perform ``action``; what happened goes into the history as the op's value."""
+        """Perform ``action``; what happened goes into the history as the op's value, with
+        ``outcome``: ``happened``, ``skipped`` (and ``why``), or ``pending`` when the effect
+        comes later — then :meth:`resolve` settles it before the next fault."""
         raise NotImplementedError
+
+    def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
+        """Settle a ``pending`` action when the next fault is due (or the fault phase ends),
+        ``waited_s`` after it was invoked: make the fault happen now if it has not, and say
+        which (the runner records it as an ``outcome`` op)."""
+        return {"outcome": "happened"}
 
     def heal(self, target: Target) -> list[str]:
         """Undo every fault of this nemesis still in place; say what was undone."""

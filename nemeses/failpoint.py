@@ -5,6 +5,10 @@ failpoints are taken in a seeded order that covers every point the pipeline defi
 any repeats, so a run with as many failpoint windows as failpoints covers them all. Points
 passed only at start-up (``rehydrate.mid``) are armed and then the pipeline is killed, so the
 next incarnation dies there. The supervisor records which failpoint fired with each exit.
+
+The fault is guaranteed: a failpoint that has not fired by the time the next fault is due
+(or the fault phase ends) is disarmed and replaced by a kill at that moment, and the history's
+``outcome`` op says which of the two happened.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from nemeses.api import Action, Nemesis, PlanInfo, Target
+from nemeses.api import Action, Nemesis, PlanInfo, Target, settled
 
 #: Points only passed while an incarnation starts.
 STARTUP_POINTS = frozenset({"rehydrate.mid"})
@@ -37,12 +41,29 @@ class Failpoint(Nemesis):
         return [self._act(at, "arm-failpoint", failpoint=point, restart=point in STARTUP_POINTS)]
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
-        """Arm it; kill the pipeline too for a start-up point."""
+        """Arm it; kill the pipeline too for a start-up point. Pending until it fires."""
         point = action.value["failpoint"]
         out = target.arm_failpoint(f"{point}=crash@1")
         if action.value.get("restart"):
             out.update(target.pipeline_kill())
-        return out
+        return {**out, "outcome": "pending"}
+
+    def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
+        """Fired (the pipeline consumed the armed point by crashing there), or disarmed and
+        replaced by a kill now."""
+        point = action.value["failpoint"]
+        if not target.failpoint_armed() or not target.disarm_failpoints():
+            return {"outcome": "happened", "fired": point}
+        killed = settled(
+            target.pipeline_kill(), "killed", "no pipeline incarnation was running to kill"
+        )
+        if killed["outcome"] == "happened":
+            killed["outcome"] = "replaced-by-kill"
+            killed["why"] = (
+                f"the pipeline did not pass {point} within {waited_s:.1f}s, so it was "
+                "disarmed and the pipeline killed instead"
+            )
+        return killed
 
     def heal(self, target: Target) -> list[str]:
         """Disarm a failpoint that has not fired yet."""

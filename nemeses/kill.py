@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from nemeses.api import Action, Nemesis, Target
+from nemeses.api import Action, Nemesis, Target, settled
 
 
 class Kill(Nemesis):
@@ -19,5 +19,5 @@ class Kill(Nemesis):
         return [self._act(start_s + rng.uniform(0, window_s / 2), "kill-pipeline")]
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
-        """Kill now."""
-        return target.pipeline_kill()
+        """Kill now (skipped only when no incarnation runs, even after waiting for one)."""
+        return settled(target.pipeline_kill(), "killed", "no pipeline incarnation was running")

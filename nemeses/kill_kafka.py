@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from nemeses.api import Action, Nemesis, PlanInfo, Target
+from nemeses.api import Action, Nemesis, PlanInfo, Target, settled
 
 
 class KillKafka(Nemesis):
@@ -24,9 +24,10 @@ class KillKafka(Nemesis):
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Kill or start the broker."""
+        broker = int(action.value["broker"])
         if action.f == "kill-broker":
-            return target.broker_kill(int(action.value["broker"]))
-        return target.broker_start(int(action.value["broker"]))
+            return settled(target.broker_kill(broker), "killed", "the broker was not running")
+        return settled(target.broker_start(broker), "started", "the broker was running")
 
     def heal(self, target: Target) -> list[str]:
         """Start every broker that is down."""

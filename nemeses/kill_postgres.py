@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from nemeses.api import Action, Nemesis, Target
+from nemeses.api import Action, Nemesis, Target, settled
 
 
 class KillPostgres(Nemesis):
@@ -22,8 +22,8 @@ class KillPostgres(Nemesis):
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Kill or start."""
         if action.f == "kill-postgres":
-            return target.postgres_kill()
-        return target.postgres_start()
+            return settled(target.postgres_kill(), "killed", "PostgreSQL was not running")
+        return settled(target.postgres_start(), "started", "PostgreSQL was running")
 
     def heal(self, target: Target) -> list[str]:
         """Start the server if it is down."""

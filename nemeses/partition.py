@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from nemeses.api import Action, Nemesis, PlanInfo, Target
+from nemeses.api import Action, Nemesis, PlanInfo, Target, settled
 
 
 class Partition(Nemesis):
@@ -33,8 +33,9 @@ class Partition(Nemesis):
         """Cut or restore."""
         kind, broker = str(action.value["kind"]), int(action.value["broker"])
         if action.f == "start-partition":
-            return target.partition_start(kind, broker)
-        return target.partition_end(kind, broker)
+            done = target.partition_start(kind, broker)
+            return settled(done, "cut", str(done.get("reason", "the link was not cut")))
+        return settled(target.partition_end(kind, broker), "healed", "the link was not cut")
 
     def heal(self, target: Target) -> list[str]:
         """Remove every cut still in place."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from nemeses.api import Action, Nemesis, Target
+from nemeses.api import Action, Nemesis, Target, settled
 
 
 class Pause(Nemesis):
@@ -23,8 +23,13 @@ class Pause(Nemesis):
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Pause or resume."""
         if action.f == "pause-pipeline":
-            return target.pipeline_pause()
-        return target.pipeline_resume()
+            done = target.pipeline_pause()
+            return settled(done, "paused", "no pipeline incarnation was running")
+        return settled(
+            target.pipeline_resume(),
+            "resumed",
+            "nothing was paused any more (the paused incarnation was killed and replaced)",
+        )
 
     def heal(self, target: Target) -> list[str]:
         """Continue the pipeline if it is stopped."""

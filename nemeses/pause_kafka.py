@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from nemeses.api import Action, Nemesis, PlanInfo, Target
+from nemeses.api import Action, Nemesis, PlanInfo, Target, settled
 
 
 class PauseKafka(Nemesis):
@@ -29,8 +29,8 @@ class PauseKafka(Nemesis):
         """Freeze or thaw."""
         broker = int(action.value["broker"])
         if action.f == "pause-broker":
-            return target.broker_pause(broker)
-        return target.broker_resume(broker)
+            return settled(target.broker_pause(broker), "paused", "the broker was not running")
+        return settled(target.broker_resume(broker), "resumed", "the broker was not frozen")
 
     def heal(self, target: Target) -> list[str]:
         """Thaw every frozen broker."""

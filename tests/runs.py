@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -61,10 +62,77 @@ def build_run(pairs: Sequence[Pair], partitions: int = 2, step_size: int = 7) ->
         schema=TOPIC_SCHEMA,
         orient="row",
     )
-    acked = topic.select("partition", "offset", "key", "value")
+    acked = topic.select(pl.lit(0, pl.Int64).alias("time"), "partition", "offset", "key", "value")
     updates = pl.DataFrame(rows, schema=UPDATES_SCHEMA, orient="row")
+    ops += final_ops(len(ops), t * 1000 + 1, end, acked.height)
     uppers = {"bindings": t, "data": t, "errors": t}
     return RunData(topic, updates, uppers, dict.fromkeys(uppers, 0), History(acked, ops))
+
+
+def final_ops(index: int, time: int, end: dict[int, int], acks: int) -> list[dict[str, Any]]:
+    """What the harness writes last: the log end, caught up, and the inputs op."""
+    values = [
+        ("log-end", {str(p): o for p, o in end.items()}),
+        ("caught-up", {"took_s": 0.0}),
+        ("inputs", {"files": {}, "writes": {"ok": acks}}),
+    ]
+    return [
+        {
+            "index": index + i,
+            "time": time + i,
+            "process": "harness",
+            "type": "info",
+            "f": f,
+            "value": v,
+        }
+        for i, (f, v) in enumerate(values)
+    ]
+
+
+def write_history(run_dir: Path, records: Sequence[Any], uppers: dict[str, int]) -> Path:
+    """A complete ``history.jsonl`` for a run directory holding its topic and store: every
+    record acknowledged, one observation of ``uppers``, the final ops — written through the
+    harness's own writer, so its final op records the files exactly as a run does."""
+    from harness.history import HistoryWriter, encode_bytes, record_inputs
+
+    path = run_dir / "history.jsonl"
+    h = HistoryWriter(path)
+    for r in records:
+        value = {**encode_bytes("key", r.key), **encode_bytes("value", r.value)}
+        h.append("w0", "ok", "write", {**value, "partition": r.partition, "offset": r.offset})
+    h.append("observer", "info", "uppers", uppers)
+    ends: dict[int, int] = {}
+    for r in records:
+        ends[r.partition] = max(ends.get(r.partition, 0), r.offset + 1)
+    h.append("harness", "info", "log-end", {str(p): o for p, o in sorted(ends.items())})
+    h.append("harness", "info", "caught-up", {"took_s": 0.0})
+    record_inputs(h, run_dir)
+    h.close()
+    return path
+
+
+def stored_run(tmp_path: Path, seed: int = 11, records: int = 400) -> Path:
+    """A finished run directory as the harness leaves it: the topic dump, a copy of a real
+    SQLite store written by the step loop, and a complete history."""
+    import random
+
+    from harness.topic import copy_sqlite_store, write_parquet
+    from harness.workload import UpsertMix, upsert_records
+    from pipeline.loop import LoopConfig
+    from pipeline.persist import open_store
+    from tests.unit.test_loop import ListSource, catch_up
+
+    src = ListSource(2)
+    src.grow(upsert_records(random.Random(seed), records, UpsertMix(keys=50, bad_ratio=0.05)))
+    store = open_store(str(tmp_path / "s.db"))
+    catch_up(store, src, LoopConfig(max_records_per_step=40))
+    uppers = store.uppers()
+    store.close()
+    run_dir = tmp_path / "run"
+    write_parquet(src.records(), run_dir / "topic.parquet")
+    copy_sqlite_store(tmp_path / "s.db", run_dir / "persist" / "store.db")
+    write_history(run_dir, src.records(), uppers)
+    return run_dir
 
 
 def with_updates(run: RunData, updates: pl.DataFrame) -> RunData:

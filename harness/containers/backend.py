@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from checkers.inputs import write_export
+from checkers.files import write_export
 from harness.containers.cuts import Cut
 from harness.containers.images import kafka_image, postgres_image
 from harness.containers.pipeline_image import pipeline_image
@@ -22,7 +22,7 @@ from harness.supervisor import Incarnation, SupervisedPipeline, Supervisor
 
 def export_postgres(dsn: str, out_dir: Path, batch: int = 200_000) -> None:
     """Copy a PostgreSQL store to ``updates.parquet`` + ``frontiers.json`` in ``out_dir``
-    (the checkers' export format, :func:`checkers.inputs.write_export`)."""
+    (the checkers' export format, :func:`checkers.files.write_export`)."""
     with psycopg.connect(dsn) as con:
         rows = con.execute("SELECT collection, upper, since FROM frontiers WHERE upper > 0")
         frontiers = {c: {"upper": int(u), "since": int(s)} for c, u, s in rows}

@@ -16,6 +16,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from checkers.history import History
 from harness.containers.kafka import RUN_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ def test_containers_chaos_run_is_valid(docker_engine: None, tmp_path: Path) -> N
         tmp_path, "--name", "c-valid", "--seed", "2", "--duration", "30", *FAULTS
     )
     assert code == 0, out[-3000:]
-    history = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
+    history = History.load(run_dir / "history.jsonl").ops
     done = [o for o in history if o["process"] == "nemesis" and o["type"] == "info"]
     cuts = [o["value"] for o in done if o["f"] == "start-partition"]
     assert cuts and all(c.get("rules", 0) > 0 for c in cuts), cuts
@@ -71,6 +72,8 @@ def test_containers_chaos_run_is_valid(docker_engine: None, tmp_path: Path) -> N
     setup = next(o for o in history if o["f"] == "setup")["value"]
     assert setup["backend"] == "containers" and setup["bootstrap"].count(":9092") == 3
     assert (run_dir / "persist" / "updates.parquet").exists()  # exported from PostgreSQL
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["inputs"]["complete"] is True  # the export's digest is in the history
     assert (run_dir / "logs" / "postgres.log").exists()
     assert labelled() == []
 

@@ -1,8 +1,10 @@
 """End to end: `sealcheck run` on real Kafka and the real Spark pipeline, with faults.
 
-* kill, failpoint and pause on the correct pipeline: valid, and each fault visibly happened
-  (a SIGKILLed incarnation, a failpoint that fired, a process the kernel reported stopped)
-  and was healed (the pipeline caught up with the log end, nothing is left running);
+* kill, failpoint and pause on the correct pipeline: valid; every planned fault has an
+  outcome in the history, and what it claims is what the pipeline's exits show (a SIGKILLed
+  incarnation, a failpoint that fired — or, when it did not fire in time, the kill that
+  replaced it — a process the kernel reported stopped); everything was healed (the pipeline
+  caught up with the log end, nothing is left running);
 * the same faults on a deliberately broken pipeline: invalid, with the right anomaly;
 * the report renders in headless Chromium with the verdict on the page.
 """
@@ -17,8 +19,11 @@ from typing import Any
 
 import pytest
 
+from checkers import check_run
+from checkers.history import History
 from harness import cleanup
 from harness.config import from_json
+from harness.report import outcomes
 from harness.runner import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +44,7 @@ def sealcheck_run(store: Path, *flags: str) -> tuple[int, str, Path]:
 
 
 def ops(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    return History.load(run_dir / "history.jsonl").ops
 
 
 @pytest.fixture(scope="module")
@@ -83,15 +88,28 @@ def test_faults_on_the_correct_pipeline_are_valid(valid_run: tuple[int, str, Pat
 def test_each_fault_happened_and_was_healed(valid_run: tuple[int, str, Path]) -> None:
     _, out, run_dir = valid_run
     history = ops(run_dir)
-    done = [o for o in history if o["process"] == "nemesis" and o["type"] == "info"]
-    killed = {o["value"]["killed"] for o in done if o["f"] == "kill-pipeline"}
+    planned = json.loads((run_dir / "test.json").read_text())["schedule"]
+    final = outcomes(history)
+    assert sorted(final) == list(range(len(planned)))  # every planned fault says what happened
     exits = [o["value"] for o in history if o["f"] == "pipeline-exit"]
-    assert killed and killed <= {e["pid"] for e in exits if e["code"] == -9}
-    armed = {o["value"]["failpoint"] for o in done if o["f"] == "arm-failpoint"}
+    sigkilled = {e["pid"] for e in exits if e["code"] == -9}
     fired = {e["failpoint"] for e in exits if e["failpoint"]}
-    assert fired and fired <= armed, (armed, fired)
-    paused = [o["value"]["paused"] for o in done if o["f"] == "pause-pipeline"]
-    assert paused and all(isinstance(p, int) for p in paused)  # the kernel said "stopped"
+    effects: dict[str, set[str]] = {}
+    for i, action in enumerate(planned):
+        done = final[i]
+        effects.setdefault(action["nemesis"], set()).add(done["outcome"])
+        if done["outcome"] == "skipped":
+            assert done["why"], done
+        elif action["f"] == "kill-pipeline" or done["outcome"] == "replaced-by-kill":
+            assert done["killed"] in sigkilled, (done, exits)
+        elif action["f"] == "arm-failpoint":
+            assert done["outcome"] == "happened" and done["fired"] in fired, (done, exits)
+        elif action["f"] == "pause-pipeline":
+            assert isinstance(done["paused"], int)  # the kernel said "stopped"
+    # The harness guarantees each kind of fault took effect: a kill waits for a running
+    # incarnation, and a failpoint that did not fire in time is replaced by a kill.
+    assert "happened" in effects["kill"] and "happened" in effects["pause"], effects
+    assert effects["failpoint"] & {"happened", "replaced-by-kill"}, effects
     assert any(o["f"] == "heal" for o in history)
     assert any(o["f"] == "caught-up" for o in history), out[-2000:]
     assert exits[-1]["code"] == 0  # stopped cleanly at the end
@@ -172,37 +190,38 @@ def test_a_killed_harness_leaves_nothing_after_cleanup(tmp_path: Path) -> None:
     import signal
     import time
 
-    from checkers.history import History
-
-    harness = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "run",
-            "--store",
-            str(tmp_path),
-            "--no-progress",
-            "--name",
-            "killed",
-            "--duration",
-            "60",
-            "--rate",
-            "200",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    output = tmp_path / "harness.out"
+    with open(output, "wb") as out:
+        harness = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "run",
+                "--store",
+                str(tmp_path),
+                "--no-progress",
+                "--name",
+                "killed",
+                "--duration",
+                "60",
+                "--rate",
+                "200",
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     history = tmp_path / "latest" / "history.jsonl"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and harness.poll() is None:
         if history.exists() and '"f":"warmed-up"' in history.read_text():
             break
         time.sleep(0.5)
     else:
         harness.kill()
-        pytest.fail("the run never warmed up")
+        harness.wait()
+        pytest.fail(f"the run never warmed up:\n{output.read_text()[-3000:]}")
     run_dir = (tmp_path / "latest").resolve()
     os.kill(harness.pid, signal.SIGKILL)
     harness.wait()
@@ -216,3 +235,5 @@ def test_a_killed_harness_leaves_nothing_after_cleanup(tmp_path: Path) -> None:
     loaded = History.load(run_dir / "history.jsonl")
     assert loaded.acked.lazy().collect().height > 0
     assert any(o["f"] == "pipeline-start" for o in loaded.ops)
+    assert loaded.problems() and "without the harness's final 'inputs' op" in loaded.problems()[0]
+    assert check_run(run_dir).valid is None  # an unfinished run is never judged valid

@@ -52,12 +52,13 @@ def mutate(run: RunData, kind: str, pick: int) -> RunData:
         )
         return with_updates(run, changed.drop("row"))
     ops = run.history.ops
-    assume(len(ops) >= 2)
+    seen = list(run.history.observations())
+    assume(len(seen) >= 2)
     late = {
-        **ops[-1],
+        **seen[-1],
         "index": len(ops),
         "time": ops[-1]["time"] + 1,
-        "value": {"data": ops[0]["value"]["data"] - 1},
+        "value": {"data": seen[0]["value"]["data"] - 1},
     }
     return RunData(
         run.topic, run.updates, run.uppers, run.sinces, History(run.history.acked, [*ops, late])

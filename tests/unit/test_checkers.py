@@ -89,9 +89,12 @@ def test_dropped_retraction_is_a_state_mismatch_at_its_step(run: RunData) -> Non
     assert res["sealed_state"].valid is False
     a = res["sealed_state"].anomalies[0]
     assert (a.collection, a.key, a.step) == ("data", row["key"].decode(), row["ts"])
-    assert a.expected == [{"value": row["value"].decode(), "diff": -1}]
-    assert a.found == []
-    assert "input records" in a.detail
+    assert a.expected["updates"] == [{"value": row["value"].decode(), "diff": -1}]
+    assert a.found["updates"] == []
+    # The store still holds the old value beside the model's: a lost retraction, said so.
+    assert row["value"].decode() in [v["value"] for v in a.found["values"]]
+    assert a.expected["value"] != row["value"].decode()
+    assert "lost retraction" in a.detail and "input records" in a.detail
 
 
 def test_wrong_error_value_is_caught_in_errors(run: RunData) -> None:
@@ -150,7 +153,7 @@ def test_bindings_going_back_and_past_the_log_end(run: RunData) -> None:
 def test_bindings_behind_data(run: RunData) -> None:
     uppers = {**run.uppers, "bindings": run.uppers["data"] - 1}
     res = run_checkers(RunData(run.topic, run.updates, uppers, run.sinces, run.history))
-    assert res.checkers["bindings"].anomaly_counts == {"bindings-behind-data": 1}
+    assert res.checkers["frontiers"].anomaly_counts == {"bindings-behind-data": 1}
 
 
 def test_not_caught_up_and_a_lost_acknowledged_write(run: RunData) -> None:
@@ -163,7 +166,9 @@ def test_not_caught_up_and_a_lost_acknowledged_write(run: RunData) -> None:
     assert res.anomaly_counts == {"not-caught-up": 1}
     assert (res.anomalies[0].key, res.anomalies[0].expected) == ("0", last["offset"] + 2)
 
-    acked = pl.concat([run.history.acked, extra.select(run.history.acked.columns)])
+    acked = pl.concat(
+        [run.history.acked, extra.select(pl.lit(0, pl.Int64).alias("time"), pl.all())]
+    )
     lost = RunData(run.topic, run.updates, run.uppers, run.sinces, History(acked, run.history.ops))
     res = run_checkers(lost).checkers["completeness"]
     assert res.anomaly_counts == {"kafka-lost-write": 1}
@@ -228,11 +233,14 @@ def test_seal_regression_in_the_history(run: RunData) -> None:
 
 
 def test_no_history_is_unknown_not_valid(run: RunData) -> None:
-    bare = RunData(run.topic, run.updates, run.uppers, run.sinces, History.empty())
+    bare = RunData(run.topic, run.updates, run.uppers, run.sinces, History.empty("deleted"))
     res = run_checkers(bare)
-    assert res.checkers["seal_monotonic"].valid is None
+    needs_history = ("seal_monotonic", "frontiers", "completeness")
+    assert {n: res.checkers[n].valid for n in needs_history} == dict.fromkeys(needs_history)
+    assert "checked 0 acknowledged writes" in (res.checkers["completeness"].error or "")
     assert res.valid is None
-    others = {n: r.valid for n, r in res.checkers.items() if n != "seal_monotonic"}
+    assert res.input_problems and "deleted" in res.input_problems[0]
+    others = {n: r.valid for n, r in res.checkers.items() if n not in needs_history}
     assert others == dict.fromkeys(others, True)
 
 

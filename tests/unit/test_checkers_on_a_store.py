@@ -14,6 +14,7 @@ from harness.topic import copy_sqlite_store, write_parquet
 from harness.workload import UpsertMix, upsert_records
 from pipeline.loop import LoopConfig
 from pipeline.persist import open_store
+from tests.runs import write_history
 from tests.unit.test_loop import ListSource, catch_up
 
 
@@ -28,10 +29,12 @@ def test_compacted_and_uncompacted_stores_are_valid(tmp_path: Path, retain: int)
     write_parquet(src.records(), run_dir / "topic.parquet")
     copy_sqlite_store(tmp_path / "s.db", run_dir / "persist" / "store.db")
     run = load_run(run_dir)
+    write_history(run_dir, src.records(), run.uppers)
     assert (run.sinces["data"] > 0) == (retain > 0)
     result = check_run(run_dir)
     verdicts = {n: r.valid for n, r in result.checkers.items()}
-    assert verdicts == {**dict.fromkeys(CHECKERS, True), "seal_monotonic": None}
+    assert verdicts == dict.fromkeys(CHECKERS, True)
+    assert result.valid is True and result.input_problems == []
     assert (run_dir / "persist" / "updates.parquet").exists()
 
 
@@ -56,7 +59,12 @@ def test_sealcheck_check_writes_results_and_exits_with_the_verdict(
     assert cli.main(["check", str(run_dir)]) == cli.EXIT_UNKNOWN  # no history: no seals seen
     out = capsys.readouterr().out
     assert "sealed_state: valid" in out and "verdict: unknown" in out
+    assert "history.jsonl does not exist" in out
     assert (run_dir / "results.json").exists()
+    # Never valid without the history, not even for one checker that does not read it.
+    assert cli.main(["check", str(run_dir), "--checker", "sealed_state"]) == cli.EXIT_UNKNOWN
+    write_history(run_dir, src.records(), load_run(run_dir).uppers)
+    assert cli.main(["check", str(run_dir)]) == cli.EXIT_VALID
     assert cli.main(["check", str(run_dir), "--checker", "sealed_state"]) == cli.EXIT_VALID
     assert cli.main(["check", str(tmp_path / "nope")]) == cli.EXIT_BAD_ARGS
     assert cli.main(["check", str(run_dir), "--checker", "nope"]) == cli.EXIT_BAD_ARGS
@@ -96,4 +104,4 @@ def test_a_lost_write_is_found_in_a_history_file(tmp_path: Path, torn: bool) -> 
     res = check_run(run_dir).checkers["completeness"]
     assert res.anomaly_counts == {"kafka-lost-write": 1}
     assert res.anomalies[0].expected["offset"] == 10**6
-    assert res.counts["acknowledged_writes"] == len(ops) + 1
+    assert res.counts["acknowledged_writes_checked"] == len(ops) + 1

@@ -32,3 +32,36 @@ def test_missing_jars_is_one_line_not_a_traceback(
     assert code == cli.EXIT_BAD_ARGS
     assert "sealcheck setup" in err
     assert "Traceback" not in err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith("sealcheck ")
+
+
+def test_serve_refuses_a_missing_store_and_a_busy_port(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+    from pathlib import Path
+
+    assert cli.main(["serve", "--store", "/nonexistent"]) == cli.EXIT_BAD_ARGS
+    assert "/nonexistent is not a directory" in capsys.readouterr().err
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = cli.main(["serve", "--store", str(Path(str(tmp_path))), "--port", str(port)])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_BAD_ARGS and f"cannot listen on 127.0.0.1:{port}" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_check_refuses_an_unknown_checker_before_loading_anything(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The directory does not even exist: the checker name is refused first.
+    assert cli.main(["check", "/nonexistent/run", "--checker", "bogus"]) == cli.EXIT_BAD_ARGS
+    assert "unknown checker 'bogus'" in capsys.readouterr().err

@@ -63,3 +63,125 @@ def test_cli_bad_config_is_one_line_and_254(capsys: pytest.CaptureFixture[str]) 
     assert err == ["sealcheck run: brokers=2: use 1 or 3"]
     assert main(["run", "--nemesis", "kill,zap"]) == 254
     assert "nemesis 'zap' is unknown" in capsys.readouterr().err
+
+
+def test_the_reproduce_line_gives_back_every_setting() -> None:
+    import dataclasses
+    import shlex
+
+    from harness.cli import build_parser
+    from harness.cli_run import _overrides
+    from harness.config import WorkloadConfig, settings, to_flags
+    from harness.runner import repro_command
+
+    # Every setting away from its default (so none can hide behind one).
+    cfg = TestConfig(
+        name="repro",
+        seed=77,
+        backend="containers",
+        brokers=3,
+        partitions=5,
+        duration_s=33.5,
+        nemeses=("kill", "pause"),
+        nemesis_interval_s=4.25,
+        final_timeout_s=99.0,
+        max_records_per_step=321,
+        retain_steps=7,
+        compact_every=2,
+        broken="reappend-after-restart",
+        store_dir="elsewhere",
+        workload=WorkloadConfig(
+            keys=17,
+            distribution="zipf",
+            zipf_s=1.3,
+            tombstone_ratio=0.1,
+            bad_ratio=0.03,
+            value_size=9,
+            rate=55.5,
+            concurrency=3,
+        ),
+    )
+    defaults = dict(settings(TestConfig()))
+    assert all(v != defaults[k] for k, v in settings(cfg)), "a setting kept its default"
+    line = repro_command(cfg, Path("store/x"))[0]
+    assert shlex.split(line)[:2] == ["sealcheck", "run"]
+    args = build_parser().parse_args(shlex.split(line)[1:])
+    assert load_config(None, _overrides(args)) == cfg
+    assert to_flags(dataclasses.replace(cfg, broken=None)).count("--broken") == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["run", "--duration", "inf"], "duration_s=inf: expected a finite number"),
+        (["run", "--rate", "nan"], "workload.rate=nan: expected a finite number"),
+        (["run", "--duration", "1e9"], "at most 604800 (a week)"),
+        (["run", "--set", "workload=5"], "workload=5: expected a table of settings"),
+        (["run", "--set", "retain_steps"], "expected name=value"),
+        (["run", "--set", "durration_s=4"], "unknown setting(s) ['durration_s']"),
+        (["run", "--set", "duration_s=5", "--duration", "4"], "duration_s is already given"),
+    ],
+)
+def test_bad_run_flags_are_one_line_and_254(
+    argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 254
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and fragment in err[0], err
+
+
+def test_a_config_file_whose_workload_is_not_a_table(tmp_path: Path) -> None:
+    f = tmp_path / "t.toml"
+    f.write_text("workload = 5\n")
+    with pytest.raises(ConfigError, match="workload=5: expected a table of settings"):
+        load(f)
+
+
+def _saved(tmp_path: Path, config: object, schedule: object) -> Path:
+    import json
+
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    (run / "test.json").write_text(json.dumps({"config": config, "schedule": schedule}))
+    return run
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--duration", "5"], "so --duration cannot be given with it"),
+        (["--config", "x.toml"], "so --config cannot be given with it"),
+        (["--set", "retain_steps=1"], "so --set retain_steps cannot be given with it"),
+    ],
+)
+def test_replay_refuses_flags_that_would_change_the_run(
+    tmp_path: Path, extra: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _saved(tmp_path, TestConfig().to_json(), [])
+    assert main(["run", "--replay", str(run), *extra]) == 254
+    assert fragment in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("config", "schedule", "fragment"),
+    [
+        ({"workload": 5}, [], "saved workload=5: expected a table"),
+        ({"brokers": 2}, [], "saved brokers=2: use 1 or 3"),
+        ({}, [{"at_s": 1}], "schedule entry 0 {'at_s': 1} is not an action"),
+        ({}, [{"at_s": 1, "nemesis": "zap", "f": "x", "value": {}}], "names nemesis 'zap'"),
+        ({}, [{"at_s": 1e9, "nemesis": "kill", "f": "x", "value": {}}], "times within 0..60s"),
+    ],
+)
+def test_replay_checks_the_saved_config_and_schedule(
+    tmp_path: Path,
+    config: object,
+    schedule: object,
+    fragment: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run = _saved(tmp_path, config, schedule)
+    assert main(["run", "--replay", str(run)]) == 254
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and fragment in err[0], err
+    assert main(["run", "--replay", str(tmp_path / "nope")]) == 254
+    assert "test.json does not exist" in capsys.readouterr().err

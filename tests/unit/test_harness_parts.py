@@ -15,7 +15,7 @@ import pytest
 
 from checkers.history import History
 from harness import cleanup
-from harness.history import HistoryWriter, read_ops
+from harness.history import HistoryWriter
 from harness.report import render
 from harness.timeline import build_timeline
 
@@ -36,9 +36,10 @@ def test_history_is_flushed_line_by_line_from_many_threads(tmp_path: Path) -> No
     for t in threads:
         t.join()
     h.append("nemesis", "info", "kill-pipeline", {"killed": 1})
-    ops = read_ops(path)  # readable before close: every line is flushed
-    assert [o["index"] for o in ops] == list(range(801))
-    assert all(a["time"] <= b["time"] for a, b in itertools.pairwise(ops))
+    early = History.load(path)  # readable before close: every line is flushed
+    assert early.lines == 801 and early.torn_tail == 0  # every index checked against its line
+    times = early.acked.lazy().collect()["time"].to_list()
+    assert all(a <= b for a, b in itertools.pairwise([*times, early.ops[0]["time"]]))
     h.close()
     loaded = History.load(path)
     assert loaded.acked.lazy().collect().height == 800
@@ -131,8 +132,7 @@ def test_report_puts_the_verdict_first_and_escapes_values(tmp_path: Path) -> Non
 
 
 def test_timeline_pairs_faults_and_marks_restarts(tmp_path: Path) -> None:
-    ops = read_ops(_stored_run(tmp_path, True) / "history.jsonl")
-    tl = build_timeline(ops, None)
+    tl = build_timeline(History.load(_stored_run(tmp_path, True) / "history.jsonl"), None)
     assert tl.intervals == [(3.0, 5.0, "resume pipeline")]
     assert tl.restarts == [(1.0, "incarnation 0")]
     assert tl.uppers["data"] == [(4.0, 1)]
@@ -195,11 +195,10 @@ def test_seal_lag_runs_from_acknowledgement_to_the_first_observed_seal() -> None
 
     from harness.timeline import seal_lag
 
-    def ack(t_s: float, offset: int) -> dict[str, object]:
-        value = {"key": "k", "value": "{}", "partition": 0, "offset": offset}
-        return {"time": int(t_s * 1e9), "f": "write", "type": "ok", "value": value}
-
-    acks = [ack(1.0, 0), ack(2.0, 1), ack(3.0, 2)]  # offset 2 is never bound
+    # acknowledged at 1 s, 2 s and 3 s; offset 2 is never bound
+    acks = pl.DataFrame(
+        {"time": [10**9, 2 * 10**9, 3 * 10**9], "partition": 0, "offset": [0, 1, 2]}
+    )
     seen = [
         {"time": int(t * 1e9), "f": "uppers", "value": {"data": u}} for t, u in ((1.5, 0), (4.0, 1))
     ]

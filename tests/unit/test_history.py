@@ -50,7 +50,8 @@ def test_history_load_keeps_acks_and_other_ops_and_skips_a_torn_line(tmp_path: P
     path = tmp_path / "history.jsonl"
     path.write_bytes(b"".join(json.dumps(o).encode() + b"\n" for o in ops) + b'{"index": 5, "ti')
     h = History.load(path)
-    assert h.acked.lazy().collect().rows() == [(0, 0, b"a", b"{}"), (1, 0, None, b"\xff")]
+    assert h.acked.lazy().collect().rows() == [(2, 0, 0, b"a", b"{}"), (4, 1, 0, None, b"\xff")]
+    assert h.torn_tail == len(b'{"index": 5, "ti') and h.lines == 5
     assert [op["f"] for op in h.ops] == ["kill", "uppers"]
     assert h.ops[0]["value"]["note"] == "write"
     assert h.seal_times() == ([5], [1])
