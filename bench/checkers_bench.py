@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from checkers import load_run, run_checkers
-from checkers.files import describe
+from rundir.files import describe
 
 
 def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> int:

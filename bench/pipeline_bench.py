@@ -20,13 +20,14 @@ import time
 from pathlib import Path
 
 from harness import smoke
-from harness.kafka_local import KafkaCluster
-from harness.spark import spark_session
-from harness.topic import log_end
 from harness.workload import UpsertMix, upsert_records
+from infra.jars import spark_connector_jars
+from infra.kafka_local import KafkaCluster
+from infra.topic import log_end
 from pipeline.loop import BINDINGS, DATA, ERRORS, LoopConfig, StepLoop
 from pipeline.persist import Batch, Update, open_store
 from pipeline.source import KafkaSparkSource
+from pipeline.spark import spark_session
 
 
 def quiet(event: dict[str, object]) -> None:
@@ -43,7 +44,7 @@ def throughput(records: int, keys: int, step: int, tmp: Path) -> None:
         pairs = upsert_records(random.Random(1), records, mix)
         smoke.produce(kafka.bootstrap, "bench", pairs)
         print(f"produce: {records} records in {time.monotonic() - t0:.1f}s")
-        spark = spark_session("sealcheck-bench")
+        spark = spark_session([str(p) for p in spark_connector_jars()], "sealcheck-bench")
         store = open_store(str(tmp / "bench.db"))
         source = KafkaSparkSource(kafka.bootstrap, "bench", spark)
         loop = StepLoop(store, source, LoopConfig(max_records_per_step=step), quiet)

@@ -7,9 +7,9 @@ A run directory holds (written by the harness; see ``docs/architecture.md``):
 * ``persist/updates.parquet`` — every persisted update: ``collection, key, value, ts, diff``;
   ``persist/frontiers.json`` — ``{collection: {"upper": u, "since": s}}``;
   (or ``persist/store.db``, a SQLite store, exported to the two files above, see
-  :func:`checkers.files.ensure_export`);
+  :func:`rundir.files.ensure_export`);
 * ``history.jsonl`` — the history, whose final op records the rows and digest of each of the
-  files above (:mod:`checkers.files`). Without it, or when a file differs from what it
+  files above (:mod:`rundir.files`). Without it, or when a file differs from what it
   records, nothing is judged valid: :meth:`RunData.input_problems` says why.
 """
 
@@ -22,9 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from checkers import files
 from checkers.frames import change_points, h
-from checkers.history import History, HistoryError
 from checkers.replay import (
     assign_steps,
     binding_ranges,
@@ -36,6 +34,8 @@ from checkers.replay import (
     step_winners,
 )
 from checkers.result import show
+from rundir import files
+from rundir.history import History, HistoryError
 
 TOPIC_SCHEMA = pl.Schema(
     {
@@ -272,11 +272,11 @@ class RunInputError(ValueError):
 
 
 def load_run(run_dir: Path) -> RunData:
-    """Open a run directory: read the history, check every input file against the manifest
-    in its final op, export a SQLite store to Parquet if its export is missing or stale.
+    """Open a run directory: read the history and check every input file against the
+    manifest in its final op.
 
-    Raises :class:`RunInputError` when the topic or the store is missing. The big inputs stay
-    lazy scans; :meth:`RunData.prepare` (or the first checker) reads them.
+    Raises :class:`RunInputError` when the topic or the store's export is missing. The big
+    inputs stay lazy scans; :meth:`RunData.prepare` (or the first checker) reads them.
     """
     notes: list[str] = []
     try:
@@ -291,23 +291,18 @@ def load_run(run_dir: Path) -> RunData:
     final = history.final()
     recorded = dict((final.get("value") or {}).get("files") or {}) if final else {}
     refusals = files.verify(run_dir, recorded)
-    topic_path = run_dir / "topic.parquet"
-    if not topic_path.exists():
-        raise RunInputError(
-            f"{topic_path} is missing: the harness dumps the topic there after the final phase; "
-            "a run that died before it cannot be checked for sealed state"
-        )
-    persist = run_dir / "persist"
-    db = persist / "store.db"
-    if db.exists():
-        why = files.ensure_export(run_dir, files.sha256(db))
-        if why is not None:
-            notes.append(f"persist/updates.parquet: {why}")
-    elif not (persist / "updates.parquet").exists():
-        raise RunInputError(f"neither {persist / 'updates.parquet'} nor {db} exists")
-    topic = pl.scan_parquet(topic_path).cast(TOPIC_SCHEMA)
-    updates = pl.scan_parquet(persist / "updates.parquet").cast(UPDATES_SCHEMA)
-    frontiers = json.loads((persist / "frontiers.json").read_text())
+    for rel, what in (
+        (files.TOPIC, "the harness dumps the topic there after the final phase"),
+        (files.UPDATES, "the harness exports the system's store there at the end of a run"),
+        (files.FRONTIERS, "the export writes the collections' uppers there"),
+    ):
+        if not (run_dir / rel).exists():
+            raise RunInputError(
+                f"{run_dir / rel} is missing: {what}; a run that died before it cannot be judged"
+            )
+    topic = pl.scan_parquet(run_dir / files.TOPIC).cast(TOPIC_SCHEMA)
+    updates = pl.scan_parquet(run_dir / files.UPDATES).cast(UPDATES_SCHEMA)
+    frontiers = json.loads((run_dir / files.FRONTIERS).read_text())
     return RunData(
         topic,
         updates,

@@ -14,15 +14,7 @@ from dataclasses import dataclass
 
 import orjson
 
-
-@dataclass(frozen=True, order=True)
-class TopicRecord:
-    """One record of the dumped input topic."""
-
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
+from rundir.files import TopicRecord
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from checkers import (
     sealed_state,
     unique_key,
 )
-from checkers.history import HistoryError
 from checkers.inputs import RunData
 from checkers.result import CheckResult, RunResult
+from rundir.history import HistoryError
 
 Checker = Callable[[RunData], CheckResult]
 
@@ -71,7 +71,7 @@ def run_checkers(run: RunData, names: Iterable[str] | None = None) -> RunResult:
             result = CHECKERS[name](run)
         except Exception as exc:  # a checker that raises is unknown, not a crash
             result = CheckResult(name, None, error=f"{type(exc).__name__}: {exc}")
-            result.counts["traceback_lines"] = len(traceback.format_exc().splitlines())
+            result.traceback = traceback.format_exc()
         result.took_s = round(time.monotonic() - start, 3)
         results[name] = result
     if acks[0] is None and "acked" in run.memoised():

@@ -39,6 +39,8 @@ class CheckResult:
     anomalies: list[Anomaly] = field(default_factory=list)
     error: str | None = None
     took_s: float = 0.0
+    #: the whole traceback when the checker itself raised (for whoever fixes it)
+    traceback: str | None = None
 
     def add_bulk(self, kind: str, total: int, examples: list[Anomaly]) -> None:
         """Count ``total`` anomalies of ``kind``, keeping the first examples."""

@@ -40,18 +40,20 @@ def _positive(text: str) -> int:
 
 
 def _cmd_setup(args: argparse.Namespace) -> int:
-    from harness.jars import setup_jars
+    from infra.jars import setup_jars
 
     start = time.monotonic()
     for module, path in setup_jars(quiet=not args.verbose).items():
         print(f"jars: {module} -> {path}")
     print(f"jars ready in {time.monotonic() - start:.1f}s")
     if args.images:
-        from harness.containers.images import base_image, kafka_image, postgres_image
-        from harness.containers.pipeline_image import pipeline_image
+        from infra.containers.images import base_image, kafka_image, postgres_image
+        from suts import SYSTEMS
 
         start = time.monotonic()
-        for build in (base_image, kafka_image, postgres_image, pipeline_image):
+        builders = [base_image, kafka_image, postgres_image]
+        builders += [b for make in SYSTEMS.values() for b in make().images()]
+        for build in builders:
             print(f"image: {build()}")
         print(f"images ready in {time.monotonic() - start:.1f}s")
     return EXIT_VALID
@@ -72,8 +74,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from checkers import check_run
     from checkers.registry import CHECKERS, unknown_checkers
     from checkers.result import verdict_text
-    from harness.report import write_report
-    from harness.store import write_json
+    from report.report import write_report
+    from rundir.archive import write_json
 
     unknown = unknown_checkers(args.checker or [])
     if unknown:
@@ -106,6 +108,25 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if report is not None:
         print(f"report: {report}")
     return {True: EXIT_VALID, False: EXIT_INVALID, None: EXIT_UNKNOWN}[result.valid]
+
+
+def _pipeline(argv: list[str]) -> int:
+    """``sealcheck pipeline``: the system under test itself, with the connector jars of this
+    checkout (``sealcheck setup``) unless ``--jars`` or ``SEALCHECK_SPARK_JARS`` say others."""
+    import os
+
+    from pipeline.cli import main as pipeline_main
+    from pipeline.spark import JARS_ENV
+
+    if JARS_ENV not in os.environ and not any(a.startswith("--jars") for a in argv):
+        from infra.jars import JarsMissingError, spark_connector_jars
+
+        try:
+            os.environ[JARS_ENV] = ":".join(str(p) for p in spark_connector_jars())
+        except JarsMissingError as exc:
+            print(f"sealcheck pipeline: {exc}", file=sys.stderr)
+            return EXIT_BAD_ARGS
+    return pipeline_main(argv)
 
 
 def _version() -> str:
@@ -158,9 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sealcheck`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["pipeline"]:
-        from pipeline.cli import main as pipeline_main
-
-        return pipeline_main(argv[1:])
+        return _pipeline(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
@@ -168,8 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("sealcheck: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        from harness.containers.images import EngineUnavailableError
-        from harness.jars import JarsMissingError
+        from infra.containers.images import EngineUnavailableError
+        from infra.jars import JarsMissingError
 
         if isinstance(exc, JarsMissingError | EngineUnavailableError):
             print(f"sealcheck: {exc}", file=sys.stderr)

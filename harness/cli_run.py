@@ -11,7 +11,7 @@ from typing import Any
 VERDICT_EXIT = {True: 0, False: 1, None: 2}
 
 
-def _nemesis_list(text: str) -> tuple[str, ...]:
+def _name_list(text: str) -> tuple[str, ...]:
     return tuple(n for n in text.split(",") if n and n != "none")
 
 
@@ -26,12 +26,14 @@ _HELP = {
     "nemesis_interval_s": "seconds per fault window",
     "final_timeout_s": "seconds allowed to catch up after healing",
     "broken": "run the pipeline with a deliberate bug (testing)",
-    "store_dir": "where runs are stored (default store/)",
+    "runs_dir": "the archive where runs are stored (default store/; --store is the same)",
+    "system": "the system under test (default pipeline)",
+    "checkers": "comma-separated checkers that judge the run (default: every one)",
     "workload.rate": "records per second",
     "workload.distribution": "uniform or zipf",
 }
 #: Flags that may be given with --replay: they change where the run goes, not what it is.
-_REPLAY_OK = ("store_dir",)
+_REPLAY_OK = ("runs_dir",)
 
 
 def _add_setting_flags(run: Any) -> None:
@@ -43,12 +45,13 @@ def _add_setting_flags(run: Any) -> None:
         default = defaults[name]
         kind: Any = str
         if isinstance(default, list | tuple):
-            kind = _nemesis_list
+            kind = _name_list
         elif isinstance(default, float):
             kind = float
         elif isinstance(default, int):
             kind = int
-        run.add_argument(flag, dest=name, type=kind, help=_HELP.get(name))
+        aliases = ["--store"] if flag == "--runs" else []  # the old name of --runs
+        run.add_argument(flag, *aliases, dest=name, type=kind, help=_HELP.get(name))
 
 
 def add_commands(sub: Any) -> None:
@@ -64,7 +67,7 @@ def add_commands(sub: Any) -> None:
         "--replay",
         type=Path,
         metavar="RUN_DIR",
-        help="repeat a stored run exactly: its saved config and fault schedule (only --store "
+        help="repeat a stored run exactly: its saved config and fault schedule (only --runs "
         "and --no-progress may be given with it)",
     )
     _add_setting_flags(run)
@@ -115,7 +118,7 @@ def _replay(args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, l
     if extra:
         raise ConfigError(
             f"--replay repeats {args.replay} exactly as saved, so {', '.join(extra)} cannot be "
-            "given with it (only --store and --no-progress can); to change settings, run "
+            "given with it (only --runs and --no-progress can); to change settings, run "
             "without --replay"
         )
     meta_path = args.replay / "test.json"
@@ -150,8 +153,8 @@ def _replay(args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, l
                 f"times within 0..{cfg.duration_s:g}s"
             )
         schedule.append(action)
-    if "store_dir" in overrides:
-        cfg = dataclasses.replace(cfg, store_dir=str(overrides["store_dir"]))
+    if "runs_dir" in overrides:
+        cfg = dataclasses.replace(cfg, runs_dir=str(overrides["runs_dir"]))
     return cfg, schedule
 
 
@@ -160,6 +163,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.config import ConfigError, load_config
     from harness.progress import Display
     from harness.runner import run_test
+    from harness.test import build_test
 
     schedule = None
     try:
@@ -173,7 +177,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 254
     with Display(live=not args.no_progress) as display:
         display.status.duration_s = cfg.duration_s
-        outcome = run_test(cfg, display, schedule)
+        outcome = run_test(build_test(cfg, schedule), display)
     words = {True: "VALID", False: "INVALID", None: "UNKNOWN"}
     if outcome.reason:
         print(f"final phase: {outcome.reason}")
@@ -184,7 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the store until Ctrl-C."""
-    from harness.serve import make_server
+    from report.serve import make_server
 
     if not args.store.is_dir():
         print(
@@ -214,7 +218,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
     """Kill leftover processes of dead runs; list what was removed."""
-    from harness.cleanup import cleanup, cleanup_containers
+    from infra.cleanup import cleanup, cleanup_containers
 
     gone = cleanup()
     for item in gone:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.workload import DISTRIBUTIONS, UpsertMix
-from nemeses.registry import CONTAINERS_ONLY
 
 
 class ConfigError(ValueError):
@@ -56,6 +55,7 @@ class TestConfig:
 
     name: str = "chaos"
     seed: int = 1
+    system: str = "pipeline"  # the system under test (suts.registry.SYSTEMS)
     backend: str = "local"
     brokers: int = 1
     partitions: int = 3
@@ -68,14 +68,16 @@ class TestConfig:
     # below the store's ``since`` survive only merged, so they cannot be judged one by one.
     retain_steps: int = 20
     compact_every: int = 5
-    broken: str | None = None  # a deliberate pipeline bug (pipeline.loop.BROKEN_MODES)
-    store_dir: str = "store"
+    broken: str | None = None  # a deliberate bug of the system under test (its broken_modes)
+    checkers: tuple[str, ...] = ()  # the checkers that judge the run (empty: every one)
+    runs_dir: str = "store"  # the archive of runs (rundir.archive), not the system's store
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (lists for tuples)."""
         out = dataclasses.asdict(self)
         out["nemeses"] = list(self.nemeses)
+        out["checkers"] = list(self.checkers)
         return out
 
 
@@ -85,18 +87,46 @@ MAX_DURATION_S = 7 * 24 * 3600.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
-def _check(cfg: TestConfig, known_nemeses: tuple[str, ...], broken_modes: tuple[str, ...]) -> None:
+def _check(cfg: TestConfig) -> None:
+    from checkers.registry import CHECKERS
+    from infra.backends import NAMES, capabilities
+    from infra.node import CAPABILITIES
+    from nemeses.registry import NEMESES, requirements
+    from suts.registry import SYSTEMS, system
+
     def need(ok: bool, what: str) -> None:
         if not ok:
             raise ConfigError(what)
 
     need(bool(_NAME.match(cfg.name)), f"name={cfg.name!r}: use letters, digits, '.', '_', '-'")
-    need(cfg.backend in ("local", "containers"), f"backend={cfg.backend!r}: local or containers")
+    need(
+        cfg.system in SYSTEMS,
+        f"system={cfg.system!r} is unknown; known systems under test: {', '.join(SYSTEMS)}",
+    )
+    need(cfg.backend in NAMES, f"backend={cfg.backend!r}: use " + " or ".join(NAMES))
+    sut = system(cfg.system)
+    offered = capabilities(cfg.backend) | ({"failpoints"} if sut.failpoints else set())
     for n in cfg.nemeses:
+        need(n in NEMESES, f"nemesis {n!r} is unknown; known: {', '.join(NEMESES)}")
+        lacking = sorted(requirements(n) - offered)
         need(
-            cfg.backend == "containers" or n not in CONTAINERS_ONLY,
-            f"nemesis {n!r} needs the containers backend; add --backend containers",
+            not lacking,
+            f"nemesis {n!r} needs {' and '.join(CAPABILITIES[c] for c in lacking)}, which "
+            f"{cfg.system!r} on the {cfg.backend} backend lacks"
+            + ("; add --backend containers" if "failpoints" not in lacking else ""),
         )
+    lacking = sorted(sut.requires - capabilities(cfg.backend))
+    need(
+        not lacking,
+        f"system {cfg.system!r} needs {', '.join(lacking)}, which the {cfg.backend} backend lacks",
+    )
+    need(
+        cfg.broken is None or cfg.broken in sut.broken_modes,
+        f"broken={cfg.broken!r}: {cfg.system!r} has the broken modes "
+        f"{', '.join(sut.broken_modes) or '(none)'}",
+    )
+    unknown = [c for c in cfg.checkers if c not in CHECKERS]
+    need(not unknown, f"checkers: {unknown} unknown; known: {', '.join(CHECKERS)}")
     need(cfg.brokers in (1, 3), f"brokers={cfg.brokers!r}: use 1 or 3")
     need(1 <= cfg.partitions <= 64, f"partitions={cfg.partitions!r}: use 1 to 64")
     need(cfg.duration_s > 0, f"duration_s={cfg.duration_s!r}: must be positive")
@@ -110,12 +140,6 @@ def _check(cfg: TestConfig, known_nemeses: tuple[str, ...], broken_modes: tuple[
     need(cfg.max_records_per_step >= 1, "max_records_per_step must be at least 1")
     need(cfg.retain_steps >= 0, f"retain_steps={cfg.retain_steps!r}: 0 (never compact) or more")
     need(cfg.compact_every >= 1, f"compact_every={cfg.compact_every!r}: at least 1")
-    for n in cfg.nemeses:
-        need(n in known_nemeses, f"nemesis {n!r} is unknown; known: {', '.join(known_nemeses)}")
-    need(
-        cfg.broken is None or cfg.broken in broken_modes,
-        f"broken={cfg.broken!r}: known modes are {', '.join(broken_modes)}",
-    )
     w = cfg.workload
     need(w.rate > 0, f"workload.rate={w.rate!r}: records per second, must be positive")
     need(1 <= w.concurrency <= 32, f"workload.concurrency={w.concurrency!r}: use 1 to 32")
@@ -167,24 +191,14 @@ def _build(kind: type, values: Any, where: str) -> Any:
     return kind(**out)
 
 
-def build_config(
-    raw: dict[str, Any],
-    known_nemeses: tuple[str, ...] | None = None,
-    broken_modes: tuple[str, ...] | None = None,
-) -> TestConfig:
+def build_config(raw: dict[str, Any]) -> TestConfig:
     """A checked config from a dict shaped like :meth:`TestConfig.to_json` (a TOML file, a
-    saved ``test.json``); the known nemeses and broken modes default to the registries."""
-    if known_nemeses is None:
-        from nemeses.registry import NEMESES
-
-        known_nemeses = tuple(NEMESES)
-    if broken_modes is None:
-        from pipeline.loop import BROKEN_MODES
-
-        broken_modes = tuple(BROKEN_MODES)
+    saved ``test.json``). ``store_dir``, the old name of ``runs_dir``, is still read."""
     if not isinstance(raw, dict):
         raise ConfigError(f"config={raw!r}: expected a table of settings")
     values = dict(raw)
+    if "store_dir" in values and "runs_dir" not in values:
+        values["runs_dir"] = values.pop("store_dir")
     workload = values.pop("workload", {})
     try:
         cfg = _build(TestConfig, values, "config")
@@ -193,17 +207,12 @@ def build_config(
         cfg = dataclasses.replace(cfg, workload=_build(WorkloadConfig, workload, "workload"))
     except TypeError as exc:
         raise ConfigError(f"config: {exc}") from None
-    _check(cfg, known_nemeses, broken_modes)
+    _check(cfg)
     assert isinstance(cfg, TestConfig)
     return cfg
 
 
-def load_config(
-    path: Path | None,
-    overrides: dict[str, Any],
-    known_nemeses: tuple[str, ...] | None = None,
-    broken_modes: tuple[str, ...] | None = None,
-) -> TestConfig:
+def load_config(path: Path | None, overrides: dict[str, Any]) -> TestConfig:
     """The config from ``path`` (TOML, optional) with ``overrides`` applied, checked.
 
     ``overrides`` keys are top-level names or ``workload.<name>``; None values are ignored.
@@ -228,7 +237,7 @@ def load_config(
             table[key.removeprefix("workload.")] = value
         else:
             raw[key] = value
-    return build_config(raw, known_nemeses, broken_modes)
+    return build_config(raw)
 
 
 def from_json(doc: dict[str, Any]) -> TestConfig:
@@ -242,6 +251,7 @@ def from_json(doc: dict[str, Any]) -> TestConfig:
 FLAGS: dict[str, str] = {
     "name": "--name",
     "seed": "--seed",
+    "system": "--system",
     "backend": "--backend",
     "brokers": "--brokers",
     "partitions": "--partitions",
@@ -251,7 +261,8 @@ FLAGS: dict[str, str] = {
     "final_timeout_s": "--final-timeout",
     "max_records_per_step": "--max-records-per-step",
     "broken": "--broken",
-    "store_dir": "--store",
+    "checkers": "--checkers",
+    "runs_dir": "--runs",
     "workload.rate": "--rate",
     "workload.keys": "--keys",
     "workload.distribution": "--distribution",
@@ -273,7 +284,9 @@ def to_flags(cfg: TestConfig) -> list[str]:
     for name, value in settings(cfg):
         if value is None:
             continue  # the only optional setting (broken) is off
-        if name == "nemeses":
+        if name in ("nemeses", "checkers"):
+            if name == "checkers" and not value:
+                continue  # every checker: the default
             text = ",".join(value) or "none"
         elif isinstance(value, float):
             text = repr(value)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import smoke
-from harness.kafka_admin import create_topic
 from harness.workload import PLAIN, upsert_records
+from infra.kafka_admin import create_topic
 
 
 @dataclass
@@ -39,11 +39,11 @@ def _timed(timings: dict[str, float], name: str, fn: Callable[[], object]) -> ob
 def _broker(backend: str, directory: Path, seed: int, timings: dict[str, float]) -> Any:
     """An unstarted single broker for ``backend`` with ``start``/``stop``/``bootstrap``."""
     if backend == "local":
-        from harness.kafka_local import KafkaCluster
+        from infra.kafka_local import KafkaCluster
 
         return KafkaCluster(directory / "kafka")
-    from harness.containers.images import kafka_image
-    from harness.containers.kafka import KafkaContainer
+    from infra.containers.images import kafka_image
+    from infra.containers.kafka import KafkaContainer
 
     image = str(_timed(timings, "image_s", kafka_image))
     return KafkaContainer(image, run_id=f"demo-{seed}")
@@ -51,7 +51,10 @@ def _broker(backend: str, directory: Path, seed: int, timings: dict[str, float])
 
 def run_demo(records: int, partitions: int, seed: int, backend: str) -> DemoResult:
     """Run the round trip on ``backend`` (``local`` or ``containers``)."""
-    from harness.spark import spark_session
+    from infra.jars import spark_connector_jars
+    from pipeline.spark import spark_session
+
+    jars = [str(p) for p in spark_connector_jars()]
 
     timings: dict[str, float] = {}
     topic = "sealcheck-demo"
@@ -64,7 +67,7 @@ def run_demo(records: int, partitions: int, seed: int, backend: str) -> DemoResu
             create_topic(bootstrap, topic, partitions, 1)
             acked = _timed(timings, "produce_s", lambda: smoke.produce(bootstrap, topic, pairs))
             assert isinstance(acked, list)
-            spark = _timed(timings, "spark_start_s", spark_session)
+            spark = _timed(timings, "spark_start_s", lambda: spark_session(jars, "sealcheck-demo"))
             ends = smoke.end_offsets(acked)
             starts = {p: 0 for p in ends}
             got = _timed(

@@ -20,8 +20,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.config import WorkloadConfig
-from harness.history import HistoryWriter, encode_bytes
 from harness.workload import records
+from rundir.history import HistoryWriter, encode_bytes
 
 #: Errors raised before a record can have reached a broker: the write definitely failed.
 DEFINITE = frozenset(

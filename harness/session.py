@@ -1,32 +1,92 @@
-"""The live part of a run on the local backend: Kafka, the supervised pipeline, the observer,
-the producers, the fault schedule, the final phase and the dumps the checkers need.
+"""The live part of a run, on any backend and for any system under test: Kafka, the
+supervised incarnations, the observer, the producers, the fault schedule, the final phase
+and the dumps the checkers need.
 
 Runs in the harness's main thread (it outlives every process it spawns). Every resource is
-registered with the run's teardown as soon as it exists, so a failure anywhere still stops
-everything.
+registered with the run's :class:`Teardown` as soon as it exists, so a failure anywhere still
+stops everything.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.history import HistoryWriter, record_inputs
 from harness.observer import Observer
-from harness.pipeline_proc import progress
 from harness.producers import Producers
 from harness.progress import Display
-from harness.supervisor import Supervisor
-from harness.topic import dump_topic, log_end, write_parquet
+from harness.supervisor import FailpointFile, SupervisedNode, Supervisor
+from infra.node import Backend
+from infra.topic import dump_topic, log_end
+from nemeses import Action, Nemesis, Node
+from rundir.files import TOPIC as TOPIC_FILE
+from rundir.files import write_topic
+from rundir.history import HistoryWriter, record_inputs
+from suts import Deployment, Settings
 
 if TYPE_CHECKING:
-    from harness.config import TestConfig
-    from harness.runner import Plan, _Teardown
-    from nemeses import Action
+    from harness.test import Test
 
 TOPIC = "upserts"
+
+
+class Teardown:
+    """Runs cleanup steps in reverse order; keeps going past errors, honours Ctrl-C."""
+
+    def __init__(self, display: Display) -> None:
+        self.steps: list[tuple[str, Callable[[], object]]] = []
+        self.display = display
+
+    def push(self, what: str, fn: Callable[[], object]) -> None:
+        """Run ``fn`` at teardown (last pushed, first run)."""
+        self.steps.append((what, fn))
+
+    def run(self) -> None:
+        """Run every step; a step that raises is reported and skipped."""
+        while self.steps:
+            what, fn = self.steps.pop()
+            try:
+                fn()
+            except Exception as exc:  # teardown goes on; Ctrl-C (BaseException) does not
+                self.display.log(f"warning: {what}: {type(exc).__name__}: {exc}")
+
+
+class RunTarget:
+    """What the nemeses act on (:class:`nemeses.Target`): the supervised incarnation as the
+    ``pipeline`` node, the backend's nodes by role, the failpoints and the network cuts."""
+
+    def __init__(self, backend: Backend, pipeline: SupervisedNode, fp: FailpointFile) -> None:
+        self.backend, self.pipeline, self._failpoints = backend, pipeline, fp
+        self._partitions = backend.partitions()
+
+    def nodes(self, role: str) -> Sequence[Node]:
+        """``pipeline`` is the supervised incarnation; other roles are the backend's."""
+        return [self.pipeline] if role == "pipeline" else self.backend.nodes(role)
+
+    @property
+    def failpoints(self) -> FailpointFile:
+        """The system under test's failpoint file."""
+        return self._failpoints
+
+    @property
+    def partitions(self) -> Any:
+        """The backend's network cuts (None where it cannot partition)."""
+        return self._partitions
+
+
+def heal_all(nemeses: dict[str, Nemesis], target: RunTarget, history: HistoryWriter) -> list[str]:
+    """Heal every nemesis; each heal is recorded; errors are recorded and skipped."""
+    healed = []
+    for name, nemesis in nemeses.items():
+        try:
+            done = nemesis.heal(target)
+        except Exception as exc:
+            done = [f"heal failed: {type(exc).__name__}: {exc}"]
+        history.append("nemesis", "info", "heal", {"nemesis": name, "healed": done})
+        healed += [f"{name}: {d}" for d in done]
+    return healed
 
 
 class Session:
@@ -34,85 +94,84 @@ class Session:
 
     def __init__(
         self,
-        cfg: TestConfig,
-        plan: Plan,
+        test: Test,
         run_dir: Path,
         history: HistoryWriter,
         display: Display,
-        teardown: _Teardown,
+        teardown: Teardown,
     ) -> None:
-        self.cfg, self.plan, self.run_dir = cfg, plan, run_dir
+        self.test, self.cfg, self.run_dir = test, test.spec, run_dir
         self.history, self.display, self.teardown = history, display, teardown
         self.work = run_dir / "work"
 
-    def _backend(self) -> Any:
-        if self.cfg.backend == "containers":
-            from harness.containers.backend import ContainersBackend
-
-            return ContainersBackend(self.cfg.brokers, self.work, self.run_dir)
-        from harness.local_target import LocalBackend
-
-        return LocalBackend(self.cfg.brokers, self.work, self.run_dir)
-
-    def _pipeline_args(self) -> list[str]:
-        cfg = self.cfg
-        args = ["--retain-steps", str(cfg.retain_steps), "--compact-every", str(cfg.compact_every)]
-        return [*args, "--broken", cfg.broken] if cfg.broken else args
-
     def run(self) -> str:
         """Run everything; return why the final phase failed ("" when it caught up)."""
-        from harness.runner import heal_all, nemeses_for
-
-        cfg, display, history = self.cfg, self.display, self.history
+        test, cfg, display, history = self.test, self.cfg, self.display, self.history
         self.work.mkdir(parents=True, exist_ok=True)
         display.update(phase=f"starting Kafka ({cfg.backend})", duration_s=cfg.duration_s)
-        backend = self._backend()
-        self.teardown.push("stop Kafka and the store", backend.stop)
+        run_id = f"{self.run_dir.parent.name}-{self.run_dir.name}".lower()
+        backend = test.backend(cfg.brokers, self.work, run_id)
+        if backend.runs_images:  # build (or find) them now, not while the first one starts
+            for image in test.system.images():
+                display.log(f"image: {image()}")
+        logs = self.run_dir / "logs"
+        self.teardown.push("stop Kafka and the store", lambda: backend.stop(logs))
         backend.start(TOPIC, cfg.partitions)
-        bootstrap = backend.bootstrap
+        settings = Settings(
+            TOPIC, cfg.max_records_per_step, cfg.retain_steps, cfg.compact_every, cfg.broken
+        )
+        deployment = test.system.deploy(backend, settings, self.work)
         history.append(
             "harness",
             "info",
             "setup",
-            {"backend": cfg.backend, "bootstrap": bootstrap, "topic": TOPIC},
+            {
+                "backend": cfg.backend,
+                "system": test.system.name,
+                "bootstrap": backend.bootstrap,
+                "topic": TOPIC,
+                "store": deployment.store,
+            },
         )
-        fp_file = self.work / "fp" / "failpoints"
-        fp_file.parent.mkdir(parents=True, exist_ok=True)
-        make = backend.incarnations(TOPIC, self._pipeline_args(), cfg.max_records_per_step, fp_file)
-        supervisor = Supervisor(make, history, fp_file, on_start=backend.on_start)
+        fp = FailpointFile(self.work / "fp" / "failpoints")
+
+        def incarnation(n: int) -> Any:
+            log = logs / f"pipeline-{n}.log"
+            return backend.incarnation(deployment.launch(n), f"pipeline-{n}", log, fp.path)
+
+        supervisor = Supervisor(incarnation, history, fp, test.system.fired_failpoint)
         self.teardown.push("stop the pipeline", supervisor.stop)
         supervisor.start()
-        observer = Observer(lambda: str(backend.store), history)
+        observer = Observer(deployment.uppers, history)
         self.teardown.push("stop the observer", observer.stop)
         observer.start()
         producers = Producers(
-            bootstrap,
+            backend.bootstrap,
             TOPIC,
             cfg.workload,
-            self.plan.producer_seeds,
+            test.producer_seeds,
             history,
-            self.run_dir / "logs" / "producers.log",
+            logs / "producers.log",
         )
         self.teardown.push("stop the producers", producers.stop)
-        target = backend.target(supervisor)
-        nemeses = nemeses_for(cfg, self.plan.schedule)
-        for n in nemeses.values():
+        target = RunTarget(backend, SupervisedNode(supervisor), fp)
+        for n in test.nemeses.values():
             n.setup(target)
         producers.start()
         self._warm_up(supervisor, observer)
-        self._execute(target, nemeses, supervisor, observer)
+        self._execute(target, test.nemeses, supervisor, observer)
         display.update(phase="final phase: healing")
         producers.stop()
-        for line in heal_all(nemeses, target, history):
+        for line in heal_all(test.nemeses, target, history):
             display.log(f"healed {line}")
-        for n in nemeses.values():
+        for n in test.nemeses.values():
             n.teardown(target)
-        reason = self._catch_up(bootstrap, lambda: str(backend.store), supervisor, observer)
+        reason = self._catch_up(backend.bootstrap, deployment, supervisor, observer)
         supervisor.stop()
         observer.stop()
         display.update(phase="dumping the topic and the store")
-        write_parquet(dump_topic(bootstrap, TOPIC), self.run_dir / "topic.parquet")
-        backend.export_store()
+        write_topic(dump_topic(backend.bootstrap, TOPIC), self.run_dir / TOPIC_FILE)
+        deployment.export(self.run_dir)
         record_inputs(history, self.run_dir)
         for e in producers.errors:
             display.log(f"producer: {e}")
@@ -136,7 +195,7 @@ class Session:
         )
 
     def _execute(
-        self, target: Any, nemeses: dict[str, Any], sup: Supervisor, obs: Observer
+        self, target: RunTarget, nemeses: dict[str, Nemesis], sup: Supervisor, obs: Observer
     ) -> None:
         """Run the schedule in real time until ``duration_s``, printing each step.
 
@@ -145,7 +204,7 @@ class Session:
         due and when the fault phase ends, so each planned fault happens or says why not."""
         start = time.monotonic()
         pending: list[tuple[int, Action, float]] = []
-        todo = list(enumerate(self.plan.schedule))
+        todo = list(enumerate(self.test.schedule))
         self.display.update(phase="workload and faults")
 
         def settle(elapsed: float) -> None:
@@ -193,7 +252,7 @@ class Session:
         )
 
     def _catch_up(
-        self, bootstrap: str, store_at: Callable[[], str], sup: Supervisor, obs: Observer
+        self, bootstrap: str, deployment: Deployment, sup: Supervisor, obs: Observer
     ) -> str:
         """Wait until the store has sealed the log end; the reason if it does not in time."""
         self.display.update(phase="final phase: catching up")
@@ -205,16 +264,12 @@ class Session:
             return f"could not read the log end from Kafka: {type(exc).__name__}: {exc}"
         self.history.append("harness", "info", "log-end", {str(p): o for p, o in end.items()})
         while time.monotonic() < deadline:
-            store = store_at()
-            if "://" in store or Path(store).exists():
-                try:
-                    if progress(store).covers(end):
-                        took = round(time.monotonic() - start, 2)
-                        self.history.append("harness", "info", "caught-up", {"took_s": took})
-                        self.display.log(f"caught up with the log end {end} in {took}s")
-                        return ""
-                except Exception as exc:  # the store may be mid-creation: try again
-                    self.display.log(f"waiting for the store: {type(exc).__name__}: {exc}")
+            progress = deployment.progress()  # None while the store cannot be read: again
+            if progress is not None and progress.covers(end):
+                took = round(time.monotonic() - start, 2)
+                self.history.append("harness", "info", "caught-up", {"took_s": took})
+                self.display.log(f"caught up with the log end {end} in {took}s")
+                return ""
             self._status(time.monotonic() - start, sup, obs)
             time.sleep(0.25)
         reason = (

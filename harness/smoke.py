@@ -11,7 +11,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from checkers.model import TopicRecord
+from rundir.files import TopicRecord
 
 
 def _as_bytes(data: str | bytes | None) -> bytes | None:

@@ -1,13 +1,23 @@
 """Nemeses: the fault injectors of a Sealcheck test.
 
-Public API: :class:`Nemesis` (the protocol: plan, invoke, heal), :class:`Action` (one planned
-step), :class:`Target` (what nemeses act on), :class:`PlanInfo`, :data:`NEMESES` (the
-registry), :func:`plan_schedule` and :func:`describe`. Failpoints the ``failpoint`` nemesis
-arms are defined in :mod:`pipeline.failpoints`.
+Public API: :class:`Nemesis` (the protocol: plan, invoke, resolve, heal), :class:`Action` (one
+planned step), :class:`Target` and :class:`Node` (what nemeses act on: nodes by role),
+:class:`Mark` (how the timeline draws an action), :class:`PlanInfo`, :data:`NEMESES` (the
+registry), :func:`plan_schedule` and :func:`describe`.
 """
 
-from nemeses.api import Action, Nemesis, PlanInfo, Target
+from nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target
 from nemeses.registry import NEMESES
 from nemeses.schedule import describe, plan_schedule
 
-__all__ = ["NEMESES", "Action", "Nemesis", "PlanInfo", "Target", "describe", "plan_schedule"]
+__all__ = [
+    "NEMESES",
+    "Action",
+    "Mark",
+    "Nemesis",
+    "Node",
+    "PlanInfo",
+    "Target",
+    "describe",
+    "plan_schedule",
+]

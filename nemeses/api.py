@@ -1,14 +1,22 @@
 """The nemesis protocol, the actions of a planned schedule, and what nemeses act on.
 
 A nemesis plans its actions from the seed before the run starts (:meth:`Nemesis.plan`), then
-the runner executes them at their times (:meth:`Nemesis.invoke`), and the final phase heals
-whatever is still broken (:meth:`Nemesis.heal`). Nemeses never reach into the harness: they
-act through the small :class:`Target` protocol the runner provides.
+the runner executes them at their times (:meth:`Nemesis.invoke`, :meth:`Nemesis.resolve`), and
+the final phase heals whatever is still broken (:meth:`Nemesis.heal`).
+
+Nemeses never reach into the harness or a backend. They act on *nodes by role* through the
+small :class:`Target` protocol — ``pipeline`` (the system under test's running incarnation),
+``broker``, ``database`` — each with one lifecycle (:class:`Node`: kill, start, pause, resume),
+and on optional capabilities (:class:`Failpoints`, :class:`Partitions`). A nemesis names the
+backend capabilities it ``requires`` (so a run that cannot host it is refused before it starts)
+and how the report's timeline draws each of its actions (:attr:`Nemesis.marks`). A new fault
+is one module plus one line in :data:`nemeses.registry.NEMESES`.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,60 +41,74 @@ class Action:
         return Action(float(doc["at_s"]), str(doc["nemesis"]), str(doc["f"]), dict(doc["value"]))
 
 
-class Target(Protocol):
-    """What a nemesis can act on (the runner implements it for its backend)."""
+class Node(Protocol):
+    """A server a nemesis can act on, whatever runs it. Each action returns what the history
+    records of the node it acted on (a pid or a container name), or None when there was
+    nothing to do (not alive, already alive, not frozen)."""
 
-    brokers: int
+    @property
+    def name(self) -> str:
+        """Its name (``kafka-1``, ``postgres``, ``pipeline``)."""
 
-    def pipeline_kill(self) -> dict[str, Any]:
-        """SIGKILL the running pipeline incarnation."""
+    @property
+    def alive(self) -> bool:
+        """Whether it runs (frozen counts as alive)."""
 
-    def pipeline_pause(self) -> dict[str, Any]:
-        """Stop (SIGSTOP) the running pipeline incarnation."""
+    def start(self) -> int | str | None:
+        """Start it again and wait until it serves."""
 
-    def pipeline_resume(self) -> dict[str, Any]:
-        """Continue a stopped pipeline incarnation."""
+    def kill(self) -> int | str | None:
+        """SIGKILL it."""
 
-    def arm_failpoint(self, spec: str) -> dict[str, Any]:
-        """Arm a failpoint spec in the running pipeline (and later ones until it fires)."""
+    def pause(self) -> int | str | None:
+        """Freeze it; return once frozen."""
 
-    def disarm_failpoints(self) -> bool:
-        """Disarm every failpoint; True if one was armed."""
+    def resume(self) -> int | str | None:
+        """Thaw it."""
 
-    def failpoint_armed(self) -> bool:
-        """Whether an armed failpoint is still waiting to fire (the pipeline consumes it by
-        firing)."""
 
-    def broker_kill(self, index: int) -> dict[str, Any]:
-        """SIGKILL broker ``index`` (0-based)."""
+class Failpoints(Protocol):
+    """Failpoints of the system under test, armed in its running incarnation."""
 
-    def broker_start(self, index: int) -> dict[str, Any]:
-        """Start broker ``index`` again (a no-op if it runs)."""
+    def arm(self, spec: str) -> dict[str, Any]:
+        """Arm ``spec`` (``name=crash@1``) in the running incarnation and the next ones until
+        it fires."""
 
-    def brokers_down(self) -> list[int]:
-        """Indexes of the brokers not running."""
+    def disarm(self) -> bool:
+        """Disarm what has not fired; True if something was armed."""
 
-    def broker_pause(self, index: int) -> dict[str, Any]:
-        """Freeze broker ``index``; return once it is frozen."""
+    def armed(self) -> bool:
+        """Whether an armed failpoint has yet to fire (firing consumes it)."""
 
-    def broker_resume(self, index: int) -> dict[str, Any]:
-        """Thaw broker ``index`` (``resumed`` is None when it was not frozen)."""
 
-    def postgres_kill(self) -> dict[str, Any]:
-        """SIGKILL the PostgreSQL server (containers backend)."""
+class Partitions(Protocol):
+    """Network cuts between nodes (backend capability ``partition``)."""
 
-    def postgres_start(self) -> dict[str, Any]:
-        """Start the PostgreSQL server again (a no-op if it runs)."""
-
-    def partition_start(self, kind: str, broker: int) -> dict[str, Any]:
+    def cut(self, kind: str, broker: int) -> dict[str, Any]:
         """Cut a link: ``pipeline-kafka``, ``pipeline-postgres`` or ``broker`` (isolate
-        ``broker`` from the other brokers); say which rules were added."""
+        ``broker`` from the other brokers); ``cut`` says which, None and ``reason`` if not."""
 
-    def partition_end(self, kind: str, broker: int) -> dict[str, Any]:
-        """Remove exactly the rules of that cut."""
+    def restore(self, kind: str, broker: int) -> dict[str, Any]:
+        """Remove exactly the rules of that cut (``healed`` None if it was not cut)."""
 
-    def heal_partitions(self) -> list[str]:
+    def heal(self) -> list[str]:
         """Remove every cut still in place."""
+
+
+class Target(Protocol):
+    """What nemeses act on (the session builds it from the backend and the supervisor)."""
+
+    def nodes(self, role: str) -> Sequence[Node]:
+        """The nodes of ``role``: ``pipeline`` (one: the current incarnation), ``broker``,
+        ``database``."""
+
+    @property
+    def failpoints(self) -> Failpoints:
+        """The system under test's failpoints."""
+
+    @property
+    def partitions(self) -> Partitions | None:
+        """Network cuts (None without the ``partition`` capability)."""
 
 
 def settled(done: dict[str, Any], key: str, why: str) -> dict[str, Any]:
@@ -103,15 +125,33 @@ class PlanInfo:
 
     brokers: int
     pipeline_failpoints: tuple[str, ...]
+    startup_failpoints: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Mark:
+    """How the report's timeline draws one kind of action: an ``instant`` (a line), or the
+    ``start`` / ``end`` of an interval (shaded); an end names the ``opens`` action it closes."""
+
+    kind: str
+    label: str
+    opens: str | None = None
 
 
 class Nemesis:
-    """Base class: plan, invoke, heal; setup and teardown default to nothing.
+    """Base class: plan, invoke, resolve, heal; setup and teardown default to nothing.
 
     A subclass is one module plus one line in :data:`nemeses.registry.NEMESES`.
     """
 
     name = "nemesis"
+    #: Backend capabilities it needs (``infra.node.CAPABILITIES``); checked before a run.
+    requires: frozenset[str] = frozenset()
+
+    @property
+    def marks(self) -> Mapping[str, Mark]:
+        """How the timeline draws each action ``f`` of this nemesis."""
+        return {}
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """The actions of one window ``[start_s, start_s + window_s)``, from ``rng`` only."""

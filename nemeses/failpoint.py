@@ -2,9 +2,10 @@
 
 Each action arms one failpoint (``crash`` on its next pass) in the running pipeline; the
 failpoints are taken in a seeded order that covers every point the pipeline defines before
-any repeats, so a run with as many failpoint windows as failpoints covers them all. Points
-passed only at start-up (``rehydrate.mid``) are armed and then the pipeline is killed, so the
-next incarnation dies there. The supervisor records which failpoint fired with each exit.
+any repeats, so a run with as many failpoint windows as failpoints covers them all. Points the
+system under test passes only at start-up (``rehydrate.mid`` in the pipeline) are armed and
+then the pipeline is killed, so the next incarnation dies there. The supervisor records which
+failpoint fired with each exit.
 
 The fault is guaranteed: a failpoint that has not fired by the time the next fault is due
 (or the fault phase ends) is disarmed and replaced by a kill at that moment, and the history's
@@ -14,22 +15,27 @@ The fault is guaranteed: a failpoint that has not fired by the time the next fau
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Nemesis, PlanInfo, Target, settled
-
-#: Points only passed while an incarnation starts.
-STARTUP_POINTS = frozenset({"rehydrate.mid"})
+from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
 
 
 class Failpoint(Nemesis):
     """Arm one failpoint per window, in a seeded order covering them all."""
 
     name = "failpoint"
+    requires = frozenset({"failpoints"})
 
     def __init__(self, info: PlanInfo) -> None:
         self.points = tuple(sorted(info.pipeline_failpoints))
+        self.startup = info.startup_failpoints
         self._order: list[str] = []
+
+    @property
+    def marks(self) -> Mapping[str, Mark]:
+        """Arming is an instant (the crash it causes shows as a restart)."""
+        return {"arm-failpoint": Mark("instant", "failpoint armed")}
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """Arm the next point of the seeded cover early in the window."""
@@ -38,24 +44,26 @@ class Failpoint(Nemesis):
             rng.shuffle(self._order)
         point = self._order.pop(0)
         at = start_s + rng.uniform(0, window_s / 4)
-        return [self._act(at, "arm-failpoint", failpoint=point, restart=point in STARTUP_POINTS)]
+        return [self._act(at, "arm-failpoint", failpoint=point, restart=point in self.startup)]
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Arm it; kill the pipeline too for a start-up point. Pending until it fires."""
         point = action.value["failpoint"]
-        out = target.arm_failpoint(f"{point}=crash@1")
+        out = target.failpoints.arm(f"{point}=crash@1")
         if action.value.get("restart"):
-            out.update(target.pipeline_kill())
+            out["killed"] = target.nodes("pipeline")[0].kill()
         return {**out, "outcome": "pending"}
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
         """Fired (the pipeline consumed the armed point by crashing there), or disarmed and
         replaced by a kill now."""
         point = action.value["failpoint"]
-        if not target.failpoint_armed() or not target.disarm_failpoints():
+        if not target.failpoints.armed() or not target.failpoints.disarm():
             return {"outcome": "happened", "fired": point}
         killed = settled(
-            target.pipeline_kill(), "killed", "no pipeline incarnation was running to kill"
+            {"killed": target.nodes("pipeline")[0].kill()},
+            "killed",
+            "no pipeline incarnation was running to kill",
         )
         if killed["outcome"] == "happened":
             killed["outcome"] = "replaced-by-kill"
@@ -67,4 +75,4 @@ class Failpoint(Nemesis):
 
     def heal(self, target: Target) -> list[str]:
         """Disarm a failpoint that has not fired yet."""
-        return ["disarmed an unfired failpoint"] if target.disarm_failpoints() else []
+        return ["disarmed an unfired failpoint"] if target.failpoints.disarm() else []

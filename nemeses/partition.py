@@ -5,15 +5,25 @@ namespace (containers backend). Healing removes exactly the rules that were adde
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Nemesis, PlanInfo, Target, settled
+from nemeses.api import Action, Mark, Nemesis, Partitions, PlanInfo, Target, settled
 
 
 class Partition(Nemesis):
     """Cut one seeded link early in the window, restore it after 20-50% of it."""
 
     name = "partition"
+    requires = frozenset({"partition", "database"})
+
+    @property
+    def marks(self) -> Mapping[str, Mark]:
+        """An interval: cut until restored."""
+        return {
+            "start-partition": Mark("start", "partition"),
+            "end-partition": Mark("end", "partition", opens="start-partition"),
+        }
 
     def __init__(self, info: PlanInfo) -> None:
         self.kinds = ["pipeline-kafka", "pipeline-postgres"]
@@ -32,11 +42,18 @@ class Partition(Nemesis):
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Cut or restore."""
         kind, broker = str(action.value["kind"]), int(action.value["broker"])
+        cuts = _cuts(target)
         if action.f == "start-partition":
-            done = target.partition_start(kind, broker)
+            done = cuts.cut(kind, broker)
             return settled(done, "cut", str(done.get("reason", "the link was not cut")))
-        return settled(target.partition_end(kind, broker), "healed", "the link was not cut")
+        return settled(cuts.restore(kind, broker), "healed", "the link was not cut")
 
     def heal(self, target: Target) -> list[str]:
         """Remove every cut still in place."""
-        return target.heal_partitions()
+        return _cuts(target).heal()
+
+
+def _cuts(target: Target) -> Partitions:
+    if target.partitions is None:  # refused before the run (requires); a bug if reached
+        raise RuntimeError("this backend cannot partition; use --backend containers")
+    return target.partitions

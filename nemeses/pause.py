@@ -1,37 +1,59 @@
-"""``pause``: SIGSTOP the pipeline, SIGCONT it a seeded while later (a process that stalls
-mid-step, then carries on as if nothing happened)."""
+"""``pause``, ``pause-kafka``: freeze a node of one role, thaw it a seeded while later.
+
+A paused pipeline stalls mid-step and then carries on as if nothing happened (SIGSTOP /
+SIGCONT locally, the cgroup freezer in containers). A frozen broker keeps its sockets open but
+answers nothing — a harder fault for clients than a dead one, whose connections are refused.
+"""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Nemesis, Target, settled
+from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
 
 
 class Pause(Nemesis):
-    """Stop the pipeline's process group, continue it later."""
+    """Freeze a node of ``role`` early in the window, thaw it a seeded share of it later."""
 
-    name = "pause"
+    def __init__(self, name: str, role: str, info: PlanInfo) -> None:
+        self.name, self.role = name, role
+        self.count = info.brokers if role == "broker" else 1
+
+    @property
+    def marks(self) -> Mapping[str, Mark]:
+        """An interval: frozen until thawed."""
+        label = f"{self.role} frozen"
+        pause, resume = f"pause-{self.role}", f"resume-{self.role}"
+        return {pause: Mark("start", label), resume: Mark("end", label, opens=pause)}
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
-        """Pause early in the window, resume after 20-60% of it."""
-        return self._interval(
-            rng, start_s, window_s, "pause-pipeline", "resume-pipeline", share=(0.2, 0.6)
-        )
+        """One freeze and its thaw (the pipeline stays frozen longer: 20-60% of the window)."""
+        on, off = f"pause-{self.role}", f"resume-{self.role}"
+        if self.role == "pipeline":
+            return self._interval(rng, start_s, window_s, on, off, share=(0.2, 0.6))
+        return self._interval(rng, start_s, window_s, on, off, broker=rng.randrange(self.count))
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
-        """Pause or resume."""
-        if action.f == "pause-pipeline":
-            done = target.pipeline_pause()
-            return settled(done, "paused", "no pipeline incarnation was running")
+        """Freeze or thaw."""
+        index = int(action.value.get("broker", 0))
+        node = target.nodes(self.role)[index]
+        where = {"broker": index} if "broker" in action.value else {}
+        if action.f.startswith("pause-"):
+            return settled(
+                {**where, "paused": node.pause()}, "paused", f"no {self.role} was running"
+            )
         return settled(
-            target.pipeline_resume(),
+            {**where, "resumed": node.resume()},
             "resumed",
-            "nothing was paused any more (the paused incarnation was killed and replaced)",
+            f"the {self.role} was not frozen any more (killed and replaced, or never frozen)",
         )
 
     def heal(self, target: Target) -> list[str]:
-        """Continue the pipeline if it is stopped."""
-        done = target.pipeline_resume()
-        return [f"resumed pid {done['resumed']}"] if done.get("resumed") else []
+        """Thaw every frozen node of the role."""
+        return [
+            f"resumed {n.name} ({i})"
+            for n in target.nodes(self.role)
+            if (i := n.resume()) is not None
+        ]

@@ -1,30 +1,28 @@
-"""The registry of nemeses: adding one is one module plus one line in :data:`NEMESES`."""
+"""The registry of nemeses: adding one is one module plus one line in :data:`NEMESES`.
+
+A name maps to a factory of the nemesis from what planning may know (:class:`PlanInfo`);
+kills and pauses are one class each, parametrised by the role they act on.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from nemeses.api import Nemesis, PlanInfo
+from nemeses.api import Mark, Nemesis, PlanInfo
 from nemeses.failpoint import Failpoint
 from nemeses.kill import Kill
-from nemeses.kill_kafka import KillKafka
-from nemeses.kill_postgres import KillPostgres
 from nemeses.partition import Partition
 from nemeses.pause import Pause
-from nemeses.pause_kafka import PauseKafka
 
 NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
-    "kill": lambda info: Kill(),
+    "kill": lambda info: Kill("kill", "pipeline", info),
     "failpoint": Failpoint,
-    "pause": lambda info: Pause(),
-    "kill-kafka": KillKafka,
-    "pause-kafka": PauseKafka,
+    "pause": lambda info: Pause("pause", "pipeline", info),
+    "kill-kafka": lambda info: Kill("kill-kafka", "broker", info),
+    "pause-kafka": lambda info: Pause("pause-kafka", "broker", info),
     "partition": Partition,
-    "kill-postgres": lambda info: KillPostgres(),
+    "kill-postgres": lambda info: Kill("kill-postgres", "database", info),
 }
-
-#: Nemeses that need the containers backend (their faults need containers to act on).
-CONTAINERS_ONLY = frozenset({"partition", "kill-postgres"})
 
 
 def build(names: tuple[str, ...] | list[str], info: PlanInfo) -> dict[str, Nemesis]:
@@ -33,3 +31,16 @@ def build(names: tuple[str, ...] | list[str], info: PlanInfo) -> dict[str, Nemes
     if unknown:
         raise ValueError(f"unknown nemesis {unknown}; known: {', '.join(NEMESES)}")
     return {n: NEMESES[n](info) for n in names}
+
+
+def requirements(name: str) -> frozenset[str]:
+    """The backend capabilities nemesis ``name`` needs."""
+    return NEMESES[name](PlanInfo(3, ())).requires
+
+
+def marks() -> Mapping[str, Mark]:
+    """How the timeline draws every action of every nemesis (action names are unique)."""
+    out: dict[str, Mark] = {}
+    for factory in NEMESES.values():
+        out.update(factory(PlanInfo(3, ())).marks)
+    return out

@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--retain-steps", type=_at_least(0), default=0, help="compact history older than N steps"
     )
     p.add_argument("--compact-every", type=_at_least(1), default=10)
+    p.add_argument(
+        "--jars",
+        default=None,
+        help="the Spark Kafka connector's jars or their directory (default: $SEALCHECK_SPARK_JARS)",
+    )
     p.add_argument("--spark-cores", type=_at_least(1), default=2)
     p.add_argument("--driver-memory", default="1g")
     p.add_argument(
@@ -79,6 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_ARGS
     from pipeline.loop import Fenced, LoopConfig, StepLoop, StoreInconsistent, log_json
     from pipeline.persist import InvariantViolation, open_store
+    from pipeline.spark import JarsNotGivenError, connector_jars
+
+    try:
+        jars = connector_jars(args.jars)
+    except JarsNotGivenError as exc:
+        print(f"sealcheck pipeline: {exc}", file=sys.stderr)
+        return EXIT_BAD_ARGS
 
     try:
         store = open_store(args.store)
@@ -103,10 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = EXIT_CRASH
     source = None
     try:
-        from harness.spark import spark_session
         from pipeline.source import KafkaSparkSource
+        from pipeline.spark import spark_session
 
-        spark = spark_session("sealcheck-pipeline", args.spark_cores, args.driver_memory)
+        spark = spark_session(jars, "sealcheck-pipeline", args.spark_cores, args.driver_memory)
         source = KafkaSparkSource(args.bootstrap, args.topic, spark)
         loop = StepLoop(store, source, config, log_json)
         loop.rehydrate()

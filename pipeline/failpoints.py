@@ -19,6 +19,7 @@ is how the ``failpoint`` nemesis aims a crash at one exact persist step without 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -150,7 +151,8 @@ def failpoint(name: str) -> None:
     armed.passes += 1
     if armed.passes != armed.hit:
         return
-    print(f"failpoint {name}: {armed.action} (pass {armed.passes})", flush=True)
+    event = {"event": "failpoint", "name": name, "action": armed.action, "pass": armed.passes}
+    print(json.dumps(event, sort_keys=True), flush=True)
     if armed.action == "crash":
         if name in _FROM_FILE and _FILE is not None:
             with contextlib.suppress(FileNotFoundError):

@@ -14,7 +14,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One local KRaft broker for the whole session."""
-    from harness.kafka_local import KafkaCluster
+    from infra.kafka_local import KafkaCluster
 
     cluster = KafkaCluster(tmp_path_factory.mktemp("kafka"))
     cluster.start()
@@ -27,9 +27,10 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """A local-mode Spark session with the Kafka connector."""
-    from harness.spark import spark_session
+    from infra.jars import spark_connector_jars
+    from pipeline.spark import spark_session
 
-    session = spark_session("sealcheck-tests")
+    session = spark_session([str(p) for p in spark_connector_jars()], "sealcheck-tests")
     try:
         yield session
     finally:
@@ -39,7 +40,7 @@ def spark() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def docker_engine() -> None:
     """Skip (with the engine's own reason) when no Docker engine can be started here."""
-    from harness.containers.images import EngineUnavailableError, ensure_engine
+    from infra.containers.images import EngineUnavailableError, ensure_engine
 
     try:
         ensure_engine()
@@ -50,7 +51,7 @@ def docker_engine() -> None:
 @pytest.fixture(scope="session")
 def kafka_image(docker_engine: None) -> str:
     """The locally built Kafka image (built on first use)."""
-    from harness.containers.images import kafka_image as build
+    from infra.containers.images import kafka_image as build
 
     return build()
 
@@ -58,8 +59,8 @@ def kafka_image(docker_engine: None) -> str:
 @pytest.fixture(scope="session")
 def postgres_server(docker_engine: None) -> Iterator[Any]:
     """One PostgreSQL container for the session (each test makes its own database)."""
-    from harness.containers.images import postgres_image
-    from harness.containers.postgres import PostgresContainer
+    from infra.containers.images import postgres_image
+    from infra.containers.postgres import PostgresContainer
 
     server = PostgresContainer(postgres_image(), run_id="pytest-postgres")
     server.start()

@@ -13,10 +13,10 @@ from typing import Any
 
 import polars as pl
 
-from checkers.history import History
 from checkers.inputs import TOPIC_SCHEMA, UPDATES_SCHEMA, RunData
 from pipeline.loop import choose_range, diff_bindings
 from pipeline.upsert import SourceRecord, apply, upsert_step, winners
+from rundir.history import History
 
 Pair = tuple[bytes | None, bytes | None]
 
@@ -93,7 +93,7 @@ def write_history(run_dir: Path, records: Sequence[Any], uppers: dict[str, int])
     """A complete ``history.jsonl`` for a run directory holding its topic and store: every
     record acknowledged, one observation of ``uppers``, the final ops — written through the
     harness's own writer, so its final op records the files exactly as a run does."""
-    from harness.history import HistoryWriter, encode_bytes, record_inputs
+    from rundir.history import HistoryWriter, encode_bytes, record_inputs
 
     path = run_dir / "history.jsonl"
     h = HistoryWriter(path)
@@ -111,12 +111,25 @@ def write_history(run_dir: Path, records: Sequence[Any], uppers: dict[str, int])
     return path
 
 
+def finish_run_dir(
+    run_dir: Path, records: Sequence[Any], store: str, uppers: dict[str, int]
+) -> Path:
+    """What the harness leaves at the end of a run: the topic dump, the store's export (by
+    the pipeline's descriptor) and a complete history whose final op records both."""
+    from rundir.files import write_topic
+    from suts.upsert_pipeline.store import export
+
+    write_topic(list(records), run_dir / "topic.parquet")
+    export(store, run_dir)
+    write_history(run_dir, records, uppers)
+    return run_dir
+
+
 def stored_run(tmp_path: Path, seed: int = 11, records: int = 400) -> Path:
-    """A finished run directory as the harness leaves it: the topic dump, a copy of a real
-    SQLite store written by the step loop, and a complete history."""
+    """A finished run directory as the harness leaves it, over a real SQLite store written by
+    the step loop."""
     import random
 
-    from harness.topic import copy_sqlite_store, write_parquet
     from harness.workload import UpsertMix, upsert_records
     from pipeline.loop import LoopConfig
     from pipeline.persist import open_store
@@ -128,11 +141,25 @@ def stored_run(tmp_path: Path, seed: int = 11, records: int = 400) -> Path:
     catch_up(store, src, LoopConfig(max_records_per_step=40))
     uppers = store.uppers()
     store.close()
-    run_dir = tmp_path / "run"
-    write_parquet(src.records(), run_dir / "topic.parquet")
-    copy_sqlite_store(tmp_path / "s.db", run_dir / "persist" / "store.db")
-    write_history(run_dir, src.records(), uppers)
-    return run_dir
+    return finish_run_dir(tmp_path / "run", src.records(), str(tmp_path / "s.db"), uppers)
+
+
+def compacted(run: RunData, since: int, collections: Sequence[str]) -> RunData:
+    """``run`` as the pipeline leaves it after compacting ``collections`` (in that order, one
+    transaction each, possibly cut short by a crash) to ``since``: their updates at or below
+    ``since`` merged into ``since``."""
+    chosen = pl.col("collection").is_in(list(collections))
+    merged = (
+        run.updates.filter(chosen)
+        .with_columns(pl.max_horizontal(pl.col("ts"), pl.lit(since)).alias("ts"))
+        .group_by("collection", "key", "value", "ts")
+        .agg(pl.col("diff").sum())
+        .filter(pl.col("diff") != 0)
+        .select(run.updates.columns)
+    )
+    sinces = {c: (since if c in collections else s) for c, s in run.sinces.items()}
+    updates = pl.concat([merged, run.updates.filter(~chosen)])
+    return RunData(run.topic, updates, run.uppers, sinces, run.history)
 
 
 def with_updates(run: RunData, updates: pl.DataFrame) -> RunData:

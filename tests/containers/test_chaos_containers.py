@@ -16,8 +16,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from checkers.history import History
-from harness.containers.kafka import RUN_LABEL
+from infra.containers.kafka import RUN_LABEL
+from rundir.history import History
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.containers

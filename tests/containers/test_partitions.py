@@ -1,58 +1,77 @@
 """Container nemeses on a real topology. Partitions: each cut is checked with TCP connections from
 inside the cut container's network namespace — refused while cut, working again once healed —
 and healing leaves none of the run's iptables rules behind. Links not cut keep working. And
-``kill-postgres``: the database is down, then back with its data."""
+``kill-postgres`` / ``pause-kafka``: the nemesis acts on the node of its role, the effect is
+seen on the container, and healing undoes it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import docker
+import psycopg
 import pytest
 
-from harness.containers.backend import ContainerTarget
-from harness.containers.cuts import can_connect, rules_in
-from harness.containers.images import kafka_image, postgres_image
-from harness.containers.pipeline_image import pipeline_image
-from harness.containers.topology import Topology, container_ip
+from infra.containers.backend import ContainerPartitions, ContainersBackend
+from infra.containers.cuts import can_connect, rules_in
+from infra.containers.topology import container_ip
+from nemeses import NEMESES, PlanInfo
+from suts.upsert_pipeline.image import pipeline_image
 
 pytestmark = pytest.mark.containers
 
 
 class _Sleeper:
-    """Stands in for the supervisor: 'the pipeline' is a sleeping pipeline-image container."""
+    """Stands in for the running incarnation: a sleeping pipeline-image container."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self, box: Any) -> None:
+        box.reload()
+        self.pid = int(box.attrs["State"]["Pid"])
+        self.alive = True
 
-    def current_pid(self) -> int:
-        return self.pid
+
+class _Target:
+    """The nemeses' target over the containers backend (no pipeline, no failpoints)."""
+
+    def __init__(self, backend: ContainersBackend, cuts: ContainerPartitions) -> None:
+        self.backend, self.partitions = backend, cuts
+        self.failpoints = None
+
+    def nodes(self, role: str) -> Sequence[Any]:
+        return self.backend.nodes(role)
 
 
 @pytest.fixture(scope="module")
-def topo(docker_engine: None) -> Iterator[tuple[Topology, Any]]:
-    images = {"kafka": kafka_image(), "postgres": postgres_image(), "pipeline": pipeline_image()}
-    topo = Topology("pytest-partitions", 3, images)
+def setup(
+    docker_engine: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ContainersBackend, _Target, int]]:
+    backend = ContainersBackend(3, tmp_path_factory.mktemp("work"), "pytest-partitions")
+    logs = tmp_path_factory.mktemp("logs")
     try:
-        topo.start()
-        sleeper = topo.client.containers.run(
-            images["pipeline"],
+        backend.start("t", 1)
+        t = backend.topo
+        box = t.client.containers.run(
+            pipeline_image(),
             entrypoint=["sleep", "600"],
             detach=True,
-            network=topo.network_name,
-            labels=topo.labels,
+            network=t.network_name,
+            labels=t.labels,
         )
-        sleeper.reload()
-        yield topo, sleeper
+        sleeper = _Sleeper(box)
+        cuts = ContainerPartitions(t, lambda: sleeper)  # type: ignore[arg-type, return-value]
+        yield backend, _Target(backend, cuts), sleeper.pid
     finally:
-        topo.stop()
+        backend.stop(Path(logs))
 
 
-def test_each_partition_cuts_exactly_its_link(topo: tuple[Topology, Any]) -> None:
-    t, sleeper = topo
-    pipe = int(sleeper.attrs["State"]["Pid"])
-    target = ContainerTarget(_Sleeper(pipe), t)  # type: ignore[arg-type]
+def test_each_partition_cuts_exactly_its_link(
+    setup: tuple[ContainersBackend, _Target, int],
+) -> None:
+    backend, target, pipe = setup
+    t, cuts = backend.topo, target.partitions
     brokers = [b.ip() for b in t.brokers]
     pg = container_ip(t.postgres.container.get_wrapped_container())
     b0 = int(t.brokers[0].wrapped.attrs["State"]["Pid"])
@@ -72,21 +91,21 @@ def test_each_partition_cuts_exactly_its_link(topo: tuple[Topology, Any]) -> Non
         ("pipeline-postgres", "pipeline->postgres"),
         ("broker", "broker0->broker1"),
     ):
-        done = target.partition_start(kind, 0)
+        done = cuts.cut(kind, 0)
         assert done["rules"] == 2 * len(done["peers"])
         expected = dict.fromkeys(links(), True) | {gone: False}
         assert links() == expected, kind
-        healed = target.partition_end(kind, 0)
+        healed = cuts.restore(kind, 0)
         assert healed["deleted"] == done["rules"]
         assert links() == dict.fromkeys(expected, True), kind
-        assert rules_in(done["pid"], target.tag) == []
-    target.partition_start("pipeline-kafka", 0)
-    assert target.heal_partitions() == ["pipeline-kafka: deleted 6 rules"]
-    assert rules_in(pipe, target.tag) == []
+        assert rules_in(done["pid"], cuts.tag) == []
+    cuts.cut("pipeline-kafka", 0)
+    assert cuts.heal() == ["pipeline-kafka: deleted 6 rules"]
+    assert rules_in(pipe, cuts.tag) == []
 
 
-def test_the_run_network_and_labels(topo: tuple[Topology, Any]) -> None:
-    t, _ = topo
+def test_the_run_network_and_labels(setup: tuple[ContainersBackend, _Target, int]) -> None:
+    t = setup[0].topo
     client = docker.from_env()
     try:
         boxes = client.containers.list(filters={"label": f"dev.sealcheck.run={t.run_id}"})
@@ -97,49 +116,39 @@ def test_the_run_network_and_labels(topo: tuple[Topology, Any]) -> None:
 
 
 def test_kill_postgres_kills_the_database_and_heal_restarts_it(
-    topo: tuple[Topology, Any],
+    setup: tuple[ContainersBackend, _Target, int],
 ) -> None:
-    import random
-
-    import psycopg
-
-    from nemeses.kill_postgres import KillPostgres
-
-    t, sleeper = topo
-    target = ContainerTarget(_Sleeper(int(sleeper.attrs["State"]["Pid"])), t)  # type: ignore[arg-type]
-    nemesis = KillPostgres()
+    backend, target, _ = setup
+    db = backend.database()
+    name = db.new_database("survives")
+    nemesis = NEMESES["kill-postgres"](PlanInfo(3, ()))
     kill, start = nemesis.plan(random.Random(1), 0.0, 10.0)
     assert (kill.f, start.f) == ("kill-postgres", "start-postgres")
-    assert nemesis.invoke(kill, target)["killed"]
-    box = t.postgres.container.get_wrapped_container()
+    assert nemesis.invoke(kill, target)["killed"]  # type: ignore[arg-type]
+    box = backend.topo.postgres.container.get_wrapped_container()
     box.reload()
     assert box.status == "exited"
     with pytest.raises(psycopg.OperationalError):
-        psycopg.connect(t.store_dsn, connect_timeout=2).close()
-    assert nemesis.heal(target) == ["started PostgreSQL"]
-    with psycopg.connect(t.store_dsn, connect_timeout=5) as con:  # the data survived
+        psycopg.connect(db.dsn(name), connect_timeout=2).close()
+    assert nemesis.heal(target) == ["started postgres"]  # type: ignore[arg-type]
+    with psycopg.connect(db.dsn(name), connect_timeout=5) as con:  # the database survived
         assert con.execute("SELECT 1").fetchone() == (1,)
-    assert nemesis.heal(target) == []
+    assert nemesis.heal(target) == []  # type: ignore[arg-type]
 
 
 def test_pause_kafka_freezes_a_broker_container_and_heal_thaws_it(
-    topo: tuple[Topology, Any],
+    setup: tuple[ContainersBackend, _Target, int],
 ) -> None:
-    import random
-
-    from nemeses import PlanInfo
-    from nemeses.pause_kafka import PauseKafka
-
-    t, sleeper = topo
-    target = ContainerTarget(_Sleeper(int(sleeper.attrs["State"]["Pid"])), t)  # type: ignore[arg-type]
-    nemesis = PauseKafka(PlanInfo(3, ()))
+    backend, target, _ = setup
+    nemesis = NEMESES["pause-kafka"](PlanInfo(3, ()))
     pause, _ = nemesis.plan(random.Random(3), 0.0, 10.0)
     broker = int(pause.value["broker"])
-    nemesis.invoke(pause, target)
-    box = t.brokers[broker].wrapped
+    assert nemesis.invoke(pause, target)["outcome"] == "happened"  # type: ignore[arg-type]
+    box = backend.topo.brokers[broker].wrapped
     box.reload()
     assert box.status == "paused"
-    assert nemesis.heal(target) == [f"resumed broker {broker}"]
+    healed = nemesis.heal(target)  # type: ignore[arg-type]
+    assert healed == [f"resumed kafka-{broker + 1} ({box.name})"]
     box.reload()
     assert box.status == "running"
-    t.wait_brokers(3, 60)
+    backend.topo.wait_brokers(3, 60)

@@ -9,9 +9,9 @@ import docker
 import pytest
 
 from harness import smoke
-from harness.containers.kafka import RUN_LABEL, KafkaContainer
-from harness.kafka_admin import create_topic
 from harness.workload import PLAIN, upsert_records
+from infra.containers.kafka import RUN_LABEL, KafkaContainer
+from infra.kafka_admin import create_topic
 
 pytestmark = pytest.mark.containers
 

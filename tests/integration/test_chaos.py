@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from checkers import check_run
-from checkers.history import History
-from harness import cleanup
 from harness.config import from_json
-from harness.report import outcomes
-from harness.runner import make_plan
+from harness.test import build_test
+from infra import cleanup
+from report.report import outcomes
+from rundir.history import History
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -120,7 +120,7 @@ def test_each_fault_happened_and_was_healed(valid_run: tuple[int, str, Path]) ->
 
 def test_the_schedule_is_the_one_planned_from_the_seed(valid_run: tuple[int, str, Path]) -> None:
     meta = json.loads((valid_run[2] / "test.json").read_text())
-    planned = make_plan(from_json(meta["config"])).schedule
+    planned = build_test(from_json(meta["config"])).schedule
     assert [a.to_json() for a in planned] == meta["schedule"]
     assert any("--seed 3" in c for c in meta["reproduce"])
 

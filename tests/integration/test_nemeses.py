@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 
-from harness.history import HistoryWriter
-from harness.kafka_local import KafkaCluster
-from harness.local_target import LocalTarget
-from harness.pipeline_proc import PipelineProcess
-from harness.supervisor import Supervisor
-from nemeses import PlanInfo
-from nemeses.kill_kafka import KillKafka
+from infra.local import LocalBackend
+from nemeses import NEMESES, PlanInfo
 
 pytestmark = pytest.mark.integration
 
@@ -37,58 +34,56 @@ def acked(bootstrap: str, timeout_ms: int) -> bool:
     return len(outcome) == 1 and outcome[0] is None  # KafkaError == None raises
 
 
+class _Target:
+    """The nemeses' target over the local backend's brokers (no pipeline in these tests)."""
+
+    def __init__(self, backend: LocalBackend) -> None:
+        self.backend, self.failpoints, self.partitions = backend, None, None
+
+    def nodes(self, role: str) -> Sequence[Any]:
+        return self.backend.nodes(role)
+
+
 def test_kill_kafka_kills_a_broker_and_heal_starts_it(tmp_path: Path) -> None:
-    cluster = KafkaCluster(tmp_path / "kafka", size=1)
+    backend = LocalBackend(1, tmp_path)
     try:
-        cluster.start()
-        cluster.create_topic("t", 1)
-        assert acked(cluster.bootstrap, 10_000)
-
-        def never(n: int) -> PipelineProcess:
-            raise AssertionError("no pipeline in this test")
-
-        history = HistoryWriter(tmp_path / "history.jsonl")
-        target = LocalTarget(Supervisor(never, history, tmp_path / "fp"), cluster)
-        nemesis = KillKafka(PlanInfo(1, ()))
+        backend.start("t", 1)
+        assert acked(backend.bootstrap, 10_000)
+        target = _Target(backend)
+        nemesis = NEMESES["kill-kafka"](PlanInfo(1, ()))
         kill, start = nemesis.plan(random.Random(1), 0.0, 10.0)
         assert (kill.f, start.f) == ("kill-broker", "start-broker")
-        pid = cluster.nodes[0].proc.pid if cluster.nodes[0].proc else None
-        assert nemesis.invoke(kill, target) == {"broker": 0, "killed": pid, "outcome": "happened"}
-        assert target.brokers_down() == [0]
-        assert not acked(cluster.bootstrap, 2_000)  # nobody to acknowledge
-        assert nemesis.heal(target) == ["started broker 0"]
-        assert target.brokers_down() == []
-        assert acked(cluster.bootstrap, 20_000)
-        assert nemesis.heal(target) == []  # nothing left to heal
+        pid = backend.brokers[0].ident
+        done = nemesis.invoke(kill, target)  # type: ignore[arg-type]
+        assert done == {"broker": 0, "killed": pid, "outcome": "happened"}
+        assert not backend.brokers[0].alive
+        assert not acked(backend.bootstrap, 2_000)  # nobody to acknowledge
+        assert nemesis.heal(target) == ["started kafka-1"]  # type: ignore[arg-type]
+        assert backend.brokers[0].alive
+        assert acked(backend.bootstrap, 20_000)
+        assert nemesis.heal(target) == []  # type: ignore[arg-type]  # nothing left to heal
     finally:
-        cluster.stop()
+        backend.stop(tmp_path)
 
 
 def test_pause_kafka_freezes_a_broker_and_heal_thaws_it(tmp_path: Path) -> None:
-    from harness.procs import proc_state
-    from nemeses.pause_kafka import PauseKafka
+    from infra.procs import proc_state
 
-    cluster = KafkaCluster(tmp_path / "kafka", size=1)
+    backend = LocalBackend(1, tmp_path)
     try:
-        cluster.start()
-        cluster.create_topic("t", 1)
-
-        def never(n: int) -> PipelineProcess:
-            raise AssertionError("no pipeline in this test")
-
-        history = HistoryWriter(tmp_path / "history.jsonl")
-        target = LocalTarget(Supervisor(never, history, tmp_path / "fp"), cluster)
-        nemesis = PauseKafka(PlanInfo(1, ()))
+        backend.start("t", 1)
+        target = _Target(backend)
+        nemesis = NEMESES["pause-kafka"](PlanInfo(1, ()))
         pause, resume = nemesis.plan(random.Random(2), 0.0, 10.0)
         assert (pause.f, resume.f) == ("pause-broker", "resume-broker")
-        node = cluster.nodes[0]
-        assert node.proc is not None
-        assert nemesis.invoke(pause, target)["paused"] == node.proc.pid
-        assert proc_state(node.proc.pid) in "Tt"  # the kernel says: stopped
-        assert not acked(cluster.bootstrap, 2_000)
-        assert nemesis.heal(target) == ["resumed broker 0"]
-        assert proc_state(node.proc.pid) not in "Tt"
-        assert acked(cluster.bootstrap, 20_000)
-        assert nemesis.heal(target) == []
+        pid = backend.brokers[0].ident
+        assert isinstance(pid, int)
+        assert nemesis.invoke(pause, target)["paused"] == pid  # type: ignore[arg-type]
+        assert proc_state(pid) in "Tt"  # the kernel says: stopped
+        assert not acked(backend.bootstrap, 2_000)
+        assert nemesis.heal(target) == [f"resumed kafka-1 ({pid})"]  # type: ignore[arg-type]
+        assert proc_state(pid) not in "Tt"
+        assert acked(backend.bootstrap, 20_000)
+        assert nemesis.heal(target) == []  # type: ignore[arg-type]
     finally:
-        cluster.stop()
+        backend.stop(tmp_path)

@@ -12,15 +12,16 @@ from typing import Any
 import pytest
 
 from checkers import CHECKERS, check_run
-from checkers.reference import check_every_step
 from harness import smoke
-from harness.pipeline_proc import PipelineProcess, progress, wait_caught_up
-from harness.topic import copy_sqlite_store, dump_topic, log_end, write_parquet
 from harness.workload import UpsertMix, upsert_records
+from infra.topic import dump_topic, log_end
 from pipeline.cli import EXIT_FENCED, EXIT_OK
 from pipeline.failpoints import FAILPOINTS
 from pipeline.persist import open_store
-from tests.runs import write_history
+from suts.upsert_pipeline import UpsertPipeline
+from tests.oracle import check_every_step
+from tests.pipelines import PipelineRun, progress, wait_caught_up
+from tests.runs import finish_run_dir
 
 pytestmark = pytest.mark.integration
 
@@ -35,8 +36,8 @@ def fresh_topic(kafka: Any, records: int, seed: int) -> str:
     return topic
 
 
-def pipeline(kafka: Any, topic: str, tmp: Path, name: str, **kw: Any) -> PipelineProcess:
-    return PipelineProcess(
+def pipeline(kafka: Any, topic: str, tmp: Path, name: str, **kw: Any) -> PipelineRun:
+    return PipelineRun(
         kafka.bootstrap, topic, f"sqlite://{tmp / 'store.db'}", tmp / f"{name}.log", **kw
     )
 
@@ -53,9 +54,7 @@ def verify(kafka: Any, topic: str, store: str) -> int:
     assert result.problems == []
     assert result.valid
     run_dir = Path(store.removeprefix("sqlite://")).parent / "run"
-    write_parquet(records, run_dir / "topic.parquet")
-    copy_sqlite_store(Path(store.removeprefix("sqlite://")), run_dir / "persist" / "store.db")
-    write_history(run_dir, records, uppers)  # every record acknowledged, the final uppers seen
+    finish_run_dir(run_dir, records, store, uppers)  # every record acknowledged, uppers seen
     judged = check_run(run_dir)
     verdicts = {name: r.valid for name, r in judged.checkers.items()}
     assert verdicts == dict.fromkeys(CHECKERS, True), {
@@ -109,7 +108,7 @@ def test_sigkill_at_failpoint_then_restart_loses_and_invents_nothing(
     )
     crashing.start()
     assert crashing.wait(120) == -9, crashing.log_text()[-2000:]
-    assert f"failpoint {point}: crash" in crashing.log_text()
+    assert UpsertPipeline().fired_failpoint(crashing.log_text()) == point
     before = progress(crashing.store).uppers
 
     restarted = pipeline(

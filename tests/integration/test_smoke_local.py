@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from harness import procs, smoke
-from harness.kafka_local import KafkaCluster
+from harness import smoke
 from harness.workload import PLAIN, upsert_records
+from infra import procs
+from infra.kafka_local import KafkaCluster
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from checkers import run_checkers
-from checkers.history import History
 from checkers.inputs import RunData
-from tests.runs import build_run, with_updates
+from rundir.history import History
+from tests.runs import build_run, compacted, with_updates
 
 keys = st.sampled_from([b"a", b"b", b"c", b"d", b"\xfe", None])
 values = st.sampled_from([b'{"v": 1}', b'{"v": 2}', b"[3]", b"4", None, b"{nope", b"\xff"])
@@ -25,6 +25,21 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 def test_correct_runs_are_valid(records: list, shape: tuple[int, int]) -> None:
     run = build_run(records, partitions=shape[0], step_size=shape[1])
     res = run_checkers(run)
+    assert res.valid is True, {n: r.anomaly_counts for n, r in res.checkers.items()}
+
+
+@FAST
+@given(pairs, layout, st.integers(1, 3), st.integers(0, 10_000))
+def test_correct_runs_compacted_in_part_are_valid(
+    records: list, shape: tuple[int, int], done: int, pick: int
+) -> None:
+    # Compaction is one transaction per collection (bindings, data, errors): a crash can stop
+    # it after any of them, at any since below the upper.
+    run = build_run(records, partitions=shape[0], step_size=shape[1])
+    assume(run.uppers["data"] >= 2)
+    since = 1 + pick % (run.uppers["data"] - 1)
+    part = compacted(run, since, ["bindings", "data", "errors"][:done])
+    res = run_checkers(part)
     assert res.valid is True, {n: r.anomaly_counts for n, r in res.checkers.items()}
 
 

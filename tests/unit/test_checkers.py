@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 
 from checkers import CHECKERS, run_checkers
-from checkers.history import History
 from checkers.inputs import RunData
 from checkers.result import show
+from rundir.history import History
 from tests.runs import build_run, with_updates
 
 PAIRS = [
@@ -249,6 +249,7 @@ def test_a_checker_that_raises_is_unknown_with_its_error(run: RunData) -> None:
     res = run_checkers(broken)
     assert res.checkers["diff_of_one"].valid is None
     assert "diff" in (res.checkers["diff_of_one"].error or "")
+    assert "Traceback" in (res.checkers["diff_of_one"].traceback or "")
     assert res.valid is None
     doc = res.to_json()
     assert doc["valid"] == "unknown"

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from checkers import CHECKERS, RunInputError, check_run, load_run
-from harness.topic import copy_sqlite_store, write_parquet
 from harness.workload import UpsertMix, upsert_records
 from pipeline.loop import LoopConfig
 from pipeline.persist import open_store
-from tests.runs import write_history
+from rundir.files import write_topic
+from suts.upsert_pipeline.store import export
+from tests.runs import finish_run_dir, write_history
 from tests.unit.test_loop import ListSource, catch_up
 
 
@@ -24,12 +25,10 @@ def test_compacted_and_uncompacted_stores_are_valid(tmp_path: Path, retain: int)
     src.grow(upsert_records(random.Random(8), 2000, UpsertMix(keys=150, bad_ratio=0.05)))
     store = open_store(str(tmp_path / "s.db"))
     catch_up(store, src, LoopConfig(max_records_per_step=150, retain_steps=retain, compact_every=3))
+    uppers = store.uppers()
     store.close()
-    run_dir = tmp_path / "run"
-    write_parquet(src.records(), run_dir / "topic.parquet")
-    copy_sqlite_store(tmp_path / "s.db", run_dir / "persist" / "store.db")
+    run_dir = finish_run_dir(tmp_path / "run", src.records(), str(tmp_path / "s.db"), uppers)
     run = load_run(run_dir)
-    write_history(run_dir, src.records(), run.uppers)
     assert (run.sinces["data"] > 0) == (retain > 0)
     result = check_run(run_dir)
     verdicts = {n: r.valid for n, r in result.checkers.items()}
@@ -54,8 +53,8 @@ def test_sealcheck_check_writes_results_and_exits_with_the_verdict(
     catch_up(store, src, LoopConfig(max_records_per_step=50))
     store.close()
     run_dir = tmp_path / "run"
-    write_parquet(src.records(), run_dir / "topic.parquet")
-    copy_sqlite_store(tmp_path / "s.db", run_dir / "persist" / "store.db")
+    write_topic(src.records(), run_dir / "topic.parquet")
+    export(str(tmp_path / "s.db"), run_dir)
     assert cli.main(["check", str(run_dir)]) == cli.EXIT_UNKNOWN  # no history: no seals seen
     out = capsys.readouterr().out
     assert "sealed_state: valid" in out and "verdict: unknown" in out
@@ -79,8 +78,8 @@ def test_a_lost_write_is_found_in_a_history_file(tmp_path: Path, torn: bool) -> 
     catch_up(store, src, LoopConfig(max_records_per_step=50))
     store.close()
     run_dir = tmp_path / "run"
-    write_parquet(src.records(), run_dir / "topic.parquet")
-    copy_sqlite_store(tmp_path / "s.db", run_dir / "persist" / "store.db")
+    write_topic(src.records(), run_dir / "topic.parquet")
+    export(str(tmp_path / "s.db"), run_dir)
     ops = [
         {
             "index": i,

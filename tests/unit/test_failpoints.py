@@ -67,5 +67,5 @@ def test_a_crash_armed_from_the_file_consumes_it(tmp_path: Path) -> None:
     code = "from pipeline.failpoints import failpoint; failpoint('rehydrate.mid')"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL
-    assert "failpoint rehydrate.mid: crash" in proc.stdout
+    assert '{"action": "crash", "event": "failpoint", "name": "rehydrate.mid"' in proc.stdout
     assert not spec_file.exists()  # the next incarnation starts clean

@@ -6,44 +6,75 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report import outcomes
 from nemeses import Action, PlanInfo
 from nemeses.failpoint import Failpoint
 from nemeses.kill import Kill
 from nemeses.pause import Pause
+from report.report import outcomes
 
 
-class FakeTarget:
-    """The pipeline half of a target: a failpoint file that the 'pipeline' may consume."""
+class FakeFailpoints:
+    """A failpoint file that the 'pipeline' may consume."""
 
-    brokers = 1
-
-    def __init__(self, running: bool = True) -> None:
-        self.armed: str | None = None
-        self.running = running
+    def __init__(self) -> None:
+        self.spec: str | None = None
         self.calls: list[str] = []
 
-    def arm_failpoint(self, spec: str) -> dict[str, Any]:
-        self.armed = spec
+    def arm(self, spec: str) -> dict[str, Any]:
+        self.spec = spec
         return {"armed": spec}
 
-    def failpoint_armed(self) -> bool:
-        return self.armed is not None
+    def armed(self) -> bool:
+        return self.spec is not None
 
-    def disarm_failpoints(self) -> bool:
-        was, self.armed = self.armed is not None, None
+    def disarm(self) -> bool:
+        was, self.spec = self.spec is not None, None
         self.calls.append("disarm")
         return was
 
-    def pipeline_kill(self) -> dict[str, Any]:
+
+class FakePipeline:
+    """The pipeline node: pid 42 when running."""
+
+    name = "pipeline"
+
+    def __init__(self, running: bool, calls: list[str]) -> None:
+        self.running, self.calls = running, calls
+
+    @property
+    def alive(self) -> bool:
+        return self.running
+
+    def kill(self) -> int | None:
         self.calls.append("kill")
-        return {"killed": 42 if self.running else None}
+        return 42 if self.running else None
 
-    def pipeline_pause(self) -> dict[str, Any]:
-        return {"paused": 42 if self.running else None}
+    def pause(self) -> int | None:
+        return 42 if self.running else None
 
-    def pipeline_resume(self) -> dict[str, Any]:
-        return {"resumed": None}
+    def resume(self) -> int | None:
+        return None
+
+    def start(self) -> None:
+        return None
+
+
+class FakeTarget:
+    """What the nemeses act on: one pipeline node and the failpoints."""
+
+    partitions = None
+
+    def __init__(self, running: bool = True) -> None:
+        self.failpoints = FakeFailpoints()
+        self.calls = self.failpoints.calls
+        self.pipeline = FakePipeline(running, self.calls)
+
+    @property
+    def armed(self) -> str | None:
+        return self.failpoints.spec
+
+    def nodes(self, role: str) -> list[Any]:
+        return [self.pipeline] if role == "pipeline" else []
 
 
 ARM = Action(1.0, "failpoint", "arm-failpoint", {"failpoint": "compact.mid", "restart": False})
@@ -52,7 +83,7 @@ ARM = Action(1.0, "failpoint", "arm-failpoint", {"failpoint": "compact.mid", "re
 def test_a_failpoint_that_fired_happened() -> None:
     target, nemesis = FakeTarget(), Failpoint(PlanInfo(1, ("compact.mid",)))
     assert nemesis.invoke(ARM, target)["outcome"] == "pending"
-    target.armed = None  # the pipeline passed the point: it consumed the file and crashed
+    target.failpoints.spec = None  # the pipeline passed the point: it consumed the file
     assert nemesis.resolve(ARM, target, 3.0) == {"outcome": "happened", "fired": "compact.mid"}
     assert target.calls == []
 
@@ -75,11 +106,12 @@ def test_a_replacement_kill_with_nothing_running_is_skipped_with_a_reason() -> N
 
 def test_kill_and_pause_say_when_they_had_nothing_to_act_on() -> None:
     kill = Action(1.0, "kill", "kill-pipeline", {})
-    assert Kill().invoke(kill, FakeTarget())["outcome"] == "happened"
-    skipped = Kill().invoke(kill, FakeTarget(running=False))
+    info = PlanInfo(1, ())
+    assert Kill("kill", "pipeline", info).invoke(kill, FakeTarget())["outcome"] == "happened"
+    skipped = Kill("kill", "pipeline", info).invoke(kill, FakeTarget(running=False))
     assert skipped["outcome"] == "skipped" and skipped["why"]
     resume = Action(2.0, "pause", "resume-pipeline", {})
-    assert Pause().invoke(resume, FakeTarget())["outcome"] == "skipped"
+    assert Pause("pause", "pipeline", info).invoke(resume, FakeTarget())["outcome"] == "skipped"
 
 
 def test_the_report_shows_each_action_s_final_outcome() -> None:

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from checkers.history import History
-from harness import cleanup
-from harness.history import HistoryWriter
-from harness.report import render
-from harness.timeline import build_timeline
+from infra import cleanup, procs
+from report.report import render
+from report.timeline import build_timeline
+from rundir.history import History, HistoryWriter
 
 
 def test_history_is_flushed_line_by_line_from_many_threads(tmp_path: Path) -> None:
@@ -133,7 +132,7 @@ def test_report_puts_the_verdict_first_and_escapes_values(tmp_path: Path) -> Non
 
 def test_timeline_pairs_faults_and_marks_restarts(tmp_path: Path) -> None:
     tl = build_timeline(History.load(_stored_run(tmp_path, True) / "history.jsonl"), None)
-    assert tl.intervals == [(3.0, 5.0, "resume pipeline")]
+    assert tl.intervals == [(3.0, 5.0, "pipeline frozen")]
     assert tl.restarts == [(1.0, "incarnation 0")]
     assert tl.uppers["data"] == [(4.0, 1)]
     assert tl.rate == [(0.0, 0), (1.0, 0), (2.0, 1)]
@@ -142,11 +141,11 @@ def test_timeline_pairs_faults_and_marks_restarts(tmp_path: Path) -> None:
 def test_cleanup_kills_processes_whose_harness_is_gone(tmp_path: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    env = {**os.environ, cleanup.RUN_ENV: str(tmp_path), cleanup.OWNER_ENV: f"{dead.pid}:0"}
+    env = {**os.environ, procs.RUN_ENV: str(tmp_path), procs.OWNER_ENV: f"{dead.pid}:0"}
     orphan = subprocess.Popen(["sleep", "60"], env=env, start_new_session=True)
     mine = subprocess.Popen(
         ["sleep", "60"],
-        env={**env, cleanup.OWNER_ENV: cleanup.owner_token()},
+        env={**env, procs.OWNER_ENV: procs.owner_token()},
         start_new_session=True,
     )
     try:
@@ -167,7 +166,7 @@ def test_cleanup_kills_processes_whose_harness_is_gone(tmp_path: Path) -> None:
 def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
     import urllib.request
 
-    from harness.serve import make_server
+    from report.serve import make_server
 
     store = tmp_path / "store"
     for name, valid in (("good", True), ("bad", False)):
@@ -193,7 +192,7 @@ def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
 def test_seal_lag_runs_from_acknowledgement_to_the_first_observed_seal() -> None:
     import polars as pl
 
-    from harness.timeline import seal_lag
+    from report.timeline import seal_lag
 
     # acknowledged at 1 s, 2 s and 3 s; offset 2 is never bound
     acks = pl.DataFrame(

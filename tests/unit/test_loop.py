@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from checkers.model import TopicRecord
-from checkers.reference import check_every_step
 from harness.workload import UpsertMix, upsert_records
 from pipeline import failpoints
 from pipeline.failpoints import FAILPOINTS, FailpointError
@@ -28,6 +26,8 @@ from pipeline.loop import (
 )
 from pipeline.persist import Persist, Update, open_store
 from pipeline.upsert import SourceRecord, winners
+from rundir.files import TopicRecord
+from tests.oracle import check_every_step
 
 
 class ListSource:

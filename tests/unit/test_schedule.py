@@ -8,12 +8,12 @@ import json
 import pytest
 
 from harness.config import TestConfig, WorkloadConfig
-from harness.runner import make_plan
+from harness.test import build_test as make_plan
 from harness.workload import records
 from nemeses import NEMESES, Action, PlanInfo, describe, plan_schedule
 from pipeline.failpoints import FAILPOINTS
 
-INFO = PlanInfo(3, tuple(FAILPOINTS))
+INFO = PlanInfo(3, tuple(FAILPOINTS), frozenset({"rehydrate.mid"}))
 
 
 def test_same_seed_same_schedule_and_workload() -> None:

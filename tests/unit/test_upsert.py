@@ -1,8 +1,9 @@
 import json
 
-from checkers.model import TopicRecord, expected_state
+from checkers.model import expected_state
 from pipeline.persist import Update
 from pipeline.upsert import SourceRecord, apply, error_key, upsert_step, winners
+from rundir.files import TopicRecord
 
 
 def R(p: int, o: int, k: bytes | None, v: bytes | None) -> SourceRecord:

@@ -16,15 +16,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from checkers.history import History
-
-INTERVALS = {
-    "pause-pipeline": "resume-pipeline",
-    "kill-broker": "start-broker",
-    "pause-broker": "resume-broker",
-    "kill-postgres": "start-postgres",
-    "start-partition": "end-partition",
-}
+from nemeses.registry import marks
+from rundir.history import History
 
 
 @dataclass
@@ -53,26 +46,29 @@ def build_timeline(history: History, ranges: pl.DataFrame | None) -> Timeline:
     if seconds.size:
         counts = np.bincount(seconds.astype(int))
         tl.rate = [(float(i), int(c)) for i, c in enumerate(counts)]
-    opened: dict[tuple[str, str], float] = {}
+    drawn = marks()  # how each nemesis draws its actions
+    opened: dict[tuple[str, str], tuple[float, str]] = {}
     for op in ops:
         f, t = str(op.get("f")), _s(op)
         if op.get("process") == "observer" and isinstance(op.get("value"), dict):
             for coll, upper in op["value"].items():
                 tl.uppers.setdefault(coll, []).append((t, int(upper)))
-        elif op.get("process") == "nemesis" and op.get("type") == "invoke":
+        elif op.get("process") == "nemesis" and op.get("type") == "invoke" and f in drawn:
             value = op.get("value") or {}
-            target = str(value.get("broker", "pipeline"))
-            if f in INTERVALS:
-                opened[(INTERVALS[f], target)] = t
-            elif (f, target) in opened:
-                tl.intervals.append((opened.pop((f, target)), t, f"{f.split('-')[0]} {target}"))
-            elif f in ("kill-pipeline", "arm-failpoint"):
-                label = value.get("failpoint", "kill") if f == "arm-failpoint" else "kill"
-                tl.instants.append((t, str(label)))
+            mark = drawn[f]
+            which = " ".join(str(value[k]) for k in ("broker", "kind") if k in value)
+            label = f"{mark.label} {which}".strip()
+            if mark.kind == "start":
+                opened[(f, which)] = (t, label)
+            elif mark.kind == "end" and (mark.opens or "", which) in opened:
+                since, text = opened.pop((mark.opens or "", which))
+                tl.intervals.append((since, t, text))
+            elif mark.kind == "instant":
+                tl.instants.append((t, str(value.get("failpoint", label))))
         elif f == "pipeline-start":
             tl.restarts.append((t, f"incarnation {op.get('value', {}).get('incarnation')}"))
-    for (f, target), t in opened.items():  # never closed: healed in the final phase
-        tl.intervals.append((t, tl.end_s, f"{f} {target} (healed at the end)"))
+    for since, text in opened.values():  # never closed: healed in the final phase
+        tl.intervals.append((since, tl.end_s, f"{text} (healed at the end)"))
     tl.lag_s = seal_lag(acks, ops, ranges)
     return tl
 

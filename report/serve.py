@@ -9,8 +9,8 @@ import urllib.parse
 from functools import partial
 from pathlib import Path
 
-from harness.report import COLORS, WORDS
-from harness.store import list_runs
+from report.report import COLORS, WORDS
+from rundir.archive import list_runs
 
 
 def index_html(store: Path) -> str:

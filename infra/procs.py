@@ -1,7 +1,7 @@
 """Child processes the harness owns: started in their own session, never outliving it.
 
-Every server the harness starts (Kafka brokers, pipeline incarnations) goes through
-:func:`spawn`, which
+Every server the harness starts (Kafka brokers, incarnations of the system under test) goes
+through :func:`spawn`, which
 
 * puts the child in a new session (so signals reach the whole process group),
 * asks the kernel to SIGKILL the child when the harness process dies
@@ -10,6 +10,10 @@ Every server the harness starts (Kafka brokers, pipeline incarnations) goes thro
 
 ``PR_SET_PDEATHSIG`` fires when the *thread* that forked exits, so spawn from a thread
 that lives as long as the child (the main thread, or the supervisor's own thread).
+
+Ownership: every process a run starts inherits ``SEALCHECK_RUN`` (the run directory) and
+``SEALCHECK_OWNER`` (:func:`owner_token` of the harness), so :mod:`infra.cleanup` can find what
+a dead harness left behind.
 """
 
 from __future__ import annotations
@@ -25,6 +29,40 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
+
+RUN_ENV = "SEALCHECK_RUN"
+OWNER_ENV = "SEALCHECK_OWNER"
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22: start time in clock ticks
+
+
+def owner_token(pid: int | None = None) -> str:
+    """``<pid>:<start time>`` of a process (this one by default)."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}:{_start_time(pid)}"
+
+
+def mark_children(run_dir: Path) -> None:
+    """Tag every process this harness starts from now on as belonging to ``run_dir``."""
+    os.environ[RUN_ENV] = str(run_dir)
+    os.environ[OWNER_ENV] = owner_token()
+
+
+def owner_alive(token: str) -> bool:
+    """Whether the process named by an :func:`owner_token` still runs (same pid, same start
+    time: a reused pid is not the owner)."""
+    pid_text, _, start = token.partition(":")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    return _start_time(pid) == start
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child

@@ -1,5 +1,6 @@
 """The containers topology of one run: a user-defined Docker network labelled with the run id,
-three (or one) KRaft brokers, a PostgreSQL server, and pipeline incarnations as containers.
+three (or one) KRaft brokers, a PostgreSQL server, and incarnations of the system under test
+as containers.
 
 Why a user-defined network (not host networking): each run is isolated from the host and from
 other runs, containers find each other by name (the KRaft voters are ``kafka-<n>:9093``), and
@@ -20,9 +21,12 @@ import docker
 from confluent_kafka.admin import AdminClient
 from testcontainers.core.network import Network
 
-from harness.cleanup import owner_token
-from harness.containers.kafka import OWNER_LABEL, RUN_LABEL, KafkaContainer
-from harness.containers.postgres import PostgresContainer
+from infra.containers.kafka import OWNER_LABEL, RUN_LABEL, KafkaContainer
+from infra.containers.postgres import PostgresContainer
+from infra.procs import owner_token
+
+#: Where an incarnation's failpoint directory is mounted inside its container.
+FAILPOINT_DIR = "/run/sealcheck"
 
 
 def container_ip(container: Any) -> str:
@@ -33,7 +37,7 @@ def container_ip(container: Any) -> str:
 
 
 class Topology:
-    """Brokers and PostgreSQL on the run's network; :meth:`pipeline` makes incarnations."""
+    """Brokers and PostgreSQL on the run's network (incarnations: :class:`SutContainer`)."""
 
     def __init__(self, run_id: str, brokers: int, images: dict[str, str]) -> None:
         self.run_id, self.images = run_id, images
@@ -60,12 +64,6 @@ class Topology:
         self.postgres = PostgresContainer(
             images["postgres"], run_id, self.tc_network, labels=self.labels
         )
-        self.store_db = ""
-
-    @property
-    def store_dsn(self) -> str:
-        """The store database's DSN at PostgreSQL's current IP (a restart may change it)."""
-        return self.postgres.dsn(self.store_db)
 
     @property
     def bootstrap(self) -> str:
@@ -78,7 +76,6 @@ class Topology:
         for b in self.brokers:
             b.start(wait=False)
         self.postgres.start(timeout_s)
-        self.store_db = self.postgres.new_database("store").rsplit("/", 1)[1]
         self.wait_brokers(len(self.brokers), timeout_s)
 
     def wait_brokers(self, count: int, timeout_s: float = 120.0) -> None:
@@ -95,10 +92,6 @@ class Topology:
                 return
             time.sleep(0.5)
         raise TimeoutError(f"{seen}/{count} brokers registered after {timeout_s:.0f}s")
-
-    def pipeline(self, args: list[str], log_path: Path, failpoints_dir: Path) -> PipelineContainer:
-        """An unstarted pipeline incarnation with ``args`` (after ``python -m pipeline``)."""
-        return PipelineContainer(self, args, log_path, failpoints_dir)
 
     def stop(self) -> None:
         """Remove every container and the network; keeps going past errors."""
@@ -139,18 +132,30 @@ def remove_labelled(
     return gone
 
 
-class PipelineContainer:
-    """One pipeline incarnation as a container (the :class:`~harness.supervisor.Incarnation`
-    protocol). Its log is copied to ``log_path`` when it exits; the container is removed."""
+class SutContainer:
+    """One incarnation of the system under test as a container (the
+    :class:`~infra.node.Incarnation` protocol). Its failpoint directory is bind-mounted at
+    :data:`FAILPOINT_DIR`; its log is copied to ``log_path`` when it exits and the container is
+    removed; ``on_start`` runs once it is up (the backend re-applies network cuts there)."""
 
     def __init__(
-        self, topo: Topology, args: list[str], log_path: Path, failpoints_dir: Path
+        self,
+        topo: Topology,
+        name: str,
+        image: str,
+        command: list[str],
+        env: dict[str, str],
+        log_path: Path,
+        failpoints_dir: Path,
+        on_start: Callable[[SutContainer], None] | None = None,
     ) -> None:
-        self.topo, self.args, self.log_path = topo, args, log_path
-        self.failpoints_dir = failpoints_dir
+        self.topo, self.name, self.image, self.command = topo, name, image, command
+        self.env, self.log_path, self.failpoints_dir = env, log_path, failpoints_dir
+        self.on_start = on_start
         self.container: Any = None
         self._code: int | None = None
         self._pid: int | None = None
+        self._frozen = False
 
     @property
     def pid(self) -> int | None:
@@ -162,7 +167,12 @@ class PipelineContainer:
         return self._pid
 
     @property
-    def running(self) -> bool:
+    def ident(self) -> int | None:
+        """Its host pid (what the history records)."""
+        return self.pid
+
+    @property
+    def alive(self) -> bool:
         """Whether the container runs (or is paused)."""
         if self.container is None or self._code is not None:
             return False
@@ -171,24 +181,34 @@ class PipelineContainer:
             return bool(self.container.status in ("running", "paused"))
         return False
 
+    @property
+    def frozen(self) -> bool:
+        """Whether it is paused."""
+        return self._frozen and self.alive
+
     def ip(self) -> str:
         """The incarnation's IP on the run's network."""
         return container_ip(self.container)
 
-    def start(self) -> None:
+    def start(self) -> int | None:
         """Start the container on the run's network."""
+        if self.container is not None:
+            return None
         self.failpoints_dir.mkdir(parents=True, exist_ok=True)
         self.container = self.topo.client.containers.run(
-            self.topo.images["pipeline"],
-            command=self.args,
+            self.image,
+            command=self.command,
             detach=True,
             network=self.topo.network_name,
             labels=self.topo.labels,
-            environment={"SEALCHECK_FAILPOINTS_FILE": "/run/sealcheck/failpoints"},
-            volumes={str(self.failpoints_dir): {"bind": "/run/sealcheck", "mode": "rw"}},
+            environment=self.env,
+            volumes={str(self.failpoints_dir): {"bind": FAILPOINT_DIR, "mode": "rw"}},
             mem_limit="2g",
         )
-        _ = self.pid  # remember the host pid while the container runs
+        pid = self.pid  # remember the host pid while the container runs
+        if self.on_start is not None:
+            self.on_start(self)
+        return pid
 
     def wait_exit(self) -> int:
         """Wait for exit; 128+n exit statuses become -n, as for local processes."""
@@ -200,19 +220,30 @@ class PipelineContainer:
             self.container.remove(force=True)
         return self._code
 
-    def kill(self) -> None:
+    def kill(self) -> int | None:
         """SIGKILL the container's processes."""
+        if not self.alive:
+            return None
         with contextlib.suppress(Exception):
             self.container.kill()
+        return self.pid
 
-    def pause(self) -> None:
+    def pause(self) -> int | None:
         """Freeze the container (cgroup freezer)."""
+        if not self.alive:
+            return None
         self.container.pause()
+        self._frozen = True
+        return self.pid
 
-    def resume(self) -> None:
+    def resume(self) -> int | None:
         """Thaw the container."""
+        if not self.frozen:
+            return None
         with contextlib.suppress(Exception):
             self.container.unpause()
+        self._frozen = False
+        return self.pid
 
     def stop(self, timeout_s: float = 30.0) -> int | None:
         """SIGTERM (clean stop between steps), SIGKILL after ``timeout_s``."""

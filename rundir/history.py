@@ -1,10 +1,15 @@
-"""The history: JSON lines written by the harness as a run happens (format in
-``docs/architecture.md``), read by one reader for the checkers, the report and the tests.
+"""The history of a run: JSON lines written by the harness as the run happens and read by
+the checkers, the report and the tests — one module, one writer, one reader (the format is in
+``docs/architecture.md``).
 
-One behaviour on a bad line: a line that is not a JSON op, or whose ``index`` is not its line
-number minus one (a line cut out, repeated or overwritten), is a :class:`HistoryError` naming
-the file and the line. Only a torn *last* line — the line being written when the harness
-died — is tolerated; :attr:`History.torn_tail` reports it.
+Writing: :class:`HistoryWriter` appends one op per line, flushed to the kernel at once, so a
+harness killed mid-run leaves a history whose every complete line can be checked; the final op
+(:func:`record_inputs`) proves the history reached the end of the run.
+
+Reading: :meth:`History.load`. One behaviour on a bad line: a line that is not a JSON op, or
+whose ``index`` is not its line number minus one (a line cut out, repeated or overwritten), is
+a :class:`HistoryError` naming the file and the line. Only a torn *last* line — the line being
+written when the harness died — is tolerated; :attr:`History.torn_tail` reports it.
 
 A history is *complete* when it reaches the harness's final operation (:data:`FINAL_OP`, the
 manifest of the inputs written after the dumps); :meth:`History.problems` says what is missing
@@ -15,10 +20,13 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import orjson
 import polars as pl
@@ -312,3 +320,70 @@ def _count_lines(path: Path, size: int, block: int = 1 << 24) -> int:
 
 def _brief(op: dict[str, Any]) -> dict[str, Any]:
     return {k: op.get(k) for k in ("index", "time", "type", "f", "value")}
+
+
+def encode_bytes(name: str, raw: bytes | None) -> dict[str, str | None]:
+    """``{name: text}`` for UTF-8 bytes (or null), ``{name_hex: hex}`` otherwise."""
+    if raw is None:
+        return {name: None}
+    try:
+        return {name: raw.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {f"{name}_hex": raw.hex()}
+
+
+class HistoryWriter:
+    """Appends ops to ``history.jsonl``; safe to call from any thread."""
+
+    def __init__(self, path: Path, clock: Any = time.monotonic_ns) -> None:
+        self.path = path
+        self._clock = clock
+        self._start = clock()
+        self._lock = threading.Lock()
+        self._index = 0
+        self._fh: TextIO | None = open(path, "a", encoding="utf-8")  # noqa: SIM115 - long-lived
+        #: ops written, per ``(f, type)`` (for progress displays)
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def now_ns(self) -> int:
+        """Nanoseconds since the history started."""
+        return int(self._clock() - self._start)
+
+    def append(self, process: str, type_: str, f: str, value: Any = None) -> dict[str, Any]:
+        """Write one op now and return it (with its ``index`` and ``time``)."""
+        with self._lock:
+            op = {
+                "index": self._index,
+                "time": self.now_ns(),
+                "process": process,
+                "type": type_,
+                "f": f,
+                "value": value,
+            }
+            if self._fh is None:
+                raise ValueError(f"history {self.path} is closed; op {op!r} was not written")
+            self._fh.write(json.dumps(op, separators=(",", ":")) + "\n")
+            self._fh.flush()
+            self._index += 1
+            self.counts[(f, type_)] += 1
+            return op
+
+    def close(self) -> None:
+        """Flush and close (idempotent)."""
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+
+def record_inputs(history: HistoryWriter, run_dir: Path) -> dict[str, Any]:
+    """Write the history's final op: rows and SHA-256 of every input file the checkers will
+    read (:func:`rundir.files.describe`) and how many writes were sent, acknowledged,
+    left uncertain and failed. Called once the topic is dumped and the store exported; a
+    history without it is judged incomplete."""
+    from rundir.files import describe
+
+    writes = {t: history.counts[("write", t)] for t in ("invoke", "ok", "info", "fail")}
+    return history.append(
+        "harness", "info", FINAL_OP, {"files": describe(run_dir), "writes": writes}
+    )

@@ -16,37 +16,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-RUN_ENV = "SEALCHECK_RUN"
-OWNER_ENV = "SEALCHECK_OWNER"
-
-
-def _start_time(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]  # field 22: start time in clock ticks
-
-
-def owner_token(pid: int | None = None) -> str:
-    """``<pid>:<start time>`` of a process (this one by default)."""
-    pid = os.getpid() if pid is None else pid
-    return f"{pid}:{_start_time(pid)}"
-
-
-def mark_children(run_dir: Path) -> None:
-    """Tag every process this harness starts from now on as belonging to ``run_dir``."""
-    os.environ[RUN_ENV] = str(run_dir)
-    os.environ[OWNER_ENV] = owner_token()
-
-
-def _alive(token: str) -> bool:
-    pid_text, _, start = token.partition(":")
-    try:
-        pid = int(pid_text)
-    except ValueError:
-        return False
-    return _start_time(pid) == start
+from infra.procs import OWNER_ENV, RUN_ENV, owner_alive
 
 
 @dataclass(frozen=True)
@@ -81,7 +51,7 @@ def leftovers() -> list[Leftover]:
             continue
         env = _environ(int(entry.name))
         owner = env.get(OWNER_ENV)
-        if owner is None or _alive(owner):
+        if owner is None or owner_alive(owner):
             continue
         try:
             cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -118,9 +88,9 @@ def cleanup_containers() -> list[str]:
         client.ping()
     except Exception:  # no engine: no containers to clean
         return []
-    from harness.containers.topology import remove_labelled
+    from infra.containers.topology import remove_labelled
 
     try:
-        return remove_labelled(client, owner_alive=_alive)
+        return remove_labelled(client, owner_alive=owner_alive)
     finally:
         client.close()

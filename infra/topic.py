@@ -1,13 +1,13 @@
-"""Dump a whole topic with confluent-kafka: the input log the checkers replay."""
+"""Read a whole topic with confluent-kafka (the input log the checkers replay) and the log
+end of each partition."""
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from checkers.model import TopicRecord
+from rundir.files import TopicRecord
 
 
 def _raw(data: str | bytes | None) -> bytes | None:
@@ -71,36 +71,3 @@ def dump_topic(bootstrap: str, topic: str, timeout_s: float = 60.0) -> list[Topi
         consumer.close()
     out.sort(key=lambda r: (r.partition, r.offset))
     return out
-
-
-def write_parquet(records: list[TopicRecord], path: Path) -> None:
-    """Write a topic dump as the checkers read it (``topic.parquet``)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.table(
-        {
-            "partition": pa.array([r.partition for r in records], pa.int64()),
-            "offset": pa.array([r.offset for r in records], pa.int64()),
-            "key": pa.array([r.key for r in records], pa.binary()),
-            "value": pa.array([r.value for r in records], pa.binary()),
-        }
-    )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
-
-
-def copy_sqlite_store(src: Path, dst: Path) -> None:
-    """A consistent copy of a SQLite persist store (the online backup API, safe while live),
-    left in rollback-journal mode so that reading it never creates or needs a WAL beside it
-    (its bytes, which the history records, are all there is)."""
-    import sqlite3
-
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    source, target = sqlite3.connect(src), sqlite3.connect(dst)
-    try:
-        source.backup(target)
-        target.execute("PRAGMA journal_mode=DELETE")
-    finally:
-        source.close()
-        target.close()

@@ -15,7 +15,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.paths import REPO_ROOT, cache_dir
+from infra.paths import REPO_ROOT, cache_dir
 
 POM = REPO_ROOT / "jvm" / "pom.xml"
 _NS = {"m": "http://maven.apache.org/POM/4.0.0"}

@@ -1,7 +1,8 @@
 """``sealcheck-pipeline:<hash>``: the base image plus the pipeline's Python dependencies,
 installed from wheels prepared on the host (``pip wheel``, using the host's pip cache and
-PyPI), the project's source and the Spark connector jars. Nothing is fetched during the
-image build itself (``pip install --no-index``).
+PyPI), the pipeline's source (the ``pipeline`` package alone: it imports nothing else of
+Sealcheck) and the Spark connector jars, which ``SEALCHECK_SPARK_JARS`` names. Nothing is
+fetched during the image build itself (``pip install --no-index``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.containers.images import _build_context, base_image
-from harness.jars import jars_dir, pom_property, setup_jars
-from harness.paths import REPO_ROOT, cache_dir
+from infra.containers.images import _build_context, base_image
+from infra.jars import jars_dir, pom_property, setup_jars
+from infra.paths import REPO_ROOT, cache_dir
 
 #: What the pipeline imports at run time (a subset of the project's dependencies).
 RUNTIME = (
@@ -25,7 +26,8 @@ RUNTIME = (
     "psycopg[binary]>=3.2,<4",
     "pyarrow>=17",
 )
-SOURCES = ("harness", "pipeline", "checkers", "nemeses")
+SOURCES = ("pipeline",)
+JARS_IN_IMAGE = "/opt/sealcheck/jars"
 
 _DOCKERFILE = """\
 FROM {base}
@@ -34,8 +36,9 @@ RUN python3 -m venv /opt/venv \\
  && /opt/venv/bin/pip install -q --no-index --find-links /tmp/wheels {requirements} \\
  && rm -rf /tmp/wheels
 COPY src/ /opt/sealcheck/src/
+COPY jars/ {jars}/
 ENV PYTHONPATH=/opt/sealcheck/src PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin \\
-    PYSPARK_PYTHON=/opt/venv/bin/python PYTHONUNBUFFERED=1
+    PYSPARK_PYTHON=/opt/venv/bin/python PYTHONUNBUFFERED=1 SEALCHECK_SPARK_JARS={jars}
 WORKDIR /opt/sealcheck/src
 ENTRYPOINT ["python", "-m", "pipeline"]
 """
@@ -55,15 +58,11 @@ def pipeline_image() -> str:
     spark_jars = jars_dir() / f"spark-kafka-{pom_property('spark.version')}"
     wheel_dir = cache_dir() / "pipeline-wheels"
     requirements = " ".join(f"'{r}'" for r in RUNTIME)
-    dockerfile = _DOCKERFILE.format(base=base, requirements=requirements)
+    dockerfile = _DOCKERFILE.format(base=base, requirements=requirements, jars=JARS_IN_IMAGE)
     # The tag hashes the requirements, not the wheels: pip (and PyPI) is consulted only when
     # the image has to be built.
     digest = hashlib.sha256(dockerfile.encode())
-    sources = (
-        sorted(p for name in SOURCES for p in (REPO_ROOT / name).rglob("*.py") if p.is_file())
-        + sorted((REPO_ROOT / "harness" / "resources").iterdir())
-        + [REPO_ROOT / "jvm" / "pom.xml"]
-    )
+    sources = sorted(p for name in SOURCES for p in (REPO_ROOT / name).rglob("*.py") if p.is_file())
     for path in sources:
         digest.update(str(path.relative_to(REPO_ROOT)).encode() + path.read_bytes())
     for jar in sorted(spark_jars.glob("*.jar")):
@@ -79,11 +78,10 @@ def pipeline_image() -> str:
             dst = ctx / "src" / path.relative_to(REPO_ROOT)
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, dst)
-        jars = ctx / "src" / ".cache" / "jars" / spark_jars.name
-        shutil.copytree(spark_jars, jars)
+        shutil.copytree(spark_jars, ctx / "jars", ignore=shutil.ignore_patterns(".complete"))
 
     return _build_context(tag, dockerfile, fill)
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m harness.containers.pipeline_image`
+if __name__ == "__main__":  # pragma: no cover - `python -m suts.upsert_pipeline.image`
     print(pipeline_image())

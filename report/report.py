@@ -16,8 +16,8 @@ from typing import Any
 
 import polars as pl
 
-from checkers.history import History, HistoryError
-from harness.timeline import Timeline, build_timeline
+from report.timeline import Timeline, build_timeline
+from rundir.history import History, HistoryError
 
 COLORS = {True: "#1a7f37", False: "#cf222e", "unknown": "#9a6700", None: "#9a6700"}
 WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN", None: "UNKNOWN"}

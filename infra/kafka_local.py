@@ -21,9 +21,9 @@ from pathlib import Path
 
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from harness import procs
-from harness.jars import kafka_classpath
-from harness.kafka_admin import admin_client, create_topic
+from infra import procs
+from infra.jars import kafka_classpath
+from infra.kafka_admin import admin_client, create_topic
 
 
 class KafkaStartError(RuntimeError):
@@ -44,10 +44,19 @@ def free_ports(count: int) -> list[int]:
         return ports
 
 
-def _cluster_id(base_dir: Path) -> str:
-    """A KRaft cluster id (16 bytes, base64url) derived from the data directory."""
-    digest = hashlib.sha256(str(base_dir.resolve()).encode()).digest()[:16]
-    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+def cluster_id(base_dir: Path) -> str:
+    """A KRaft cluster id (16 bytes, base64url) derived from the data directory.
+
+    base64url has ``-`` among its digits, and an id starting with it is read as an option by
+    ``kafka-storage format -t <id>`` (one path in 64 did that): the next digest is taken then."""
+    seed = str(base_dir.resolve()).encode()
+    for salt in range(1000):
+        salted = seed + (b"\0" + str(salt).encode() if salt else b"")
+        digest = hashlib.sha256(salted).digest()[:16]
+        text = base64.urlsafe_b64encode(digest).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+    raise AssertionError("unreachable: 1000 digests all began with '-'")
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -117,7 +126,7 @@ class KafkaNode:
         return "".join(f"{k}={v}\n" for k, v in lines.items())
 
     def _java(self, main: str, *args: str) -> list[str]:
-        log4j = resources.files("harness") / "resources" / "kafka-log4j2.properties"
+        log4j = resources.files("infra") / "resources" / "kafka-log4j2.properties"
         return [
             "java",
             f"-Xms{min(256, self.heap_mb)}m",
@@ -211,7 +220,7 @@ class KafkaCluster:
 
     def start(self, timeout_s: float = 90.0) -> None:
         """Format (first time), start every node and wait until all brokers are registered."""
-        cid = _cluster_id(self.base_dir)
+        cid = cluster_id(self.base_dir)
         for node in self.nodes:
             node.format(cid)
         for node in self.nodes:

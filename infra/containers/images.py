@@ -19,8 +19,8 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from harness.jars import jars_dir, pom_property, setup_jars
-from harness.paths import scripts_dir
+from infra.jars import jars_dir, pom_property, setup_jars
+from infra.paths import scripts_dir
 
 
 class EngineUnavailableError(RuntimeError):
@@ -66,7 +66,7 @@ def kafka_image() -> str:
     base = base_image()
     setup_jars()
     libs = jars_dir() / f"kafka-{pom_property('kafka.version')}"
-    res = resources.files("harness") / "resources"
+    res = resources.files("infra") / "resources"
     files = {
         "kafka-log4j2.properties": (res / "kafka-log4j2.properties").read_bytes(),
         "kafka-entrypoint.sh": (res / "kafka-entrypoint.sh").read_bytes(),
@@ -125,7 +125,7 @@ def _build_context(tag: str, dockerfile: str, fill: Callable[[Path], None]) -> s
 def postgres_image() -> str:
     """Build (if needed) and return ``sealcheck-postgres:<hash>``."""
     base = base_image()
-    res = resources.files("harness") / "resources"
+    res = resources.files("infra") / "resources"
     files = {"postgres-entrypoint.sh": (res / "postgres-entrypoint.sh").read_bytes()}
     dockerfile = _POSTGRES_DOCKERFILE.format(base=base)
     digest = hashlib.sha256(dockerfile.encode() + files["postgres-entrypoint.sh"])

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checkers.model import TopicRecord, expected_state
+from checkers.model import expected_state
 from pipeline.persist import InvariantViolation, Persist
+from rundir.files import TopicRecord
 
 
 @dataclass

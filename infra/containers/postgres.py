@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from testcontainers.core.container import DockerContainer
 
-from harness.containers.kafka import RUN_LABEL
+from infra.containers.kafka import RUN_LABEL
 
 
 class PostgresContainer:

@@ -1,0 +1,139 @@
+"""The files of a run directory that the checkers read, their formats, and proof that they
+are the ones the run produced.
+
+* ``topic.parquet``: the input topic as dumped (:class:`TopicRecord`, :func:`write_topic`).
+* ``persist/updates.parquet`` + ``persist/frontiers.json``: a system under test's persisted
+  output in one format whatever it is (:func:`write_export`), written by its descriptor's
+  export (``suts``) at the end of a run.
+* The *manifest*: rows and SHA-256 of each input file. The harness records it in the history's
+  final op (:data:`rundir.history.FINAL_OP`) right after the dumps; :func:`verify` recomputes
+  it before anything is judged and names every file that no longer matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+TOPIC = "topic.parquet"
+UPDATES = "persist/updates.parquet"
+FRONTIERS = "persist/frontiers.json"
+#: Every file a checker reads, relative to the run directory.
+INPUT_FILES = (TOPIC, UPDATES, FRONTIERS)
+#: Where an export keeps whatever else it copied of the store (e.g. a SQLite file): recorded
+#: too, so the export and the copy it was made beside are proven to be of one moment.
+PERSIST_DIR = "persist"
+
+
+@dataclass(frozen=True, order=True)
+class TopicRecord:
+    """One record of the dumped input topic."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+def write_topic(records: list[TopicRecord], path: Path) -> None:
+    """Write a topic dump as the checkers read it (``topic.parquet``: ``partition, offset,
+    key, value``; binary, null for a null key or a tombstone)."""
+    table = pa.table(
+        {
+            "partition": pa.array([r.partition for r in records], pa.int64()),
+            "offset": pa.array([r.offset for r in records], pa.int64()),
+            "key": pa.array([r.key for r in records], pa.binary()),
+            "value": pa.array([r.value for r in records], pa.binary()),
+        }
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+
+
+_EXPORT_SCHEMA = pa.schema(
+    [
+        ("collection", pa.string()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("ts", pa.int64()),
+        ("diff", pa.int64()),
+    ]
+)
+
+
+def sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, in hex."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _rows(path: Path) -> int | None:
+    """Rows of a Parquet file, entries of a JSON document; None for other files."""
+    if path.suffix == ".parquet":
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    if path.suffix == ".json":
+        doc = json.loads(path.read_text())
+        return len(doc) if isinstance(doc, dict | list) else 1
+    return None
+
+
+def describe(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Rows, bytes and SHA-256 of the topic dump and every file of the export in ``run_dir``
+    (the manifest the history's final op records)."""
+    paths = [run_dir / TOPIC, *sorted((run_dir / PERSIST_DIR).glob("*"))]
+    out: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        if path.is_file() and not path.name.endswith(".tmp"):
+            rel = str(path.relative_to(run_dir))
+            out[rel] = {"rows": _rows(path), "bytes": path.stat().st_size, "sha256": sha256(path)}
+    return out
+
+
+def verify(run_dir: Path, recorded: dict[str, Any]) -> list[str]:
+    """Every recorded input that is missing or differs now (empty: all match)."""
+    problems: list[str] = []
+    for rel, want in sorted(recorded.items()):
+        path = run_dir / rel
+        if not path.exists():
+            problems.append(
+                f"{rel} is missing, but the history records it ({want.get('rows')} rows): "
+                "restore it from the run, or re-run the test"
+            )
+            continue
+        have = sha256(path)
+        if have != want.get("sha256"):
+            problems.append(
+                f"{rel} is not the file the run produced (SHA-256 {have[:12]}… now, "
+                f"{str(want.get('sha256'))[:12]}… recorded; {_rows(path)} rows now, "
+                f"{want.get('rows')} recorded): judging it would judge other data; restore "
+                "the original or re-run the test"
+            )
+    return problems
+
+
+def write_export(
+    run_dir: Path,
+    frontiers: dict[str, dict[str, int]],
+    batches: Iterable[Sequence[tuple[Any, ...]]],
+) -> None:
+    """Write a system under test's persisted output into ``run_dir``: ``persist/updates.parquet``
+    from batches of ``(collection, key, value, ts, diff)`` rows (atomically replaced) and
+    ``persist/frontiers.json`` (``{collection: {"upper": u, "since": s}}``). Every export goes
+    through here, so the checkers read one format whatever the system under test."""
+    updates = run_dir / UPDATES
+    updates.parent.mkdir(parents=True, exist_ok=True)
+    tmp = updates.with_suffix(".parquet.tmp")
+    with pq.ParquetWriter(tmp, _EXPORT_SCHEMA) as writer:
+        for rows in batches:
+            cols = list(zip(*rows, strict=True))
+            arrays = [pa.array(c) for c in cols]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=_EXPORT_SCHEMA))
+    tmp.replace(updates)
+    (run_dir / FRONTIERS).write_text(json.dumps(frontiers, indent=1, sort_keys=True))

@@ -1,0 +1,10 @@
+"""Systems under test: what the harness needs to know of each, as one small descriptor.
+
+Public API: :class:`SystemUnderTest` and :class:`Deployment` (the protocol), :class:`Settings`,
+:class:`Progress`, :data:`SYSTEMS` (the registry) and :func:`system`.
+"""
+
+from suts.api import Deployment, Progress, Settings, SystemUnderTest
+from suts.registry import SYSTEMS, system
+
+__all__ = ["SYSTEMS", "Deployment", "Progress", "Settings", "SystemUnderTest", "system"]

@@ -1,0 +1,108 @@
+"""The system-under-test descriptor: everything the harness needs to know of a system it tests,
+in one small protocol, so any system can be tested without the harness naming it.
+
+A descriptor (:class:`SystemUnderTest`) says which failpoints the system has and how to arm
+them, which deliberately broken variants it offers, and how to *deploy* it on a backend for one
+run (:meth:`SystemUnderTest.deploy`). A deployment (:class:`Deployment`) says how to start an
+incarnation (:class:`infra.node.Launch`: a local command or a container image), how far the
+system has sealed (its uppers; whether it covers the log end), and how to *export* its
+persisted output into the checkers' format (``rundir.files``: collections of ``(key, value,
+ts, diff)`` updates with their uppers — ``bindings``, ``data``, ``errors``).
+
+The failpoint contract: an incarnation reads the file named by the environment variable in
+:attr:`infra.node.Launch.failpoint_env` whenever it changes, arms the ``name=crash@1`` spec it
+holds, and removes the file just before crashing there; it logs the firing so that
+:meth:`SystemUnderTest.fired_failpoint` can find it in its log.
+
+Adding a system under test is one package under ``suts/`` plus one line in
+:data:`suts.registry.SYSTEMS` (``docs/contributing.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from infra.node import Backend, Launch
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run asks of its system under test."""
+
+    topic: str
+    max_records_per_step: int
+    retain_steps: int
+    compact_every: int
+    broken: str | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a system has sealed: its uppers and the offsets bound by its last sealed step."""
+
+    uppers: dict[str, int]
+    bound: dict[int, int]
+
+    def covers(self, log_end: dict[int, int]) -> bool:
+        """True when data is sealed through a step whose bindings reach ``log_end``."""
+        t = self.uppers.get("data", 0)
+        wanted = {p: o for p, o in log_end.items() if o > 0}
+        return t > 0 and all(self.bound.get(p, 0) >= o for p, o in wanted.items())
+
+
+class Deployment(Protocol):
+    """One system under test deployed on one backend for one run."""
+
+    @property
+    def store(self) -> str:
+        """Where its persisted state lives, as the host reaches it (for people and logs)."""
+
+    def launch(self, incarnation: int) -> Launch:
+        """How to start incarnation ``incarnation`` (0, 1, …)."""
+
+    def uppers(self) -> dict[str, int] | None:
+        """Its collections' uppers now (cheap: sampled 4 times a second); None while the store
+        does not exist yet or cannot be reached."""
+
+    def progress(self) -> Progress | None:
+        """Its uppers and last sealed bindings (None while unreachable)."""
+
+    def export(self, run_dir: Path) -> None:
+        """Write its persisted output into ``run_dir`` in the checkers' format
+        (:func:`rundir.files.write_export`), plus whatever raw copy helps a post-mortem."""
+
+
+class SystemUnderTest(Protocol):
+    """A system Sealcheck can test (registered in :data:`suts.registry.SYSTEMS`)."""
+
+    @property
+    def name(self) -> str:
+        """Its registry name (``--system``)."""
+
+    @property
+    def failpoints(self) -> Mapping[str, str]:
+        """Its failpoints: name -> where it sits (empty: the ``failpoint`` nemesis is refused)."""
+
+    @property
+    def startup_failpoints(self) -> frozenset[str]:
+        """Failpoints passed only while an incarnation starts."""
+
+    @property
+    def broken_modes(self) -> Mapping[str, str]:
+        """Deliberately wrong variants (``--broken``): name -> what it does wrong."""
+
+    @property
+    def requires(self) -> frozenset[str]:
+        """Backend capabilities it needs on every backend (``infra.node.CAPABILITIES``)."""
+
+    def deploy(self, backend: Backend, settings: Settings, work: Path) -> Deployment:
+        """Prepare one run on ``backend`` (a store, an image); ``work`` is scratch space."""
+
+    def fired_failpoint(self, log_text: str) -> str | None:
+        """The failpoint an incarnation's log says fired last (None: none)."""
+
+    def images(self) -> Sequence[Callable[[], str]]:
+        """Builders of the container images it needs (``sealcheck setup --images``)."""

@@ -1,0 +1,122 @@
+"""Our pipeline (``pipeline/``, the persistent Kafka upsert source on Spark) as a system under
+test: the first :class:`suts.api.SystemUnderTest`.
+
+* Store: a SQLite file under the run's ``work/`` locally; a fresh PostgreSQL database on the
+  containers backend (reached by name from inside the network, by IP from the host).
+* Incarnation: ``python -m pipeline`` locally (the connector jars named by
+  ``SEALCHECK_SPARK_JARS``), the ``sealcheck-pipeline`` image in containers.
+* Failpoints: :data:`pipeline.failpoints.FAILPOINTS`, armed through the failpoint file; a
+  firing is a JSON ``failpoint`` event in the incarnation's log.
+* Progress and export: straight from the store's tables (:mod:`suts.upsert_pipeline.store`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from infra.node import Backend, Launch
+from pipeline.failpoints import FAILPOINTS, FILE_ENV_VAR
+from pipeline.loop import BROKEN_MODES
+from suts.api import Progress, Settings
+from suts.upsert_pipeline import store
+
+
+class UpsertPipeline:
+    """The descriptor of our pipeline."""
+
+    name = "pipeline"
+    failpoints: Mapping[str, str] = FAILPOINTS
+    startup_failpoints = frozenset({"rehydrate.mid"})
+    broken_modes: Mapping[str, str] = BROKEN_MODES
+    requires: frozenset[str] = frozenset()
+
+    def deploy(self, backend: Backend, settings: Settings, work: Path) -> PipelineDeployment:
+        """A SQLite store in ``work`` locally, a new PostgreSQL database where the backend
+        has one."""
+        return PipelineDeployment(backend, settings, work)
+
+    def fired_failpoint(self, log_text: str) -> str | None:
+        """The last ``{"event": "failpoint", "action": "crash"}`` line's failpoint."""
+        fired = None
+        for line in log_text.splitlines():
+            if line.startswith('{"') and '"event": "failpoint"' in line:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue  # the line being written when the process was killed
+                if event.get("action") == "crash":
+                    fired = str(event.get("name"))
+        return fired
+
+    def images(self) -> Sequence[Callable[[], str]]:
+        """The pipeline image."""
+        from suts.upsert_pipeline.image import pipeline_image
+
+        return [pipeline_image]
+
+
+class PipelineDeployment:
+    """The pipeline on one backend for one run (:class:`suts.api.Deployment`)."""
+
+    def __init__(self, backend: Backend, settings: Settings, work: Path) -> None:
+        self.backend, self.settings = backend, settings
+        db = backend.database()
+        if db is None:
+            self._store = self._inside = str(work / "store.db")
+        else:
+            name = db.new_database("store")
+            self._db, self._name = db, name
+            self._inside = db.dsn(name, inside=True)
+            self._store = ""
+
+    @property
+    def store(self) -> str:
+        """The store as the host reaches it (a PostgreSQL server's IP may change)."""
+        return self._store or self._db.dsn(self._name)
+
+    def launch(self, incarnation: int) -> Launch:
+        """``python -m pipeline`` (locally) or the pipeline image, with the run's settings."""
+        from infra.jars import spark_connector_jars
+        from suts.upsert_pipeline.image import pipeline_image
+
+        s = self.settings
+        args = [
+            "--bootstrap",
+            self.backend.bootstrap,
+            "--topic",
+            s.topic,
+            "--store",
+            self._inside,
+            "--max-records-per-step",
+            str(s.max_records_per_step),
+            "--retain-steps",
+            str(s.retain_steps),
+            "--compact-every",
+            str(s.compact_every),
+        ]
+        if s.broken:
+            args += ["--broken", s.broken]
+        jars = ":".join(str(p) for p in spark_connector_jars())  # the image carries its own
+        return Launch(
+            program=(sys.executable, "-m", "pipeline"),
+            args=tuple(args),
+            env={"PYTHONUNBUFFERED": "1"},
+            local_env={"SEALCHECK_SPARK_JARS": jars},
+            image=pipeline_image,
+            failpoint_env=FILE_ENV_VAR,
+        )
+
+    def uppers(self) -> dict[str, int] | None:
+        """The store's uppers (None while it does not exist or cannot be reached)."""
+        return store.read_uppers(self.store)
+
+    def progress(self) -> Progress | None:
+        """Uppers and the last sealed bindings."""
+        return store.read_progress(self.store)
+
+    def export(self, run_dir: Path) -> None:
+        """The store's tables into the checkers' format (plus the SQLite file itself)."""
+        store.export(self.store, run_dir)
