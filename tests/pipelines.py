@@ -59,6 +59,11 @@ class PipelineRun:
     def log_text(self) -> str:
         return self.proc.log_text()
 
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once it exited (None while it runs)."""
+        return self.proc.proc.poll() if self.proc.proc is not None else None
+
     def wait(self, timeout_s: float) -> int:
         assert self.proc.proc is not None
         return self.proc.proc.wait(timeout=timeout_s)

@@ -143,7 +143,7 @@ def test_second_writer_fences_the_first_and_nothing_is_duplicated(
                 break
             time.sleep(0.5)
         assert fenced is not None, "neither writer was fenced"
-        assert fenced.proc is not None and fenced.proc.returncode == EXIT_FENCED
+        assert fenced.returncode == EXIT_FENCED
         assert '"event": "fenced"' in fenced.log_text()
         survivor = second if fenced is first else first
         wait_caught_up(survivor.store, log_end(kafka.bootstrap, topic), 180, survivor)
