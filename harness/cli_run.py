@@ -28,6 +28,8 @@ _HELP = {
     "broken": "run the pipeline with a deliberate bug (testing)",
     "runs_dir": "the archive where runs are stored (default store/; --store is the same)",
     "system": "the system under test (default pipeline)",
+    "spark": "connect (one Spark Connect server per run, the default) or local (a driver in "
+    "every incarnation)",
     "checkers": "comma-separated checkers that judge the run (default: every one)",
     "workload.rate": "records per second",
     "workload.distribution": "uniform or zipf",

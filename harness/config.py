@@ -57,6 +57,9 @@ class TestConfig:
     seed: int = 1
     system: str = "pipeline"  # the system under test (suts.registry.SYSTEMS)
     backend: str = "local"
+    # Where the system's Spark driver runs: "connect", one long-lived Spark Connect server per
+    # run (a killed incarnation is back in ~2 s), or "local", inside every incarnation (~13 s).
+    spark: str = "connect"
     brokers: int = 1
     partitions: int = 3
     duration_s: float = 60.0  # workload and faults; the final phase comes after
@@ -81,6 +84,9 @@ class TestConfig:
         return out
 
 
+#: Where a system's Spark driver may run (see ``TestConfig.spark``).
+SPARK_MODES = ("connect", "local")
+
 #: The longest run a schedule is planned for (the whole schedule is planned up front).
 MAX_DURATION_S = 7 * 24 * 3600.0
 
@@ -104,6 +110,7 @@ def _check(cfg: TestConfig) -> None:
         f"system={cfg.system!r} is unknown; known systems under test: {', '.join(SYSTEMS)}",
     )
     need(cfg.backend in NAMES, f"backend={cfg.backend!r}: use " + " or ".join(NAMES))
+    need(cfg.spark in SPARK_MODES, f"spark={cfg.spark!r}: use " + " or ".join(SPARK_MODES))
     sut = system(cfg.system)
     offered = capabilities(cfg.backend) | ({"failpoints"} if sut.failpoints else set())
     for n in cfg.nemeses:
@@ -253,6 +260,7 @@ FLAGS: dict[str, str] = {
     "seed": "--seed",
     "system": "--system",
     "backend": "--backend",
+    "spark": "--spark",
     "brokers": "--brokers",
     "partitions": "--partitions",
     "duration_s": "--duration",

@@ -118,9 +118,17 @@ class Session:
         self.teardown.push("stop Kafka and the store", lambda: backend.stop(logs))
         backend.start(TOPIC, cfg.partitions)
         settings = Settings(
-            TOPIC, cfg.max_records_per_step, cfg.retain_steps, cfg.compact_every, cfg.broken
+            TOPIC,
+            cfg.max_records_per_step,
+            cfg.retain_steps,
+            cfg.compact_every,
+            cfg.broken,
+            cfg.spark,
         )
-        deployment = test.system.deploy(backend, settings, self.work)
+        deployment = test.system.deploy(backend, settings, self.work, logs)
+        self.teardown.push("stop the system's services", deployment.stop)
+        display.update(phase="starting the system's services")
+        deployment.start()
         history.append(
             "harness",
             "info",

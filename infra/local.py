@@ -193,6 +193,15 @@ class LocalBackend:
         env = {**launch.env, **launch.local_env, launch.failpoint_env: str(failpoint_file)}
         return LocalProcess(name, [*launch.program, *launch.args], env, log_path)
 
+    def service(self, launch: Launch, name: str, log_path: Path) -> LocalProcess:
+        """``launch`` as a long-lived local process."""
+        env = {**launch.env, **launch.local_env}
+        return LocalProcess(name, [*launch.program, *launch.args], env, log_path)
+
+    def address(self, name: str) -> str:
+        """Every local process listens on loopback."""
+        return "127.0.0.1"
+
     def partitions(self) -> None:
         """None: local processes share the host's network namespace."""
         return None

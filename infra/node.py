@@ -77,10 +77,11 @@ class Incarnation(Node, Protocol):
 
 @dataclass(frozen=True)
 class Launch:
-    """How to start one incarnation, on either backend: ``args`` are its arguments; locally
-    they follow ``program`` (with ``env`` and ``local_env`` added to the environment), in
-    containers they are the command of ``image()``'s entrypoint (with ``env``). The backend
-    tells the incarnation where its failpoint file is through ``failpoint_env``."""
+    """How to start one incarnation (or a service of the system under test), on either backend:
+    ``args`` are its arguments; locally they follow ``program`` (with ``env`` and ``local_env``
+    added to the environment), in containers they are the command of ``image()``'s entrypoint
+    — or of ``entrypoint`` when given — with ``env``. The backend tells an incarnation where
+    its failpoint file is through ``failpoint_env``."""
 
     program: tuple[str, ...]
     args: tuple[str, ...]
@@ -88,6 +89,7 @@ class Launch:
     local_env: Mapping[str, str] = field(default_factory=dict)
     image: Callable[[], str] | None = None
     failpoint_env: str = "SEALCHECK_FAILPOINTS_FILE"
+    entrypoint: tuple[str, ...] | None = None
 
 
 class Database(Protocol):
@@ -130,6 +132,13 @@ class Backend(Protocol):
         self, launch: Launch, name: str, log_path: Path, failpoint_file: Path
     ) -> Incarnation:
         """An unstarted incarnation running ``launch``, its log copied to ``log_path``."""
+
+    def service(self, launch: Launch, name: str, log_path: Path) -> Incarnation:
+        """An unstarted long-lived process of the system under test (e.g. its Spark server),
+        reachable by other nodes at :meth:`address` ``(name)``."""
+
+    def address(self, name: str) -> str:
+        """The host name other nodes reach service ``name`` at."""
 
     def partitions(self) -> Any:
         """Network cuts (a :class:`nemeses.api.Partitions`) with the ``partition``

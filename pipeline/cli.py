@@ -8,6 +8,7 @@ violated), 254 bad arguments. Each sealed step is logged as one JSON line on std
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -62,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the Spark Kafka connector's jars or their directory (default: $SEALCHECK_SPARK_JARS)",
     )
+    p.add_argument(
+        "--spark-remote",
+        default=None,
+        help="a Spark Connect server (sc://host:port) instead of local mode in this process "
+        "(default: $SEALCHECK_SPARK_REMOTE, else local mode)",
+    )
     p.add_argument("--spark-cores", type=_at_least(1), default=2)
     p.add_argument("--driver-memory", default="1g")
     p.add_argument(
@@ -84,10 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_ARGS
     from pipeline.loop import Fenced, LoopConfig, StepLoop, StoreInconsistent, log_json
     from pipeline.persist import InvariantViolation, open_store
-    from pipeline.spark import JarsNotGivenError, connector_jars
+    from pipeline.spark import REMOTE_ENV, JarsNotGivenError, connector_jars
 
+    remote = args.spark_remote or os.environ.get(REMOTE_ENV) or None
+    jars: list[str] = []
     try:
-        jars = connector_jars(args.jars)
+        if remote is None:  # local mode needs the connector here; a server has its own
+            jars = connector_jars(args.jars)
     except JarsNotGivenError as exc:
         print(f"sealcheck pipeline: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGS
@@ -116,9 +126,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     source = None
     try:
         from pipeline.source import KafkaSparkSource
-        from pipeline.spark import spark_session
+        from pipeline.spark import remote_session, spark_session
 
-        spark = spark_session(jars, "sealcheck-pipeline", args.spark_cores, args.driver_memory)
+        if remote is not None:
+            spark = remote_session(remote)
+        else:
+            spark = spark_session(jars, "sealcheck-pipeline", args.spark_cores, args.driver_memory)
         source = KafkaSparkSource(args.bootstrap, args.topic, spark)
         loop = StepLoop(store, source, config, log_json)
         loop.rehydrate()

@@ -1,8 +1,13 @@
-"""Spark sessions for local mode with the Kafka connector on the classpath and small heaps.
+"""Spark sessions: local mode in this process, or a client of a Spark Connect server.
 
-The connector's jars are handed in (``--jars`` or ``SEALCHECK_SPARK_JARS``): the pipeline
-never looks for them itself, so it depends on nothing but PySpark. Sealcheck copies them from
-Maven Central once (``sealcheck setup``) and passes their paths to every incarnation.
+* Local mode (``local[N]``, the classic embedded driver): the Kafka connector's jars are
+  handed in (``--jars`` or ``SEALCHECK_SPARK_JARS``); the pipeline never looks for them
+  itself, so it depends on nothing but PySpark. A new process pays for a JVM and a cold first
+  query: 8-9 s here (``docs/architecture.md``, "Recovery").
+* Spark Connect (``--spark-remote sc://host:port`` or ``SEALCHECK_SPARK_REMOTE``): the driver
+  is a long-lived server that holds the connector; the pipeline is a thin gRPC client, so a
+  restarted incarnation reads again after about 1 s. :func:`connect_server_command` says how to
+  start such a server from the installed PySpark.
 """
 
 from __future__ import annotations
@@ -15,6 +20,10 @@ from typing import Any
 #: Where an incarnation finds the connector's jars when ``--jars`` is not given: paths of jars
 #: or of directories holding them, separated by ``os.pathsep``.
 JARS_ENV = "SEALCHECK_SPARK_JARS"
+#: The Spark Connect server to use when ``--spark-remote`` is not given (unset: local mode).
+REMOTE_ENV = "SEALCHECK_SPARK_REMOTE"
+#: What a Spark Connect server logs once it accepts clients.
+CONNECT_READY = "Spark Connect server started"
 
 
 class JarsNotGivenError(RuntimeError):
@@ -37,6 +46,46 @@ def connector_jars(spec: str | None = None) -> list[str]:
             "into .cache/jars/spark-kafka-<version>/)"
         )
     return jars
+
+
+def remote_session(url: str) -> Any:
+    """A Spark Connect session on the server at ``url`` (``sc://host:port``)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.remote(url).getOrCreate()
+
+
+def connect_server_command(
+    jars_dir: str,
+    port: int,
+    host: str = "127.0.0.1",
+    cores: int = 2,
+    driver_memory: str = "1g",
+    spark_submit: str | None = None,
+) -> list[str]:
+    """The command that runs a Spark Connect server (the one bundled with PySpark) in local
+    mode on ``host:port``, with the Kafka connector's jars from ``jars_dir`` on its classpath."""
+    if spark_submit is None:
+        import pyspark
+
+        spark_submit = str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+    conf = {
+        "spark.connect.grpc.binding.address": host,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.driver.extraClassPath": f"{jars_dir}/*",
+        "spark.driver.memory": driver_memory,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(cores),
+        "spark.default.parallelism": str(cores),
+        "spark.sql.adaptive.enabled": "false",
+        "spark.driver.extraJavaOptions": "-XX:+UseG1GC -Dio.netty.tryReflectionSetAccessible=true",
+    }
+    args = [spark_submit, "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    args += ["--name", "sealcheck-spark", "--master", f"local[{cores}]"]
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    return [*args, "spark-internal"]
 
 
 def spark_session(

@@ -37,6 +37,9 @@ class Settings:
     retain_steps: int
     compact_every: int
     broken: str | None = None
+    #: where the system's Spark driver runs: ``connect`` (a long-lived Spark Connect server
+    #: per run, the default) or ``local`` (inside each incarnation)
+    spark: str = "connect"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,13 @@ class Deployment(Protocol):
     @property
     def store(self) -> str:
         """Where its persisted state lives, as the host reaches it (for people and logs)."""
+
+    def start(self) -> None:
+        """Start what the system needs beside its incarnations (e.g. a Spark server) and wait
+        until it serves; nothing for a system that needs nothing."""
+
+    def stop(self) -> None:
+        """Stop what :meth:`start` started (teardown: keeps going past errors)."""
 
     def launch(self, incarnation: int) -> Launch:
         """How to start incarnation ``incarnation`` (0, 1, …)."""
@@ -98,8 +108,9 @@ class SystemUnderTest(Protocol):
     def requires(self) -> frozenset[str]:
         """Backend capabilities it needs on every backend (``infra.node.CAPABILITIES``)."""
 
-    def deploy(self, backend: Backend, settings: Settings, work: Path) -> Deployment:
-        """Prepare one run on ``backend`` (a store, an image); ``work`` is scratch space."""
+    def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> Deployment:
+        """Prepare one run on ``backend`` (a store, an image); ``work`` is scratch space,
+        ``logs`` where its services' logs go."""
 
     def fired_failpoint(self, log_text: str) -> str | None:
         """The failpoint an incarnation's log says fired last (None: none)."""

@@ -235,6 +235,27 @@ class ContainersBackend:
             on_start=started,
         )
 
+    def service(self, launch: Launch, name: str, log_path: Path) -> SutContainer:
+        """``launch`` as a long-lived container named after the run and ``name`` (other
+        containers reach it by that name on the run's network)."""
+        if launch.image is None:
+            raise ValueError(f"{name}: this system under test has no container image")
+        return SutContainer(
+            self.topo,
+            name,
+            launch.image(),
+            list(launch.args),
+            dict(launch.env),
+            log_path,
+            None,
+            entrypoint=list(launch.entrypoint) if launch.entrypoint else None,
+            hostname=self.address(name),
+        )
+
+    def address(self, name: str) -> str:
+        """The container name of service ``name``: the run's network name plus ``name``."""
+        return f"{self.topo.network_name}-{name}"
+
     def partitions(self) -> ContainerPartitions:
         """Cuts inside the containers' namespaces."""
         return self._cuts

@@ -146,12 +146,14 @@ class SutContainer:
         command: list[str],
         env: dict[str, str],
         log_path: Path,
-        failpoints_dir: Path,
+        failpoints_dir: Path | None,
         on_start: Callable[[SutContainer], None] | None = None,
+        entrypoint: list[str] | None = None,
+        hostname: str | None = None,
     ) -> None:
         self.topo, self.name, self.image, self.command = topo, name, image, command
         self.env, self.log_path, self.failpoints_dir = env, log_path, failpoints_dir
-        self.on_start = on_start
+        self.on_start, self.entrypoint, self.hostname = on_start, entrypoint, hostname
         self.container: Any = None
         self._code: int | None = None
         self._pid: int | None = None
@@ -194,7 +196,14 @@ class SutContainer:
         """Start the container on the run's network."""
         if self.container is not None:
             return None
-        self.failpoints_dir.mkdir(parents=True, exist_ok=True)
+        extra: dict[str, Any] = {}
+        if self.failpoints_dir is not None:
+            self.failpoints_dir.mkdir(parents=True, exist_ok=True)
+            extra["volumes"] = {str(self.failpoints_dir): {"bind": FAILPOINT_DIR, "mode": "rw"}}
+        if self.entrypoint is not None:
+            extra["entrypoint"] = self.entrypoint
+        if self.hostname is not None:  # other containers reach it by this name
+            extra["name"] = self.hostname
         self.container = self.topo.client.containers.run(
             self.image,
             command=self.command,
@@ -202,8 +211,8 @@ class SutContainer:
             network=self.topo.network_name,
             labels=self.topo.labels,
             environment=self.env,
-            volumes={str(self.failpoints_dir): {"bind": FAILPOINT_DIR, "mode": "rw"}},
             mem_limit="2g",
+            **extra,
         )
         pid = self.pid  # remember the host pid while the container runs
         if self.on_start is not None:

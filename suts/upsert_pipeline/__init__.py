@@ -22,6 +22,7 @@ from pipeline.failpoints import FAILPOINTS, FILE_ENV_VAR
 from pipeline.loop import BROKEN_MODES
 from suts.api import Progress, Settings
 from suts.upsert_pipeline import store
+from suts.upsert_pipeline.spark_server import SparkServer
 
 
 class UpsertPipeline:
@@ -33,10 +34,12 @@ class UpsertPipeline:
     broken_modes: Mapping[str, str] = BROKEN_MODES
     requires: frozenset[str] = frozenset()
 
-    def deploy(self, backend: Backend, settings: Settings, work: Path) -> PipelineDeployment:
+    def deploy(
+        self, backend: Backend, settings: Settings, work: Path, logs: Path
+    ) -> PipelineDeployment:
         """A SQLite store in ``work`` locally, a new PostgreSQL database where the backend
-        has one."""
-        return PipelineDeployment(backend, settings, work)
+        has one; a Spark Connect server unless ``settings.spark`` is ``local``."""
+        return PipelineDeployment(backend, settings, work, logs)
 
     def fired_failpoint(self, log_text: str) -> str | None:
         """The last ``{"event": "failpoint", "action": "crash"}`` line's failpoint."""
@@ -61,8 +64,9 @@ class UpsertPipeline:
 class PipelineDeployment:
     """The pipeline on one backend for one run (:class:`suts.api.Deployment`)."""
 
-    def __init__(self, backend: Backend, settings: Settings, work: Path) -> None:
+    def __init__(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> None:
         self.backend, self.settings = backend, settings
+        self.spark = SparkServer(backend, logs) if settings.spark == "connect" else None
         db = backend.database()
         if db is None:
             self._store = self._inside = str(work / "store.db")
@@ -77,8 +81,19 @@ class PipelineDeployment:
         """The store as the host reaches it (a PostgreSQL server's IP may change)."""
         return self._store or self._db.dsn(self._name)
 
+    def start(self) -> None:
+        """Start the Spark Connect server (in ``connect`` mode)."""
+        if self.spark is not None:
+            self.spark.ensure()
+
+    def stop(self) -> None:
+        """Stop the Spark Connect server."""
+        if self.spark is not None:
+            self.spark.stop()
+
     def launch(self, incarnation: int) -> Launch:
-        """``python -m pipeline`` (locally) or the pipeline image, with the run's settings."""
+        """``python -m pipeline`` (locally) or the pipeline image, with the run's settings;
+        the Spark Connect server is started again first if it died."""
         from infra.jars import spark_connector_jars
         from suts.upsert_pipeline.image import pipeline_image
 
@@ -99,6 +114,9 @@ class PipelineDeployment:
         ]
         if s.broken:
             args += ["--broken", s.broken]
+        if self.spark is not None:
+            self.spark.ensure()
+            args += ["--spark-remote", self.spark.url]
         jars = ":".join(str(p) for p in spark_connector_jars())  # the image carries its own
         return Launch(
             program=(sys.executable, "-m", "pipeline"),

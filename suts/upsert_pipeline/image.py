@@ -19,7 +19,7 @@ from infra.paths import REPO_ROOT, cache_dir
 
 #: What the pipeline imports at run time (a subset of the project's dependencies).
 RUNTIME = (
-    "pyspark==4.0.0",
+    "pyspark[connect]==4.0.0",
     "confluent-kafka>=2.16,<3",
     "orjson>=3.10",
     "tenacity>=9",
@@ -28,6 +28,8 @@ RUNTIME = (
 )
 SOURCES = ("pipeline",)
 JARS_IN_IMAGE = "/opt/sealcheck/jars"
+#: PySpark's spark-submit in the image's virtualenv (runs the Spark Connect server).
+SPARK_SUBMIT_IN_IMAGE = "/opt/venv/lib/python3.11/site-packages/pyspark/bin/spark-submit"
 
 _DOCKERFILE = """\
 FROM {base}

@@ -35,6 +35,7 @@ def test_toml_then_flags(tmp_path: Path) -> None:
         ({"broken": "sometimes"}, "broken='sometimes'"),
         ({"name": "a b"}, "name='a b'"),
         ({"seed": "x"}, "seed='x': expected a whole number"),
+        ({"spark": "yarn"}, "spark='yarn': use connect or local"),
     ],
 )
 def test_bad_values_are_named(over: dict[str, object], fragment: str) -> None:
@@ -76,6 +77,7 @@ def test_the_reproduce_line_gives_back_every_setting() -> None:
         name="repro",
         seed=77,
         backend="containers",
+        spark="local",
         brokers=3,
         partitions=5,
         duration_s=33.5,
@@ -186,3 +188,17 @@ def test_replay_checks_the_saved_config_and_schedule(
     assert len(err) == 1 and fragment in err[0], err
     assert main(["run", "--replay", str(tmp_path / "nope")]) == 254
     assert "test.json does not exist" in capsys.readouterr().err
+
+
+def test_spark_connect_server_command_binds_where_asked() -> None:
+    from pipeline.spark import connect_server_command
+
+    argv = connect_server_command("/jars", 15002, host="0.0.0.0", spark_submit="/x/spark-submit")
+    assert argv[0] == "/x/spark-submit" and argv[-1] == "spark-internal"
+    assert "org.apache.spark.sql.connect.service.SparkConnectServer" in argv
+    confs = {argv[i + 1] for i, a in enumerate(argv) if a == "--conf"}
+    assert {
+        "spark.connect.grpc.binding.port=15002",
+        "spark.connect.grpc.binding.address=0.0.0.0",
+        "spark.driver.extraClassPath=/jars/*",
+    } <= confs

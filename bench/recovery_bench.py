@@ -1,0 +1,113 @@
+"""Recovery benchmark: how long a crash costs the pipeline (kill -> next sealed step).
+
+    .venv/bin/python bench/recovery_bench.py [--modes connect,local] [--seeds 1]
+        [--store store-bench] [--analyze RUN_DIR ...]
+
+For every Spark mode it makes real chaos runs (``sealcheck run --nemesis kill --interval 6``)
+and, from each stored run, measures every crash: the time from the incarnation's exit (as the
+supervisor recorded it) to the first observation of the store's ``data`` upper past the first
+step the next incarnation sealed. The observer samples every 0.25 s, so each number is late by
+up to that. ``--analyze`` measures runs already stored instead (any run: failpoint crashes
+count too). Prints n, min, p50, p90 and max per mode; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rundir.history import History  # noqa: E402
+
+
+def first_sealed_step(log: Path) -> int | None:
+    """The step ``t`` of the first ``sealed`` event in an incarnation's log (None: none)."""
+    if not log.exists():
+        return None
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("{") and '"sealed"' in line:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == "sealed":
+                return int(event["t"])
+    return None
+
+
+def recoveries(run_dir: Path) -> list[float]:
+    """Seconds from each crashed incarnation's exit to the next incarnation's first sealed
+    step becoming visible in the store (crashes followed by no sealed step are left out)."""
+    history = History.load(run_dir / "history.jsonl")
+    seen = [(op["time"], op["value"].get("data", 0)) for op in history.observations()]
+    out: list[float] = []
+    exits = [
+        op
+        for op in history.ops
+        if op["process"] == "supervisor" and op["f"] == "pipeline-exit" and op["value"]["code"]
+    ]
+    for op in exits:
+        nxt = op["value"]["incarnation"] + 1
+        step = first_sealed_step(run_dir / "logs" / f"pipeline-{nxt}.log")
+        if step is None:
+            continue
+        later = [t for t, upper in seen if t > op["time"] and upper > step]
+        if later:
+            out.append((later[0] - op["time"]) / 1e9)
+    return out
+
+
+def summary(label: str, values: list[float]) -> str:
+    """One line: n, min, p50, p90, max."""
+    if not values:
+        return f"{label:>8}: no crash was followed by a sealed step"
+    values = sorted(values)
+    p90 = values[min(len(values) - 1, round(0.9 * (len(values) - 1)))]
+    return (
+        f"{label:>8}: n={len(values):3d}  min={values[0]:5.1f}s  "
+        f"p50={statistics.median(values):5.1f}s  p90={p90:5.1f}s  max={values[-1]:5.1f}s"
+    )
+
+
+def run(store: Path, mode: str, seed: int) -> Path:
+    """One kill-only chaos run in ``mode``; its run directory."""
+    flags = ["--no-progress", "--store", str(store), "--seed", str(seed), "--spark", mode]
+    flags += ["--nemesis", "kill", "--interval", "6"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", *flags], cwd=ROOT, capture_output=True, text=True
+    )
+    run_dir = (store / "latest").resolve()
+    print(f"  {mode} seed {seed}: exit {proc.returncode}, {run_dir}", flush=True)
+    return run_dir
+
+
+def main() -> int:
+    """Run (or analyze) and print the numbers."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--modes", default="connect,local")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--store", type=Path, default=ROOT / "store-bench")
+    parser.add_argument("--analyze", nargs="*", type=Path, default=None)
+    args = parser.parse_args()
+    if args.analyze is not None:
+        values = [v for d in args.analyze for v in recoveries(d)]
+        print(summary("runs", values))
+        return 0
+    results: dict[str, list[float]] = {}
+    for mode in args.modes.split(","):
+        for seed in range(1, args.seeds + 1):
+            results.setdefault(mode, []).extend(recoveries(run(args.store, mode, seed)))
+    print("kill -> next sealed step (observer resolution 0.25 s):")
+    for mode, values in results.items():
+        print(summary(mode, values))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

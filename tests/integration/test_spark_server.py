@@ -1,0 +1,57 @@
+"""The pipeline's Spark Connect server on the local backend: it serves Kafka reads to a thin
+client, is started again when it died, and is gone after ``stop``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.local import LocalBackend
+from pipeline.spark import remote_session
+from suts.upsert_pipeline.spark_server import SparkServer
+
+pytestmark = pytest.mark.integration
+
+
+def _count(url: str, bootstrap: str, topic: str) -> int:
+    spark = remote_session(url)
+    try:
+        frame = (
+            spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", "latest")
+            .load()
+        )
+        return int(frame.count())
+    finally:
+        spark.stop()
+
+
+def test_server_serves_restarts_when_dead_and_stops(kafka: Any, tmp_path: Path) -> None:
+    from harness.smoke import produce
+
+    topic = "spark-server"
+    kafka.create_topic(topic, partitions=2)
+    acked = produce(kafka.bootstrap, topic, [(b"k%d" % i, b"v") for i in range(25)])
+    assert len(acked) == 25
+    server = SparkServer(LocalBackend(1, tmp_path), tmp_path)
+    try:
+        server.ensure()
+        assert server.starts == 1 and server.url.startswith("sc://127.0.0.1:")
+        assert _count(server.url, kafka.bootstrap, topic) == 25
+        server.ensure()  # running: nothing to do
+        assert server.starts == 1
+        assert server.node is not None
+        node = server.node
+        assert node.kill() is not None  # a dead server is started again before the next one
+        assert node.wait_exit() == -9
+        server.ensure()
+        assert server.starts == 2 and server.node.alive
+        assert _count(server.url, kafka.bootstrap, topic) == 25
+    finally:
+        server.stop()
+    assert server.node is not None and not server.node.alive
