@@ -167,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_commands(sub)
 
+    from harness.selftest import add_command
+
+    add_command(sub)
+
     sub.add_parser(
         "pipeline",
         add_help=False,

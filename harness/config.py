@@ -62,15 +62,29 @@ class TestConfig:
     spark: str = "connect"
     brokers: int = 1
     partitions: int = 3
-    duration_s: float = 60.0  # workload and faults; the final phase comes after
-    nemeses: tuple[str, ...] = ("kill", "failpoint", "pause")
-    nemesis_interval_s: float = 8.0
+    duration_s: float = 72.0  # workload and faults; the final phase comes after
+    # A nemesis named k times gets k shares of the fault windows: half the windows arm a
+    # failpoint, so with a crash costing ~2 s (Spark Connect) a 72 s run reaches every one of
+    # the pipeline's failpoints and still kills, pauses, makes a zombie writer and loses a
+    # commit's reply.
+    nemeses: tuple[str, ...] = (
+        "failpoint",
+        "kill",
+        "failpoint",
+        "pause",
+        "failpoint",
+        "zombie",
+        "failpoint",
+        "indeterminate",
+    )
+    nemesis_interval_s: float = 3.0
     final_timeout_s: float = 120.0  # liveness: time allowed to seal the log end after healing
     max_records_per_step: int = 2_000
-    # Compaction on (so the compaction failpoints are reachable) but keeping 20 steps: steps
-    # below the store's ``since`` survive only merged, so they cannot be judged one by one.
+    # Compaction every 2 steps (so its failpoints are reached within a 3 s fault window),
+    # keeping 20 steps: steps below the store's ``since`` survive only merged, so they cannot
+    # be judged one by one.
     retain_steps: int = 20
-    compact_every: int = 5
+    compact_every: int = 2
     broken: str | None = None  # a deliberate bug of the system under test (its broken_modes)
     checkers: tuple[str, ...] = ()  # the checkers that judge the run (empty: every one)
     runs_dir: str = "store"  # the archive of runs (rundir.archive), not the system's store

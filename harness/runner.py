@@ -77,6 +77,7 @@ def run_test(test: Test, display: Display) -> Outcome:
         "schedule_seed": test.schedule_seed,
         "producer_seeds": test.producer_seeds,
         "schedule": [a.to_json() for a in test.schedule],
+        "windows": dict(test.system.failpoints),  # what window coverage is measured against
         "versions": _versions(),
         "reproduce": repro_command(cfg, run_dir),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -99,9 +100,27 @@ def run_test(test: Test, display: Display) -> Outcome:
     meta["final_phase"] = reason or "caught up"
     write_json(run_dir / "test.json", meta)
     valid = _judge(run_dir, test, display)
+    _print_coverage(run_dir, meta, test, display)
     point_latest(archive, run_dir)
     shutil.rmtree(run_dir / "work", ignore_errors=True)
     return Outcome(run_dir, valid, reason, time.monotonic() - started)
+
+
+def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Display) -> None:
+    from report.coverage import coverage, unreached
+    from rundir.history import History, HistoryError
+
+    points = dict(test.system.failpoints)
+    if not points or "failpoint" not in test.nemeses:
+        return
+    try:
+        windows = coverage(meta, History.load(run_dir / "history.jsonl").ops)
+    except HistoryError as exc:
+        display.console.print(f"window coverage: unknown ({exc})")
+        return
+    missed = unreached(windows, points)
+    line = f"window coverage: {len(points) - len(missed)}/{len(points)} failpoints reached"
+    display.console.print(line + (f" (not reached: {', '.join(missed)})" if missed else ""))
 
 
 def _judge(run_dir: Path, test: Test, display: Display) -> bool | None:

@@ -278,12 +278,21 @@ class Session:
                 self.history.append("harness", "info", "caught-up", {"took_s": took})
                 self.display.log(f"caught up with the log end {end} in {took}s")
                 return ""
+            refusing = sup.refusing(self.test.system.refusal_exit_codes, 3)
+            if refusing:
+                reason = (
+                    f"liveness: the pipeline refuses to resume ({refusing}: its last 3 "
+                    f"incarnations exited with a code that says the store cannot be resumed; "
+                    f"sealed: {obs.last}, log end {end})"
+                )
+                break
             self._status(time.monotonic() - start, sup, obs)
             time.sleep(0.25)
-        reason = (
-            f"liveness: the pipeline did not seal the log end {end} within "
-            f"{self.cfg.final_timeout_s:.0f}s after healing (sealed: {obs.last})"
-        )
+        else:
+            reason = (
+                f"liveness: the pipeline did not seal the log end {end} within "
+                f"{self.cfg.final_timeout_s:.0f}s after healing (sealed: {obs.last})"
+            )
         self.history.append("harness", "info", "not-caught-up", {"reason": reason})
         self.display.log(reason)
         return reason

@@ -3,8 +3,14 @@ whenever it exits, and records every start and exit (with its code and the failp
 fired) in the history.
 
 Nemeses act on the running incarnation through :class:`SupervisedNode` (the ``pipeline`` role:
-kill, pause, resume — waiting for the next incarnation when between two) and arm failpoints
-through :class:`FailpointFile` (the failpoint contract of ``suts.api``).
+kill, pause, resume — waiting for the next incarnation when between two; replace and release
+for zombie writers) and arm failpoints through :class:`FailpointFile` (the failpoint contract
+of ``suts.api``).
+
+A *zombie* is an incarnation the supervisor was told to give up on while it still runs
+(frozen): a new incarnation starts beside it at once, and the zombie's exit — when it is let go
+on and, if the system fences correctly, stops with "fenced" — is recorded like any other, with
+``"zombie": true``.
 
 Incarnations are spawned from the supervisor's own thread, which lives until :meth:`stop`
 (``PR_SET_PDEATHSIG`` fires when the forking thread exits; see :mod:`infra.procs`).
@@ -76,6 +82,12 @@ class Supervisor:
         self._thread: threading.Thread | None = None
         self.current: Incarnation | None = None
         self.incarnations = 0
+        self._changed = threading.Event()  # the current incarnation exited or was given up
+        self._exits: dict[int, int] = {}  # id(incarnation) -> exit code, once it exited
+        self._exited: dict[int, threading.Event] = {}
+        self._codes: list[int] = []  # exit codes of incarnations that were not zombies
+        self.zombies: list[Incarnation] = []  # given up, not yet let go
+        self._zombie_ids: set[int] = set()  # every incarnation ever given up
 
     def start(self) -> None:
         """Start the supervising thread (and with it the first incarnation)."""
@@ -83,13 +95,22 @@ class Supervisor:
         self._thread.start()
 
     def stop(self, timeout_s: float = 30.0) -> int | None:
-        """Stop restarting and stop the current incarnation (SIGTERM, then SIGKILL)."""
+        """Stop restarting and stop the current incarnation and every zombie (SIGTERM, then
+        SIGKILL)."""
         self._stopping.set()
+        self._changed.set()
         code = None
         with self._lock:
-            cur = self.current
+            cur, zombies, self.zombies = self.current, list(self.zombies), []
+        for zombie in zombies:
+            zombie.resume()
+            zombie.stop(timeout_s)
         if cur is not None:
             code = cur.stop(timeout_s)
+        for proc in [*zombies, *([cur] if cur is not None else [])]:
+            exited = self._exited.get(id(proc))
+            if exited is not None:
+                exited.wait(5)  # its exit is in the history before the history closes
         if self._thread is not None:
             self._thread.join(timeout_s + 5)
         return code
@@ -107,20 +128,77 @@ class Supervisor:
                 "pipeline-start",
                 {"incarnation": n, "pid": proc.ident, "failpoints": self.failpoints.spec()},
             )
-            code = proc.wait_exit()
-            self.history.append(
-                "supervisor",
-                "info",
-                "pipeline-exit",
-                {
-                    "incarnation": n,
-                    "pid": proc.ident,
-                    "code": code,
-                    "failpoint": self._fired(proc.log_text()),
-                },
+            self._exited[id(proc)] = exited = threading.Event()
+            watcher = threading.Thread(
+                target=self._watch, args=(n, proc, exited), name=f"exit-{n}", daemon=True
             )
+            watcher.start()
+            self._changed.wait()  # it exited, was given up (a zombie now) or we stop
+            self._changed.clear()
             if self._stopping.wait(self.restart_delay_s):
                 break
+        self._changed.set()
+
+    def _watch(self, n: int, proc: Incarnation, exited: threading.Event) -> None:
+        code = proc.wait_exit()
+        self._exits[id(proc)] = code
+        if id(proc) not in self._zombie_ids:
+            self._codes.append(code)
+        with self._lock:
+            zombie = id(proc) in self._zombie_ids
+            current = proc is self.current
+        self.history.append(
+            "supervisor",
+            "info",
+            "pipeline-exit",
+            {
+                "incarnation": n,
+                "pid": proc.ident,
+                "code": code,
+                "failpoint": self._fired(proc.log_text()),
+                **({"zombie": True} if zombie else {}),
+            },
+        )
+        exited.set()
+        if current:
+            self._changed.set()
+
+    def refusing(self, codes: frozenset[int], n: int) -> str:
+        """Non-empty (the codes, as text) when the last ``n`` exits of current incarnations
+        all had one of ``codes`` (the system says it cannot go on: waiting is pointless)."""
+        last = self._codes[-n:]
+        if len(last) < n or not codes or not all(c in codes for c in last):
+            return ""
+        return "exit codes " + ", ".join(map(str, last))
+
+    def give_up(self, proc: Incarnation) -> None:
+        """Treat ``proc`` (frozen by the caller) as a zombie and start the next incarnation
+        beside it."""
+        with self._lock:
+            if proc is not self.current:
+                return
+            self.zombies.append(proc)
+            self._zombie_ids.add(id(proc))
+            self.current = None
+        self._changed.set()
+
+    def let_go(self, wait_s: float) -> list[dict[str, Any]]:
+        """Thaw every zombie and wait up to ``wait_s`` for it to exit; kill one that did not.
+        Per zombie: its pid, exit code and whether it had to be killed."""
+        with self._lock:
+            zombies, self.zombies = list(self.zombies), []
+        out = []
+        for zombie in zombies:
+            zombie.resume()
+            exited = self._exited[id(zombie)]
+            killed = not exited.wait(wait_s)
+            if killed:
+                zombie.kill()
+                exited.wait(wait_s)
+            out.append(
+                {"zombie": zombie.ident, "code": self._exits.get(id(zombie)), "killed": killed}
+            )
+        return out
 
     def running(self) -> Incarnation | None:
         """The current incarnation if it is alive."""
@@ -173,3 +251,17 @@ class SupervisedNode:
         """Thaw the incarnation this node froze, if it still runs frozen."""
         cur, self._paused = self._paused, None
         return cur.resume() if cur is not None else None
+
+    def replace(self) -> int | str | None:
+        """Give up the running incarnation (stalled by the caller, e.g. at a failpoint) and
+        start a new one beside it: the old one is now a zombie, still holding whatever it had
+        in flight."""
+        cur = self.supervisor.running()
+        if cur is None:
+            return None
+        self.supervisor.give_up(cur)
+        return cur.ident
+
+    def release(self, wait_s: float = 20.0) -> list[dict[str, Any]]:
+        """Let every zombie go on, wait for it to exit (killing it after ``wait_s``)."""
+        return self.supervisor.let_go(wait_s)

@@ -40,7 +40,14 @@ class Test:
 
 def plan_info(spec: TestConfig, sut: SystemUnderTest) -> PlanInfo:
     """The shape of the system under test, for planning faults."""
-    return PlanInfo(spec.brokers, tuple(sut.failpoints), frozenset(sut.startup_failpoints))
+    return PlanInfo(
+        spec.brokers,
+        tuple(sut.failpoints),
+        frozenset(sut.startup_failpoints),
+        frozenset(sut.late_failpoints),
+        tuple(sut.commit_failpoints),
+        sut.stall_failpoint,
+    )
 
 
 def build_test(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,20 @@ class Node(Protocol):
 
     def resume(self) -> int | str | None:
         """Thaw it."""
+
+
+@runtime_checkable
+class Replaceable(Protocol):
+    """A node whose running incarnation can be given up while it still runs (the supervised
+    ``pipeline`` node): the zombie-writer fault."""
+
+    def replace(self) -> int | str | None:
+        """Give up the running incarnation (stalled by the caller) and start a new one beside
+        it; the old one's id (None: none was running)."""
+
+    def release(self, wait_s: float = 20.0) -> list[dict[str, Any]]:
+        """Thaw every zombie, wait for it to exit (killed after ``wait_s``): per zombie
+        ``zombie`` (id), ``code`` and ``killed``."""
 
 
 class Failpoints(Protocol):
@@ -126,6 +140,15 @@ class PlanInfo:
     brokers: int
     pipeline_failpoints: tuple[str, ...]
     startup_failpoints: frozenset[str] = frozenset()
+    #: failpoints passed only once the system has run a while (e.g. compaction, which starts
+    #: after ``retain_steps`` steps): planned after the others in each cover
+    late_failpoints: frozenset[str] = frozenset()
+    #: failpoints right after a durable write returned: an ``error`` there is a write that
+    #: happened but reported failure (an indeterminate storage operation)
+    commit_failpoints: tuple[str, ...] = ()
+    #: a failpoint right before a write, where an incarnation that stalls holds a decision made
+    #: from state that may go stale (the zombie writer); None: the system has none
+    stall_failpoint: str | None = None
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 Each action arms one failpoint (``crash`` on its next pass) in the running pipeline; the
 failpoints are taken in a seeded order that covers every point the pipeline defines before
-any repeats, so a run with as many failpoint windows as failpoints covers them all. Points the
+any repeats, so a run with as many failpoint windows as failpoints covers them all. Points
+the system passes only once it has run a while (compaction, in the pipeline) come last in
+each cover. Points the
 system under test passes only at start-up (``rehydrate.mid`` in the pipeline) are armed and
 then the pipeline is killed, so the next incarnation dies there. The supervisor records which
 failpoint fired with each exit.
@@ -29,7 +31,7 @@ class Failpoint(Nemesis):
 
     def __init__(self, info: PlanInfo) -> None:
         self.points = tuple(sorted(info.pipeline_failpoints))
-        self.startup = info.startup_failpoints
+        self.startup, self.late = info.startup_failpoints, info.late_failpoints
         self._order: list[str] = []
 
     @property
@@ -39,9 +41,12 @@ class Failpoint(Nemesis):
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """Arm the next point of the seeded cover early in the window."""
-        if not self._order:
-            self._order = list(self.points)
-            rng.shuffle(self._order)
+        if not self._order:  # a seeded cover, the points passed only later at its end
+            early = [p for p in self.points if p not in self.late]
+            late = [p for p in self.points if p in self.late]
+            rng.shuffle(early)
+            rng.shuffle(late)
+            self._order = early + late
         point = self._order.pop(0)
         at = start_s + rng.uniform(0, window_s / 4)
         return [self._act(at, "arm-failpoint", failpoint=point, restart=point in self.startup)]

@@ -10,9 +10,11 @@ from collections.abc import Callable, Mapping
 
 from nemeses.api import Mark, Nemesis, PlanInfo
 from nemeses.failpoint import Failpoint
+from nemeses.indeterminate import Indeterminate
 from nemeses.kill import Kill
 from nemeses.partition import Partition
 from nemeses.pause import Pause
+from nemeses.zombie import Zombie
 
 NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "kill": lambda info: Kill("kill", "pipeline", info),
@@ -22,6 +24,8 @@ NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "pause-kafka": lambda info: Pause("pause-kafka", "broker", info),
     "partition": Partition,
     "kill-postgres": lambda info: Kill("kill-postgres", "database", info),
+    "zombie": Zombie,
+    "indeterminate": Indeterminate,
 }
 
 

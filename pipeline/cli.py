@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import NoReturn
 
+from pipeline.broken import BROKEN_MODES
 from pipeline.failpoints import FailpointSpecError, load_from_env
-from pipeline.loop import BROKEN_MODES
 
 EXIT_OK = 0
 EXIT_CRASH = 1
@@ -89,7 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FailpointSpecError as exc:
         print(f"sealcheck pipeline: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGS
-    from pipeline.loop import Fenced, LoopConfig, StepLoop, StoreInconsistent, log_json
+    from pipeline.broken import make_loop
+    from pipeline.loop import Fenced, LoopConfig, StoreInconsistent, log_json
     from pipeline.persist import InvariantViolation, open_store
     from pipeline.spark import REMOTE_ENV, JarsNotGivenError, connector_jars
 
@@ -133,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             spark = spark_session(jars, "sealcheck-pipeline", args.spark_cores, args.driver_memory)
         source = KafkaSparkSource(args.bootstrap, args.topic, spark)
-        loop = StepLoop(store, source, config, log_json)
+        loop = make_loop(store, source, config, log_json)
         loop.rehydrate()
         log_json({"event": "started", "t": loop.t, "topic": args.topic})
         sealed = loop.run(stop, args.max_steps)

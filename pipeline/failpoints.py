@@ -14,6 +14,7 @@ A running pipeline can also be armed from outside: ``SEALCHECK_FAILPOINTS_FILE``
 holding a spec in the same syntax, re-read whenever it changes (one ``stat`` per pass). A
 crash armed from the file removes the file first, so the next incarnation starts clean; this
 is how the ``failpoint`` nemesis aims a crash at one exact persist step without a restart.
+Whatever fires from the file consumes it (the ``indeterminate`` nemesis's ``error`` too).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ FAILPOINTS: dict[str, str] = {
     "data.after_commit": "step loop: data for t committed, in-memory state not yet advanced",
     "rehydrate.mid": "start-up: data snapshot read, errors and bindings not yet",
     "compact.mid": "persist: inside the compaction transaction, old rows deleted, merged not yet",
+    "compact.between": "step loop: bindings compacted (committed), data and errors not yet",
     "compact.after_commit": "step loop: compaction committed",
 }
 
@@ -153,10 +155,10 @@ def failpoint(name: str) -> None:
         return
     event = {"event": "failpoint", "name": name, "action": armed.action, "pass": armed.passes}
     print(json.dumps(event, sort_keys=True), flush=True)
+    if name in _FROM_FILE and _FILE is not None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(_FILE)  # consumed: the next incarnation starts disarmed
     if armed.action == "crash":
-        if name in _FROM_FILE and _FILE is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(_FILE)  # consumed: the next incarnation starts disarmed
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
     elif armed.action == "error":

@@ -97,15 +97,9 @@ class LoopConfig:
     #: compact every this many steps (when ``retain_steps`` > 0)
     compact_every: int = 10
     idle_backoff_s: tuple[float, float] = (0.05, 1.0)
-    #: a deliberate bug, to show the checkers catch it (None: correct); see BROKEN_MODES
+    #: a deliberate bug, to show the checkers catch it (None: correct); see
+    #: :data:`pipeline.broken.BROKEN_MODES` (:func:`pipeline.broken.make_loop` applies it)
     broken: str | None = None
-
-
-#: Deliberately wrong behaviours, for testing the harness end to end.
-BROKEN_MODES = {
-    "reappend-after-restart": "after a restart, append the last step's inserts again with the "
-    "first new step (as if the in-memory state were lost but the output replayed)",
-}
 
 
 class StepLoop:
@@ -120,10 +114,10 @@ class StepLoop:
     ) -> None:
         self.store, self.source, self.config, self.log = store, source, config, log
         self.t = 0
+        self.replaying = False  # this step replays bindings sealed before a crash
         self.bound: dict[int, int] = {}
         self.data: dict[bytes, bytes] = {}
         self.errors: dict[bytes, bytes] = {}
-        self._reappend: list[Update] = []  # broken mode only
 
     # -- start-up --------------------------------------------------------------------
     def rehydrate(self) -> None:
@@ -143,12 +137,7 @@ class StepLoop:
             )
         self.t = t
         if t > 0:
-            self.data = self.store.snapshot(DATA, t - 1)
-            failpoint("rehydrate.mid")
-            self.errors = self.store.snapshot(ERRORS, t - 1)
-            self.bound = decode_bindings(self.store.snapshot(BINDINGS, t - 1))
-            if self.config.broken == "reappend-after-restart":
-                self._reappend = [u for u in self.store.updates(DATA, t - 1, t) if u.diff > 0]
+            self._read_state(t)
         self.log(
             {
                 "event": "rehydrated",
@@ -160,35 +149,42 @@ class StepLoop:
             }
         )
 
+    def _read_state(self, t: int) -> None:
+        """State and bindings as of ``t - 1`` from persist."""
+        self.data = self.store.snapshot(DATA, t - 1)
+        failpoint("rehydrate.mid")
+        self.errors = self.store.snapshot(ERRORS, t - 1)
+        self.bound = decode_bindings(self.store.snapshot(BINDINGS, t - 1))
+
     # -- one step --------------------------------------------------------------------
     def _bindings_for_step(self) -> dict[int, int] | None:
         """The offsets bound at ``t``: replayed if sealed, else newly chosen and appended."""
         t = self.t
-        if self.store.uppers().get(BINDINGS, 0) > t:
+        self.replaying = self.store.uppers().get(BINDINGS, 0) > t
+        if self.replaying:
             return decode_bindings(self.store.snapshot(BINDINGS, t))
         nxt = choose_range(self.bound, self.source.log_end(), self.config.max_records_per_step)
         if all(o == self.bound.get(p, 0) for p, o in nxt.items()):
             return None
         failpoint("bindings.before_append")
+        self._append_bindings(nxt, t)
+        failpoint("bindings.after_append")
+        return nxt
+
+    def _append_bindings(self, nxt: dict[int, int], t: int) -> None:
+        """Seal the bindings of step ``t``; fenced when another writer moved the upper."""
         try:
             self.store.compare_and_append(BINDINGS, diff_bindings(self.bound, nxt, t), t, t + 1)
         except UpperMismatch as exc:
             raise Fenced(str(exc)) from exc
-        failpoint("bindings.after_append")
-        return nxt
 
-    def step(self) -> bool:
-        """Seal one step; False when there was nothing new to bind."""
-        started = time.monotonic()
-        t = self.t
-        nxt = self._bindings_for_step()
-        if nxt is None:
-            return False
-        records = self.source.read_winners(self.bound, nxt)
-        out = upsert.upsert_step(records, self.data, self.errors, t)
-        if self._reappend:  # the deliberate bug of broken mode "reappend-after-restart"
-            out.data.extend(Update(u.key, u.value, t, u.diff) for u in self._reappend)
-            self._reappend = []
+    def _read(self, lo: dict[int, int], hi: dict[int, int]) -> list[upsert.SourceRecord]:
+        """The winning record of every raw key in exactly ``[lo, hi)``."""
+        return self.source.read_winners(lo, hi)
+
+    def _append_output(self, out: upsert.StepOutput, t: int) -> upsert.StepOutput:
+        """Seal ``data`` and ``errors`` of step ``t`` in one transaction; what was appended
+        (the state is advanced by exactly that)."""
         failpoint("data.before_append")
         try:
             self.store.compare_and_append_many(
@@ -197,6 +193,17 @@ class StepLoop:
         except UpperMismatch as exc:
             raise Fenced(str(exc)) from exc
         failpoint("data.after_commit")
+        return out
+
+    def step(self) -> bool:
+        """Seal one step; False when there was nothing new to bind."""
+        started = time.monotonic()
+        t = self.t
+        nxt = self._bindings_for_step()
+        if nxt is None:
+            return False
+        records = self._read(self.bound, nxt)
+        out = self._append_output(upsert.upsert_step(records, self.data, self.errors, t), t)
         upsert.apply(self.data, out.data)
         upsert.apply(self.errors, out.errors)
         read = {str(p): nxt[p] - self.bound.get(p, 0) for p in sorted(nxt)}
@@ -228,7 +235,12 @@ class StepLoop:
         since = self.t - cfg.retain_steps
         if since <= 0:
             return
-        moved = [c for c in (BINDINGS, DATA, ERRORS) if self.store.compact(c, since)]
+        moved = []
+        for collection in (BINDINGS, DATA, ERRORS):  # one transaction each
+            if self.store.compact(collection, since):
+                moved.append(collection)
+            if collection == BINDINGS:
+                failpoint("compact.between")
         failpoint("compact.after_commit")
         if moved:
             self.log({"event": "compacted", "since": since, "collections": moved})

@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from report.coverage import coverage, outcomes
 from report.timeline import Timeline, build_timeline
 from rundir.history import History, HistoryError
 
@@ -277,6 +278,16 @@ def render(run_dir: Path) -> str:
     out.append(
         "<h2>Config</h2>" + _table(["setting", "value"], [[k, v] for k, v in sorted(cfg.items())])
     )
+    windows = coverage(meta, ops)
+    out.append(
+        "<h2>Window coverage</h2><p>Each failure window of the system under test (its "
+        "failpoints) and each kind of fault: how often it was planned, reached (an incarnation "
+        "died there / the fault happened) and missed.</p>"
+        + _table(
+            ["window or fault", "where", "planned", "reached", "missed"],
+            [[w.name, w.where, w.planned, w.hit, w.missed] for w in windows],
+        )
+    )
     out.append("<h2>Fault schedule (planned from the seed) and what happened</h2>")
     settled = outcomes(ops)
     out.append(
@@ -307,20 +318,6 @@ def render(run_dir: Path) -> str:
     )
     out.append("</body></html>")
     return "\n".join(out)
-
-
-def outcomes(ops: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """Per planned action (its index in the schedule), what finally happened: the value of
-    its last ``nemesis`` op that carries an ``outcome`` (a settled pending action's ``outcome``
-    op comes after its invoke)."""
-    out: dict[int, dict[str, Any]] = {}
-    for op in ops:
-        value = op.get("value")
-        if op.get("process") != "nemesis" or not isinstance(value, dict):
-            continue
-        if isinstance(value.get("action"), int) and "outcome" in value:
-            out[value["action"]] = value
-    return out
 
 
 def _load(path: Path) -> dict[str, Any]:

@@ -101,6 +101,24 @@ class SystemUnderTest(Protocol):
         """Failpoints passed only while an incarnation starts."""
 
     @property
+    def late_failpoints(self) -> frozenset[str]:
+        """Failpoints passed only once the system has run a while (planned late)."""
+
+    @property
+    def commit_failpoints(self) -> tuple[str, ...]:
+        """Failpoints right after a durable write returned (``error`` there: a write that
+        happened but reported failure; the ``indeterminate`` nemesis)."""
+
+    @property
+    def stall_failpoint(self) -> str | None:
+        """A failpoint right before a write (a ``sleep`` there makes a zombie writer)."""
+
+    @property
+    def refusal_exit_codes(self) -> frozenset[int]:
+        """Exit codes that mean "this store cannot be resumed": after a few in a row the
+        harness stops waiting for the system to catch up."""
+
+    @property
     def broken_modes(self) -> Mapping[str, str]:
         """Deliberately wrong variants (``--broken``): name -> what it does wrong."""
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from infra.node import Backend, Launch
+from pipeline.broken import BROKEN_MODES
 from pipeline.failpoints import FAILPOINTS, FILE_ENV_VAR
-from pipeline.loop import BROKEN_MODES
 from suts.api import Progress, Settings
 from suts.upsert_pipeline import store
 from suts.upsert_pipeline.spark_server import SparkServer
@@ -31,6 +31,11 @@ class UpsertPipeline:
     name = "pipeline"
     failpoints: Mapping[str, str] = FAILPOINTS
     startup_failpoints = frozenset({"rehydrate.mid"})
+    #: compaction starts once ``retain_steps`` steps are sealed
+    late_failpoints = frozenset({"compact.mid", "compact.between", "compact.after_commit"})
+    commit_failpoints = ("bindings.after_append", "data.after_commit")
+    refusal_exit_codes = frozenset({4})  # pipeline.cli.EXIT_STORE
+    stall_failpoint = "data.before_append"  # range read and diffed, data not yet appended
     broken_modes: Mapping[str, str] = BROKEN_MODES
     requires: frozenset[str] = frozenset()
 

@@ -237,3 +237,54 @@ def test_a_killed_harness_leaves_nothing_after_cleanup(tmp_path: Path) -> None:
     assert any(o["f"] == "pipeline-start" for o in loaded.ops)
     assert loaded.problems() and "without the harness's final 'inputs' op" in loaded.problems()[0]
     assert check_run(run_dir).valid is None  # an unfinished run is never judged valid
+
+
+@pytest.fixture(scope="module")
+def zombie_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, Path]]:
+    """The zombie and indeterminate nemeses on the correct pipeline and on the variant that
+    ignores fencing (which only a second writer reveals)."""
+    out = {}
+    for variant in ("correct", "ignore-fencing"):
+        store = tmp_path_factory.mktemp(variant)
+        flags = ["--seed", "2", "--duration", "30", "--interval", "5", "--final-timeout", "60"]
+        flags += ["--nemesis", "zombie,indeterminate", "--rate", "300"]
+        if variant != "correct":
+            flags += ["--broken", variant]
+        out[variant] = sealcheck_run(store, *flags)
+    return out
+
+
+def test_zombies_are_fenced_and_lost_replies_happen(
+    zombie_runs: dict[str, tuple[int, str, Path]],
+) -> None:
+    code, out, run_dir = zombie_runs["correct"]
+    assert code == 0, out[-3000:]
+    history = ops(run_dir)
+    planned = json.loads((run_dir / "test.json").read_text())["schedule"]
+    final = outcomes(history)
+    zombies = {e["value"]["pid"]: e["value"]["code"] for e in history if e["value"].get("zombie")}
+    started = [final[i] for i, a in enumerate(planned) if a["f"] == "zombie-start"]
+    assert any(d["outcome"] == "happened" for d in started), started
+    for done in started:
+        if done["outcome"] == "happened":
+            # the zombie ran beside its successor, and ended: fenced at its stale write, or
+            # killed (and said so) when its successor had not written first
+            assert zombies[done["zombie"]] in (3, -9), (done, zombies)
+    # Two writers wrote: one of them (the zombie, or its successor when the zombie wrote
+    # first) was fenced. Which one depends on timing; that fencing happened does not.
+    codes = [e["value"]["code"] for e in history if e["f"] == "pipeline-exit"]
+    assert 3 in codes, codes
+    lost = [final[i] for i, a in enumerate(planned) if a["f"] == "fail-commit-reply"]
+    assert any(d["outcome"] == "happened" for d in lost), lost
+    assert any(o["f"] == "caught-up" for o in history)
+    assert not [p for p in cleanup.leftovers() if p.run == str(run_dir)]
+
+
+def test_only_a_zombie_reveals_ignored_fencing(
+    zombie_runs: dict[str, tuple[int, str, Path]],
+) -> None:
+    code, out, run_dir = zombie_runs["ignore-fencing"]
+    assert code == 1, out[-3000:]
+    results = json.loads((run_dir / "results.json").read_text())["checkers"]
+    failed = {name for name, c in results.items() if c["valid"] is False}
+    assert failed & {"diff_of_one", "unique_key", "sealed_state"}, failed

@@ -86,7 +86,7 @@ def test_the_reproduce_line_gives_back_every_setting() -> None:
         final_timeout_s=99.0,
         max_records_per_step=321,
         retain_steps=7,
-        compact_every=2,
+        compact_every=3,
         broken="reappend-after-restart",
         checkers=("diff_of_one", "sealed_state"),
         runs_dir="elsewhere",
@@ -172,7 +172,7 @@ def test_replay_refuses_flags_that_would_change_the_run(
         ({"brokers": 2}, [], "saved brokers=2: use 1 or 3"),
         ({}, [{"at_s": 1}], "schedule entry 0 {'at_s': 1} is not an action"),
         ({}, [{"at_s": 1, "nemesis": "zap", "f": "x", "value": {}}], "names nemesis 'zap'"),
-        ({}, [{"at_s": 1e9, "nemesis": "kill", "f": "x", "value": {}}], "times within 0..60s"),
+        ({}, [{"at_s": 1e9, "nemesis": "kill", "f": "x", "value": {}}], "times within 0..72s"),
     ],
 )
 def test_replay_checks_the_saved_config_and_schedule(

@@ -54,8 +54,11 @@ def test_a_failpoint_file_arms_a_running_process(
         spec_file.write_text("data.before_append=error@1")
         with pytest.raises(FailpointError):
             failpoints.failpoint("data.before_append")
-        spec_file.unlink()
-        failpoints.failpoint("data.before_append")  # disarmed when the file goes
+        assert not spec_file.exists()  # what fired from the file consumed it
+        failpoints.failpoint("data.before_append")  # disarmed with the file gone
+        spec_file.write_text("data.after_commit=error@1")
+        spec_file.unlink()  # the harness disarmed it before it fired
+        failpoints.failpoint("data.after_commit")
     finally:
         failpoints.arm("")
 

@@ -138,3 +138,44 @@ def test_the_report_shows_each_action_s_final_outcome() -> None:
     ]
     got = outcomes(ops)
     assert got[0]["outcome"] == "replaced-by-kill" and got[1]["outcome"] == "happened"
+
+
+def test_window_coverage_counts_what_the_history_says_was_reached() -> None:
+    from report.coverage import coverage, unreached
+
+    points = {"a.mid": "inside a", "b.mid": "inside b", "c.mid": "inside c"}
+    meta = {
+        "windows": points,
+        "schedule": [
+            {
+                "at_s": 1.0,
+                "nemesis": "failpoint",
+                "f": "arm-failpoint",
+                "value": {"failpoint": "a.mid"},
+            },
+            {
+                "at_s": 2.0,
+                "nemesis": "failpoint",
+                "f": "arm-failpoint",
+                "value": {"failpoint": "b.mid"},
+            },
+            {"at_s": 3.0, "nemesis": "kill", "f": "kill-pipeline", "value": {}},
+        ],
+    }
+
+    def nem(action: int, outcome: str) -> dict[str, object]:
+        return {"process": "nemesis", "f": "x", "value": {"action": action, "outcome": outcome}}
+
+    def exit_(failpoint: str | None) -> dict[str, object]:
+        return {"process": "supervisor", "f": "pipeline-exit", "value": {"failpoint": failpoint}}
+
+    ops = [nem(0, "happened"), exit_("a.mid"), nem(1, "replaced-by-kill"), exit_(None)]
+    ops.append(nem(2, "happened"))
+    rows = {w.name: (w.planned, w.hit, w.missed) for w in coverage(meta, ops)}
+    assert rows == {
+        "a.mid": (1, 1, 0),
+        "b.mid": (1, 0, 1),
+        "c.mid": (0, 0, 0),
+        "kill: kill-pipeline": (1, 1, 0),
+    }
+    assert unreached(coverage(meta, ops), points) == ["b.mid", "c.mid"]

@@ -12,6 +12,7 @@ import pytest
 
 from harness.workload import UpsertMix, upsert_records
 from pipeline import failpoints
+from pipeline.broken import make_loop
 from pipeline.failpoints import FAILPOINTS, FailpointError
 from pipeline.loop import (
     BINDINGS,
@@ -71,7 +72,7 @@ def verify_every_step(store: Persist, topic: list[TopicRecord]) -> int:
 
 
 def catch_up(store: Persist, source: ListSource, config: LoopConfig) -> StepLoop:
-    loop = StepLoop(store, source, config, quiet)
+    loop = make_loop(store, source, config, quiet)
     loop.rehydrate()
     while loop.step():
         pass
@@ -186,7 +187,7 @@ def test_broken_mode_reappends_the_last_step_after_a_restart(
 ) -> None:
     store = open_store(str(tmp_path / "s.db"))
     config = LoopConfig(max_records_per_step=500, broken="reappend-after-restart")
-    loop = StepLoop(store, source, config, quiet)
+    loop = make_loop(store, source, config, quiet)
     loop.rehydrate()
     loop.step()
     loop.step()

@@ -13,7 +13,13 @@ from harness.workload import records
 from nemeses import NEMESES, Action, PlanInfo, describe, plan_schedule
 from pipeline.failpoints import FAILPOINTS
 
-INFO = PlanInfo(3, tuple(FAILPOINTS), frozenset({"rehydrate.mid"}))
+INFO = PlanInfo(
+    3,
+    tuple(FAILPOINTS),
+    frozenset({"rehydrate.mid"}),
+    commit_failpoints=("data.after_commit",),
+    stall_failpoint="data.before_append",
+)
 
 
 def test_same_seed_same_schedule_and_workload() -> None:
@@ -63,3 +69,30 @@ def test_intervals_close_inside_their_window() -> None:
 def test_unknown_nemesis_is_named() -> None:
     with pytest.raises(ValueError, match="unknown nemesis \\['explode'\\]"):
         plan_schedule(["explode"], 1, 10, 5, INFO)
+
+
+def test_late_failpoints_close_each_cover_and_the_default_run_plans_them_all() -> None:
+    from suts.upsert_pipeline import UpsertPipeline
+
+    late = UpsertPipeline.late_failpoints
+    info = PlanInfo(3, tuple(FAILPOINTS), frozenset({"rehydrate.mid"}), late)
+    n = len(FAILPOINTS)
+    for seed in range(5):
+        actions = plan_schedule(["failpoint"], seed, (n + 1) * 4, 4, info)
+        points = [a.value["failpoint"] for a in actions][:n]
+        assert set(points[n - len(late) :]) == late
+    # The default config gives the failpoint nemesis a window for every failpoint (any seed).
+    for seed in range(1, 21):
+        planned = {
+            a.value["failpoint"]
+            for a in make_plan(TestConfig(seed=seed)).schedule
+            if a.f == "arm-failpoint"
+        }
+        assert planned == set(FAILPOINTS), seed
+
+
+def test_a_nemesis_named_twice_gets_twice_the_windows() -> None:
+    actions = plan_schedule(["kill", "pause", "kill"], 4, 310, 10, INFO)  # 30 windows
+    kills = sum(a.f == "kill-pipeline" for a in actions)
+    pauses = sum(a.f == "pause-pipeline" for a in actions)
+    assert (kills, pauses) == (20, 10)

@@ -1,0 +1,171 @@
+"""``sealcheck selftest``: does the default run catch every deliberate bug?
+
+Every variant of a system under test (its ``broken_modes``, and the correct one first) runs
+with the *default* run configuration for seeds 1..N — real ``sealcheck run`` processes, stored
+in the archive like any run. The detection matrix says, per variant: in how many seeds it was
+caught (verdict invalid), by which checkers, and the time to first detection (from the start
+of the fault phase to the sealing of the first step a checker found wrong; the end of the run
+when the anomaly has no time, e.g. a pipeline that never caught up). The correct variant must
+never be flagged. The matrix is rewritten to ``selftest.json`` after every run, so an
+interrupted self-test leaves its numbers.
+
+Exit code: 0 when the correct variant was valid in every seed and every broken one was caught
+in at least ``--min-caught`` seeds, else 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+CORRECT = "correct"
+
+
+@dataclass
+class Cell:
+    """One variant over every seed."""
+
+    variant: str
+    what: str
+    runs: int = 0
+    caught: int = 0
+    unknown: int = 0
+    by: Counter[str] = field(default_factory=Counter)
+    detect_s: list[float] = field(default_factory=list)
+    run_dirs: list[str] = field(default_factory=list)
+
+    def row(self) -> str:
+        """One line of the matrix."""
+        by = ", ".join(f"{k} {v}" for k, v in self.by.most_common()) or "-"
+        med = f"{statistics.median(self.detect_s):6.1f}s" if self.detect_s else "     - "
+        unknown = f" ({self.unknown} unknown)" if self.unknown else ""
+        return f"{self.variant:<30} {self.caught:>2}/{self.runs:<2}{unknown:<12} {med}  {by}"
+
+
+def detection(run_dir: Path) -> tuple[bool | None, list[str], float | None]:
+    """A stored run's verdict, the checkers that failed, and seconds from the fault phase's
+    start to the first anomalous step's sealing (None: no verdict)."""
+    try:
+        results = json.loads((run_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        return None, [], None
+    failed = [n for n, c in results.get("checkers", {}).items() if c.get("valid") is False]
+    if results.get("valid") is not False:
+        return results.get("valid"), failed, None
+    times = [
+        a["context"]["sealed_by_ns"]
+        for c in results["checkers"].values()
+        for a in c.get("anomalies", [])
+        if isinstance(a.get("context", {}).get("sealed_by_ns"), int)
+    ]
+    start, end = 0, None
+    with (run_dir / "history.jsonl").open() as fh:
+        for line in fh:
+            if '"warmed-up"' in line or '"inputs"' in line:
+                op = json.loads(line)
+                if op["f"] == "warmed-up":
+                    start = op["time"]
+                else:
+                    end = op["time"]
+    first = min(times) if times else end
+    return False, failed, None if first is None else max(0.0, (first - start) / 1e9)
+
+
+def _run(runs_dir: Path, variant: str, seed: int, extra: list[str]) -> Path | None:
+    flags = ["--no-progress", "--runs", str(runs_dir), "--seed", str(seed), *extra]
+    flags += ["--name", f"selftest-{variant}"]
+    if variant != CORRECT:
+        flags += ["--broken", variant]
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", *flags], capture_output=True, text=True
+    )
+    latest = runs_dir / "latest"
+    if proc.returncode not in (0, 1, 2) or not latest.exists():
+        tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-5:])
+        print(f"  {variant} seed {seed}: the harness failed (exit {proc.returncode}):\n{tail}")
+        return None
+    return latest.resolve()
+
+
+def run_selftest(args: argparse.Namespace) -> int:
+    """Run the matrix (or list the variants)."""
+    from suts.registry import SYSTEMS, system
+
+    if args.system not in SYSTEMS:
+        print(f"sealcheck selftest: system={args.system!r} is unknown; known: {', '.join(SYSTEMS)}")
+        return 254
+    modes = {
+        CORRECT: "the system as it is (must never be flagged)",
+        **system(args.system).broken_modes,
+    }
+    if args.list:
+        for name, what in modes.items():
+            print(f"{name:<30} {what}")
+        return 0
+    chosen = list(modes) if not args.variants else [CORRECT, *args.variants.split(",")]
+    unknown = [v for v in chosen if v not in modes]
+    if unknown:
+        print(f"sealcheck selftest: unknown variant(s) {unknown}; see `sealcheck selftest --list`")
+        return 254
+    cells = {v: Cell(v, modes[v]) for v in dict.fromkeys(chosen)}
+    out = Path(args.runs) / "selftest.json"
+    started = time.monotonic()
+    for seed in range(1, args.seeds + 1):
+        for variant, cell in cells.items():
+            run_dir = _run(Path(args.runs), variant, seed, args.run_flags)
+            verdict, failed, took = detection(run_dir) if run_dir else (None, [], None)
+            cell.runs += 1
+            cell.unknown += verdict is None
+            if verdict is False:
+                cell.caught += 1
+                cell.by.update(failed)
+                if took is not None:
+                    cell.detect_s.append(round(took, 1))
+            cell.run_dirs.append(str(run_dir))
+            word = {True: "valid", False: "INVALID", None: "unknown"}[verdict]
+            print(f"  seed {seed} {variant:<30} {word:<8} {', '.join(failed)}", flush=True)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps([asdict(c) for c in cells.values()], indent=1))
+    print(
+        f"\ndetection matrix ({args.seeds} seeds, default run configuration, "
+        f"{time.monotonic() - started:.0f}s):"
+    )
+    print(f"{'variant':<30} caught           median  by checker (runs)")
+    for cell in cells.values():
+        print(cell.row())
+    correct = cells[CORRECT]
+    ok = correct.caught == 0 and correct.unknown == 0
+    ok &= all(c.caught >= min(args.min_caught, c.runs) for v, c in cells.items() if v != CORRECT)
+    print(f"matrix saved to {out}")
+    return 0 if ok else 1
+
+
+def add_command(sub: Any) -> None:
+    """Register ``selftest`` on the CLI's subcommands."""
+    p = sub.add_parser("selftest", help="run every deliberate bug variant; print the matrix")
+    p.add_argument("--list", action="store_true", help="list the variants and stop")
+    p.add_argument("--seeds", type=_positive, default=1, help="seeds 1..N per variant (default 1)")
+    p.add_argument("--system", default="pipeline")
+    p.add_argument("--variants", default=None, help="comma-separated broken variants only")
+    p.add_argument("--runs", default="store-selftest", help="the archive for the runs")
+    p.add_argument("--min-caught", type=int, default=4, help="seeds each bug must be caught in")
+    p.add_argument("run_flags", nargs="*", help="after --: flags for every `sealcheck run`")
+    p.set_defaults(func=run_selftest)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return value

@@ -1,0 +1,99 @@
+"""The supervisor's zombie mechanics with fake incarnations: a given-up incarnation keeps
+running beside the new one, its exit is recorded as a zombie's, and one that does not end
+after being let go is killed."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from harness.supervisor import FailpointFile, SupervisedNode, Supervisor
+from rundir.history import History, HistoryWriter
+
+
+class FakeIncarnation:
+    """Runs until ``finish(code)`` or ``kill()``."""
+
+    def __init__(self, n: int) -> None:
+        self.ident, self._done, self.code = 1000 + n, threading.Event(), 0
+
+    @property
+    def alive(self) -> bool:
+        return not self._done.is_set()
+
+    def start(self) -> int:
+        return self.ident
+
+    def finish(self, code: int) -> None:
+        self.code = code
+        self._done.set()
+
+    def kill(self) -> int | None:
+        if not self.alive:
+            return None
+        self.finish(-9)
+        return self.ident
+
+    def pause(self) -> int:
+        return self.ident
+
+    def resume(self) -> None:
+        return None
+
+    def wait_exit(self) -> int:
+        self._done.wait()
+        return self.code
+
+    def stop(self, timeout_s: float = 30.0) -> int:
+        if self.alive:
+            self.finish(0)
+        return self.code
+
+    def log_text(self) -> str:
+        return ""
+
+
+def _until(cond: object, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.01)
+    assert cond(), "condition not reached"  # type: ignore[operator]
+
+
+def test_zombie_runs_beside_the_new_incarnation_and_its_exit_is_recorded(tmp_path: Path) -> None:
+    made: list[FakeIncarnation] = []
+
+    def make(n: int) -> FakeIncarnation:
+        made.append(FakeIncarnation(n))
+        return made[-1]
+
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    sup = Supervisor(make, history, FailpointFile(tmp_path / "fp"), lambda _: None, 0.0)  # type: ignore[arg-type]
+    node = SupervisedNode(sup, wait_s=5)
+    sup.start()
+    try:
+        _until(lambda: sup.running() is not None)
+        assert node.replace() == 1000
+        _until(lambda: len(made) == 2 and sup.running() is made[1])
+        assert made[0].alive  # the zombie still runs beside the new one
+        threading.Timer(0.05, made[0].finish, (3,)).start()  # fenced once let go
+        assert node.release(5) == [{"zombie": 1000, "code": 3, "killed": False}]
+        assert node.replace() == 1001  # a zombie that never ends is killed
+        _until(lambda: len(made) == 3)
+        assert node.release(0.2) == [{"zombie": 1001, "code": -9, "killed": True}]
+        assert node.release(0.2) == []
+        assert made[2].alive and sup.refusing(frozenset({4}), 1) == ""
+    finally:
+        sup.stop(1)
+    history.close()
+    exits = [
+        o["value"]
+        for o in History.load(tmp_path / "history.jsonl").ops
+        if o["f"] == "pipeline-exit"
+    ]
+    assert [(e["incarnation"], e["code"], e.get("zombie", False)) for e in exits] == [
+        (0, 3, True),
+        (1, -9, True),
+        (2, 0, False),
+    ]
