@@ -38,13 +38,13 @@ class Cell:
     runs: int = 0
     caught: int = 0
     unknown: int = 0
-    by: Counter[str] = field(default_factory=Counter)
+    by: dict[str, int] = field(default_factory=dict)  # checker -> runs it failed
     detect_s: list[float] = field(default_factory=list)
     run_dirs: list[str] = field(default_factory=list)
 
     def row(self) -> str:
         """One line of the matrix."""
-        by = ", ".join(f"{k} {v}" for k, v in self.by.most_common()) or "-"
+        by = ", ".join(f"{k} {v}" for k, v in Counter(self.by).most_common()) or "-"
         med = f"{statistics.median(self.detect_s):6.1f}s" if self.detect_s else "     - "
         unknown = f" ({self.unknown} unknown)" if self.unknown else ""
         return f"{self.variant:<30} {self.caught:>2}/{self.runs:<2}{unknown:<12} {med}  {by}"
@@ -126,7 +126,8 @@ def run_selftest(args: argparse.Namespace) -> int:
             cell.unknown += verdict is None
             if verdict is False:
                 cell.caught += 1
-                cell.by.update(failed)
+                for name in failed:
+                    cell.by[name] = cell.by.get(name, 0) + 1
                 if took is not None:
                     cell.detect_s.append(round(took, 1))
             cell.run_dirs.append(str(run_dir))
