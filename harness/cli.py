@@ -7,6 +7,7 @@ itself crashed. Bad input gets one clear line on stderr, never only a traceback.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 import traceback
@@ -46,6 +47,11 @@ def _cmd_setup(args: argparse.Namespace) -> int:
     for module, path in setup_jars(quiet=not args.verbose).items():
         print(f"jars: {module} -> {path}")
     print(f"jars ready in {time.monotonic() - start:.1f}s")
+    from infra.paths import scripts_dir
+
+    fuse = subprocess.run(["bash", str(scripts_dir() / "fuse.sh")], check=False)
+    if fuse.returncode != 0:  # the script said why; only the lost-writes nemesis needs it
+        print("fuse: not available; runs with the lost-writes nemesis will be refused")
     if args.images:
         from infra.containers.images import base_image, kafka_image, postgres_image
         from suts import SYSTEMS
@@ -170,6 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.selftest import add_command
 
     add_command(sub)
+
+    from harness import shrink
+
+    shrink.add_command(sub)
 
     sub.add_parser(
         "pipeline",

@@ -220,13 +220,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
     """Kill leftover processes of dead runs; list what was removed."""
-    from infra.cleanup import cleanup, cleanup_containers
+    from infra.cleanup import cleanup, cleanup_containers, cleanup_mounts
 
     gone = cleanup()
     for item in gone:
         print(f"killed pid {item.pid} of run {item.run}: {item.command}")
+    mounts = cleanup_mounts()
+    for where in mounts:
+        print(f"unmounted {where}")
     boxes = cleanup_containers()
     for what in boxes:
         print(f"removed {what}")
-    print(f"cleanup: {len(gone)} leftover processes, {len(boxes)} containers/networks removed")
+    print(
+        f"cleanup: {len(gone)} leftover processes, {len(mounts)} mounts, "
+        f"{len(boxes)} containers/networks removed"
+    )
     return 0

@@ -62,11 +62,12 @@ class TestConfig:
     spark: str = "connect"
     brokers: int = 1
     partitions: int = 3
-    duration_s: float = 72.0  # workload and faults; the final phase comes after
-    # A nemesis named k times gets k shares of the fault windows: half the windows arm a
-    # failpoint, so with a crash costing ~2 s (Spark Connect) a 72 s run reaches every one of
-    # the pipeline's failpoints and still kills, pauses, makes a zombie writer and loses a
-    # commit's reply.
+    duration_s: float = 81.0  # workload and faults; the final phase comes after
+    # A nemesis named k times gets k shares of the fault windows: 4 of every 9 windows arm a
+    # failpoint, so with a crash costing ~2 s (Spark Connect) an 81 s run (27 windows) reaches
+    # every one of the pipeline's failpoints and still kills, pauses, makes a zombie writer,
+    # loses a commit's reply and cuts the store's power. Left unset, nemeses the backend cannot
+    # host are left out (lost-writes needs the local backend's lazy disk).
     nemeses: tuple[str, ...] = (
         "failpoint",
         "kill",
@@ -76,6 +77,7 @@ class TestConfig:
         "zombie",
         "failpoint",
         "indeterminate",
+        "lost-writes",
     )
     nemesis_interval_s: float = 3.0
     final_timeout_s: float = 120.0  # liveness: time allowed to seal the log end after healing
@@ -107,6 +109,18 @@ MAX_DURATION_S = 7 * 24 * 3600.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
+def _hostable(cfg: TestConfig) -> tuple[str, ...]:
+    """The nemeses of ``cfg`` whose requirements its backend and system offer."""
+    from infra.backends import NAMES, capabilities
+    from nemeses.registry import NEMESES, requirements
+    from suts.registry import SYSTEMS, system
+
+    if cfg.backend not in NAMES or cfg.system not in SYSTEMS:
+        return cfg.nemeses  # _check says what is wrong
+    offered = capabilities(cfg.backend) | system(cfg.system).offers(cfg.backend)
+    return tuple(n for n in cfg.nemeses if n not in NEMESES or requirements(n) <= offered)
+
+
 def _check(cfg: TestConfig) -> None:
     from checkers.registry import CHECKERS
     from infra.backends import NAMES, capabilities
@@ -126,16 +140,22 @@ def _check(cfg: TestConfig) -> None:
     need(cfg.backend in NAMES, f"backend={cfg.backend!r}: use " + " or ".join(NAMES))
     need(cfg.spark in SPARK_MODES, f"spark={cfg.spark!r}: use " + " or ".join(SPARK_MODES))
     sut = system(cfg.system)
-    offered = capabilities(cfg.backend) | ({"failpoints"} if sut.failpoints else set())
+    offered = capabilities(cfg.backend) | sut.offers(cfg.backend)
     for n in cfg.nemeses:
         need(n in NEMESES, f"nemesis {n!r} is unknown; known: {', '.join(NEMESES)}")
         lacking = sorted(requirements(n) - offered)
+        where = [b for b in NAMES if not set(lacking) - capabilities(b) - sut.offers(b)]
         need(
             not lacking,
             f"nemesis {n!r} needs {' and '.join(CAPABILITIES[c] for c in lacking)}, which "
             f"{cfg.system!r} on the {cfg.backend} backend lacks"
-            + ("; add --backend containers" if "failpoints" not in lacking else ""),
+            + (f"; use --backend {' or '.join(where)}" if where else ""),
         )
+    if any("lazy-disk" in requirements(n) for n in cfg.nemeses):
+        from infra.lazy_disk import FUSE_HINT, fuse_missing
+
+        why = fuse_missing()
+        need(not why, f"{why}: {FUSE_HINT}")
     lacking = sorted(sut.requires - capabilities(cfg.backend))
     need(
         not lacking,
@@ -225,6 +245,8 @@ def build_config(raw: dict[str, Any]) -> TestConfig:
         cfg = _build(TestConfig, values, "config")
         if cfg.backend == "containers" and "brokers" not in values:
             cfg = dataclasses.replace(cfg, brokers=3)  # the containers topology: 3 brokers
+        if "nemeses" not in values:  # the default mix, without what this backend cannot host
+            cfg = dataclasses.replace(cfg, nemeses=_hostable(cfg))
         cfg = dataclasses.replace(cfg, workload=_build(WorkloadConfig, workload, "workload"))
     except TypeError as exc:
         raise ConfigError(f"config: {exc}") from None

@@ -66,9 +66,15 @@ def run_test(test: Test, display: Display) -> Outcome:
     """Run ``test``: every phase, then judge and store it."""
     cfg = test.spec
     started = time.monotonic()
-    gone = [*(str(p.pid) for p in cleanup.cleanup()), *cleanup.cleanup_containers()]
+    gone = [
+        *(str(p.pid) for p in cleanup.cleanup()),
+        *cleanup.cleanup_containers(),
+        *cleanup.cleanup_mounts(),
+    ]
     if gone:
-        display.log(f"cleaned up {len(gone)} processes/containers left by runs whose harness died")
+        display.log(
+            f"cleaned up {len(gone)} processes/containers/mounts left by runs whose harness died"
+        )
     archive = Path(cfg.runs_dir)
     run_dir = new_run_dir(archive, cfg.name)
     point_latest(archive, run_dir)

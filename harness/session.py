@@ -10,7 +10,7 @@ stops everything.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,9 +57,16 @@ class RunTarget:
     """What the nemeses act on (:class:`nemeses.Target`): the supervised incarnation as the
     ``pipeline`` node, the backend's nodes by role, the failpoints and the network cuts."""
 
-    def __init__(self, backend: Backend, pipeline: SupervisedNode, fp: FailpointFile) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        pipeline: SupervisedNode,
+        fp: FailpointFile,
+        disks: Mapping[str, Any] | None = None,
+    ) -> None:
         self.backend, self.pipeline, self._failpoints = backend, pipeline, fp
         self._partitions = backend.partitions()
+        self._disks = dict(disks or {})
 
     def nodes(self, role: str) -> Sequence[Node]:
         """``pipeline`` is the supervised incarnation; other roles are the backend's."""
@@ -74,6 +81,10 @@ class RunTarget:
     def partitions(self) -> Any:
         """The backend's network cuts (None where it cannot partition)."""
         return self._partitions
+
+    def disks(self) -> Mapping[str, Any]:
+        """The system's lazy filesystems (``store``), when a nemesis asked for them."""
+        return self._disks
 
 
 def heal_all(nemeses: dict[str, Nemesis], target: RunTarget, history: HistoryWriter) -> list[str]:
@@ -124,6 +135,7 @@ class Session:
             cfg.compact_every,
             cfg.broken,
             cfg.spark,
+            lazy_store=any("lazy-disk" in n.requires for n in test.nemeses.values()),
         )
         deployment = test.system.deploy(backend, settings, self.work, logs)
         self.teardown.push("stop the system's services", deployment.stop)
@@ -162,7 +174,7 @@ class Session:
             logs / "producers.log",
         )
         self.teardown.push("stop the producers", producers.stop)
-        target = RunTarget(backend, SupervisedNode(supervisor), fp)
+        target = RunTarget(backend, SupervisedNode(supervisor), fp, deployment.disks())
         for n in test.nemeses.values():
             n.setup(target)
         producers.start()

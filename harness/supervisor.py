@@ -77,6 +77,7 @@ class Supervisor:
         self._make, self.history, self.failpoints = make, history, failpoints
         self._fired = fired
         self.restart_delay_s = restart_delay_s
+        self._linger_s = 120.0  # how long the loop outlives stop() waiting for exits
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -138,6 +139,11 @@ class Supervisor:
             if self._stopping.wait(self.restart_delay_s):
                 break
         self._changed.set()
+        # Every incarnation was forked from this thread, and PR_SET_PDEATHSIG SIGKILLs it when
+        # this thread ends: live until stop() has seen each one exit (SIGTERM, then SIGKILL).
+        deadline = time.monotonic() + self._linger_s
+        for exited in list(self._exited.values()):
+            exited.wait(max(0.0, deadline - time.monotonic()))
 
     def _watch(self, n: int, proc: Incarnation, exited: threading.Event) -> None:
         code = proc.wait_exit()

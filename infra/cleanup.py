@@ -5,7 +5,8 @@ directory) and ``SEALCHECK_OWNER`` (``<pid>:<start time>`` of the harness proces
 whose owner is gone — no such pid, or a pid reused by a process with another start time — is
 a leftover. ``PR_SET_PDEATHSIG`` already kills direct children when the harness dies; this
 catches the rest (grandchildren, processes started by a thread that had exited). Containers
-and iptables rules join the list with the containers backend.
+and iptables rules join the list with the containers backend, and lazy FUSE mounts (whose
+daemon died with the harness) with the lost-writes nemesis.
 """
 
 from __future__ import annotations
@@ -94,3 +95,10 @@ def cleanup_containers() -> list[str]:
         return remove_labelled(client, owner_alive=owner_alive)
     finally:
         client.close()
+
+
+def cleanup_mounts() -> list[str]:
+    """Unmount lazyfs mounts (:mod:`infra.lazy_disk`) of runs whose harness is gone."""
+    from infra.lazy_disk import unmount_stale
+
+    return unmount_stale()

@@ -21,11 +21,13 @@ from typing import Any, ClassVar, Protocol
 
 #: Optional capabilities a run may offer, and what each is (nemeses and systems under test
 #: may require them). The backend offers ``database`` and ``partition``; the system under
-#: test offers ``failpoints``.
+#: test offers ``failpoints`` and, where it can keep its store on one, ``lazy-disk``.
 CAPABILITIES = {
     "database": "a database server the system under test can keep its store in",
     "partition": "network partitions between nodes (each node in its own network namespace)",
     "failpoints": "named failpoints in the system under test",
+    "lazy-disk": "a store on a filesystem that can lose un-fsynced writes (FUSE; the local "
+    "backend's SQLite store)",
 }
 
 

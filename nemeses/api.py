@@ -109,6 +109,14 @@ class Partitions(Protocol):
         """Remove every cut still in place."""
 
 
+class Disk(Protocol):
+    """A filesystem that can lose what was written but not fsynced (capability
+    ``lazy-disk``)."""
+
+    def drop(self) -> dict[str, Any]:
+        """Lose every un-fsynced write now; ``dropped``: the files and bytes lost."""
+
+
 class Target(Protocol):
     """What nemeses act on (the session builds it from the backend and the supervisor)."""
 
@@ -123,6 +131,9 @@ class Target(Protocol):
     @property
     def partitions(self) -> Partitions | None:
         """Network cuts (None without the ``partition`` capability)."""
+
+    def disks(self) -> Mapping[str, Disk]:
+        """Lazy filesystems by name (``store``; empty without ``lazy-disk``)."""
 
 
 def settled(done: dict[str, Any], key: str, why: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from nemeses.api import Mark, Nemesis, PlanInfo
 from nemeses.failpoint import Failpoint
 from nemeses.indeterminate import Indeterminate
 from nemeses.kill import Kill
+from nemeses.lost_writes import LostWrites
 from nemeses.partition import Partition
 from nemeses.pause import Pause
 from nemeses.zombie import Zombie
@@ -26,6 +27,7 @@ NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "kill-postgres": lambda info: Kill("kill-postgres", "database", info),
     "zombie": Zombie,
     "indeterminate": Indeterminate,
+    "lost-writes": LostWrites,
 }
 
 

@@ -38,7 +38,19 @@ BROKEN_MODES: dict[str, str] = {
     "retry-unknown-commits": "when a commit reports failure, append the batch again at the "
     "upper the store shows now (a blind retry of an operation that may have happened); only "
     "indeterminate storage operations",
+    "non-durable-commits": "open the store with commits that return before they are on disk "
+    "(SQLite synchronous=OFF); only lost un-fsynced writes (the lost-writes nemesis), since a "
+    "killed process never loses what the page cache holds",
 }
+
+#: Variants that are a way of opening the store, not a change of the loop.
+STORE_MODES = frozenset({"non-durable-commits"})
+
+
+def durable_commits(mode: str | None) -> bool:
+    """Whether variant ``mode`` (None: the correct pipeline) opens its store with commits that
+    are on disk when they return."""
+    return mode != "non-durable-commits"
 
 
 class _Broken(StepLoop):
@@ -161,7 +173,7 @@ def make_loop(
 ) -> StepLoop:
     """The correct loop, or the variant ``config.broken`` names (an unknown name is a
     ValueError listing the known ones)."""
-    if config.broken is None:
+    if config.broken is None or config.broken in STORE_MODES:
         return StepLoop(store, source, config, log)
     if config.broken not in BROKEN_MODES:
         raise ValueError(f"broken={config.broken!r} is unknown; known: {', '.join(BROKEN_MODES)}")

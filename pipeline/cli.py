@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import NoReturn
 
-from pipeline.broken import BROKEN_MODES
+from pipeline.broken import BROKEN_MODES, durable_commits
 from pipeline.failpoints import FailpointSpecError, load_from_env
 
 EXIT_OK = 0
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_ARGS
 
     try:
-        store = open_store(args.store)
+        store = open_store(args.store, durable=durable_commits(args.broken))
     except ValueError as exc:
         print(f"sealcheck pipeline: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGS

@@ -4,7 +4,7 @@ Public API: :class:`SystemUnderTest` and :class:`Deployment` (the protocol), :cl
 :class:`Progress`, :data:`SYSTEMS` (the registry) and :func:`system`.
 """
 
-from suts.api import Deployment, Progress, Settings, SystemUnderTest
+from suts.api import Deployment, Disk, Progress, Settings, SystemUnderTest
 from suts.registry import SYSTEMS, system
 
-__all__ = ["SYSTEMS", "Deployment", "Progress", "Settings", "SystemUnderTest", "system"]
+__all__ = ["SYSTEMS", "Deployment", "Disk", "Progress", "Settings", "SystemUnderTest", "system"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from infra.node import Backend, Launch
 
@@ -40,6 +40,20 @@ class Settings:
     #: where the system's Spark driver runs: ``connect`` (a long-lived Spark Connect server
     #: per run, the default) or ``local`` (inside each incarnation)
     spark: str = "connect"
+    #: keep the store on a filesystem that can lose un-fsynced writes (capability
+    #: ``lazy-disk``; asked for when a nemesis needs it)
+    lazy_store: bool = False
+
+
+class Disk(Protocol):
+    """A filesystem of the run that can lose what was written but not fsynced
+    (:class:`infra.lazy_disk.LazyDisk`)."""
+
+    def drop(self) -> dict[str, Any]:
+        """Lose every un-fsynced write now; ``dropped``: files and bytes lost."""
+
+    def counters(self) -> dict[str, Any]:
+        """What is un-fsynced now, and what was dropped so far."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,10 @@ class Deployment(Protocol):
         """Write its persisted output into ``run_dir`` in the checkers' format
         (:func:`rundir.files.write_export`), plus whatever raw copy helps a post-mortem."""
 
+    def disks(self) -> Mapping[str, Disk]:
+        """Its lazy filesystems by name (``store``), when ``Settings.lazy_store`` asked for
+        one; empty otherwise."""
+
 
 class SystemUnderTest(Protocol):
     """A system Sealcheck can test (registered in :data:`suts.registry.SYSTEMS`)."""
@@ -125,6 +143,9 @@ class SystemUnderTest(Protocol):
     @property
     def requires(self) -> frozenset[str]:
         """Backend capabilities it needs on every backend (``infra.node.CAPABILITIES``)."""
+
+    def offers(self, backend: str) -> frozenset[str]:
+        """Capabilities it brings itself on ``backend`` (``failpoints``, ``lazy-disk``)."""
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> Deployment:
         """Prepare one run on ``backend`` (a store, an image); ``work`` is scratch space,

@@ -8,24 +8,28 @@ from pathlib import Path
 from pipeline.persist.api import Persist
 
 
-def open_store(location: str) -> Persist:
-    """Open the store at ``location``; an unknown scheme is a :class:`ValueError` naming it."""
+def open_store(location: str, durable: bool = True) -> Persist:
+    """Open the store at ``location``; an unknown scheme is a :class:`ValueError` naming it.
+
+    ``durable=False`` is a deliberate bug (``--broken non-durable-commits``): commits return
+    before they reach the disk (SQLite ``synchronous=OFF``, PostgreSQL
+    ``synchronous_commit=off``), so a lost page cache loses sealed steps."""
     if location.startswith("sqlite://"):
-        return _sqlite(Path(location.removeprefix("sqlite://")))
+        return _sqlite(Path(location.removeprefix("sqlite://")), durable)
     if location.startswith(("postgresql://", "postgres://")):
         from pipeline.persist.postgres import PostgresPersist
 
-        return PostgresPersist(location)
+        return PostgresPersist(location, durable=durable)
     if "://" in location:
         scheme = location.split("://", 1)[0]
         raise ValueError(
             f"store {location!r} has unknown scheme {scheme!r}; use sqlite:///path/to/store.db, "
             "a plain file path or postgresql://user@host:port/database"
         )
-    return _sqlite(Path(location))
+    return _sqlite(Path(location), durable)
 
 
-def _sqlite(path: Path) -> Persist:
+def _sqlite(path: Path, durable: bool) -> Persist:
     from pipeline.persist.sqlite import SqlitePersist
 
-    return SqlitePersist(path)
+    return SqlitePersist(path, durable=durable)

@@ -37,9 +37,11 @@ CREATE TABLE IF NOT EXISTS frontiers (
 class PostgresPersist:
     """A :class:`~pipeline.persist.api.Persist` in one PostgreSQL database."""
 
-    def __init__(self, dsn: str, connect_timeout_s: int = 10) -> None:
+    def __init__(self, dsn: str, connect_timeout_s: int = 10, durable: bool = True) -> None:
         self.dsn = dsn
         self._db = psycopg.connect(dsn, autocommit=True, connect_timeout=connect_timeout_s)
+        if not durable:  # the non-durable-commits bug: commits return before the WAL flush
+            self._db.execute("SET synchronous_commit = off")
         with self._db.transaction():
             # Creating the schema concurrently races on the catalog; serialise it.
             self._db.execute("SELECT pg_advisory_xact_lock(5347)")

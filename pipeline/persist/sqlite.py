@@ -56,11 +56,12 @@ _retry_busy = Retrying(
 class SqlitePersist:
     """A :class:`~pipeline.persist.api.Persist` on one SQLite file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, durable: bool = True) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, timeout=60.0)
-        self._db.execute("PRAGMA synchronous=FULL")
+        # FULL: a commit returns once the WAL is fsynced; OFF is the non-durable-commits bug
+        self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'OFF'}")
         _retry_busy(self._init_file)
 
     def _init_file(self) -> None:

@@ -1,8 +1,10 @@
 """Our pipeline (``pipeline/``, the persistent Kafka upsert source on Spark) as a system under
 test: the first :class:`suts.api.SystemUnderTest`.
 
-* Store: a SQLite file under the run's ``work/`` locally; a fresh PostgreSQL database on the
-  containers backend (reached by name from inside the network, by IP from the host).
+* Store: a SQLite file under the run's ``work/`` locally — on a lazy FUSE mount
+  (:mod:`infra.lazy_disk`) when a nemesis needs to lose un-fsynced writes; a fresh PostgreSQL
+  database on the containers backend (reached by name from inside the network, by IP from
+  the host).
 * Incarnation: ``python -m pipeline`` locally (the connector jars named by
   ``SEALCHECK_SPARK_JARS``), the ``sealcheck-pipeline`` image in containers.
 * Failpoints: :data:`pipeline.failpoints.FAILPOINTS`, armed through the failpoint file; a
@@ -17,10 +19,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from infra.lazy_disk import LazyDisk
 from infra.node import Backend, Launch
 from pipeline.broken import BROKEN_MODES
 from pipeline.failpoints import FAILPOINTS, FILE_ENV_VAR
-from suts.api import Progress, Settings
+from suts.api import Disk, Progress, Settings
 from suts.upsert_pipeline import store
 from suts.upsert_pipeline.spark_server import SparkServer
 
@@ -38,6 +41,10 @@ class UpsertPipeline:
     stall_failpoint = "data.before_append"  # range read and diffed, data not yet appended
     broken_modes: Mapping[str, str] = BROKEN_MODES
     requires: frozenset[str] = frozenset()
+
+    def offers(self, backend: str) -> frozenset[str]:
+        """Failpoints everywhere; a lazy disk under the SQLite store of the local backend."""
+        return frozenset({"failpoints", "lazy-disk"} if backend == "local" else {"failpoints"})
 
     def deploy(
         self, backend: Backend, settings: Settings, work: Path, logs: Path
@@ -73,7 +80,13 @@ class PipelineDeployment:
         self.backend, self.settings = backend, settings
         self.spark = SparkServer(backend, logs) if settings.spark == "connect" else None
         db = backend.database()
-        if db is None:
+        self.disk: LazyDisk | None = None
+        if db is None and settings.lazy_store:
+            # the store's directory is a lazy mount over work/store-durable
+            mount = work / "store"
+            self.disk = LazyDisk(work / "store-durable", mount, logs / "lazyfs.log")
+            self._store = self._inside = str(mount / "store.db")
+        elif db is None:
             self._store = self._inside = str(work / "store.db")
         else:
             name = db.new_database("store")
@@ -87,14 +100,25 @@ class PipelineDeployment:
         return self._store or self._db.dsn(self._name)
 
     def start(self) -> None:
-        """Start the Spark Connect server (in ``connect`` mode)."""
+        """Mount the lazy disk (if asked for) and start the Spark Connect server (in
+        ``connect`` mode)."""
+        if self.disk is not None:
+            self.disk.start()
         if self.spark is not None:
             self.spark.ensure()
 
     def stop(self) -> None:
-        """Stop the Spark Connect server."""
-        if self.spark is not None:
-            self.spark.stop()
+        """Stop the Spark Connect server; unmount the lazy disk."""
+        try:
+            if self.spark is not None:
+                self.spark.stop()
+        finally:
+            if self.disk is not None:
+                self.disk.stop()
+
+    def disks(self) -> Mapping[str, Disk]:
+        """``store`` when the store is on a lazy disk."""
+        return {"store": self.disk} if self.disk is not None else {}
 
     def launch(self, incarnation: int) -> Launch:
         """``python -m pipeline`` (locally) or the pipeline image, with the run's settings;

@@ -15,7 +15,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,26 +24,9 @@ from harness.test import build_test
 from infra import cleanup
 from report.report import outcomes
 from rundir.history import History
+from tests.cli_runs import ROOT, ops, sealcheck_run
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
-
-
-def sealcheck_run(store: Path, *flags: str) -> tuple[int, str, Path]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--store", str(store), "--no-progress", *flags],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
-    out = proc.stdout + proc.stderr
-    run_dir = (store / "latest").resolve()
-    return proc.returncode, out, run_dir
-
-
-def ops(run_dir: Path) -> list[dict[str, Any]]:
-    return History.load(run_dir / "history.jsonl").ops
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +244,11 @@ def test_zombies_are_fenced_and_lost_replies_happen(
     history = ops(run_dir)
     planned = json.loads((run_dir / "test.json").read_text())["schedule"]
     final = outcomes(history)
-    zombies = {e["value"]["pid"]: e["value"]["code"] for e in history if e["value"].get("zombie")}
+    zombies = {
+        e["value"]["pid"]: e["value"]["code"]
+        for e in history
+        if e["f"] == "pipeline-exit" and e["value"].get("zombie")
+    }
     started = [final[i] for i, a in enumerate(planned) if a["f"] == "zombie-start"]
     assert any(d["outcome"] == "happened" for d in started), started
     for done in started:

@@ -3,32 +3,49 @@ client, is started again when it died, and is gone after ``stop``."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra.local import LocalBackend
-from pipeline.spark import remote_session
 from suts.upsert_pipeline.spark_server import SparkServer
 
 pytestmark = pytest.mark.integration
 
 
+_COUNT = """
+import sys
+spark = remote_session(sys.argv[1])
+frame = (
+    spark.read.format("kafka")
+    .option("kafka.bootstrap.servers", sys.argv[2])
+    .option("subscribe", sys.argv[3])
+    .option("startingOffsets", "earliest")
+    .option("endingOffsets", "latest")
+    .load()
+)
+print(frame.count())
+spark.stop()
+"""
+
+
 def _count(url: str, bootstrap: str, topic: str) -> int:
-    spark = remote_session(url)
-    try:
-        frame = (
-            spark.read.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", topic)
-            .option("startingOffsets", "earliest")
-            .option("endingOffsets", "latest")
-            .load()
-        )
-        return int(frame.count())
-    finally:
-        spark.stop()
+    """Records the server reads, asked by a thin client in its own process (as the pipeline
+    is): this test process may already hold a classic Spark session, and PySpark allows one
+    kind per process."""
+    out = subprocess.run(
+        [sys.executable, "-c", _COUNT, url, bootstrap, topic],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return int(out.stdout.strip().splitlines()[-1])
 
 
 def test_server_serves_restarts_when_dead_and_stops(kafka: Any, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.config import ConfigError, TestConfig, from_json, load_config
+from harness.config import ConfigError, TestConfig, build_config, from_json, load_config
 
 
 def load(path: Path | None = None, **over: object) -> TestConfig:
@@ -172,7 +172,7 @@ def test_replay_refuses_flags_that_would_change_the_run(
         ({"brokers": 2}, [], "saved brokers=2: use 1 or 3"),
         ({}, [{"at_s": 1}], "schedule entry 0 {'at_s': 1} is not an action"),
         ({}, [{"at_s": 1, "nemesis": "zap", "f": "x", "value": {}}], "names nemesis 'zap'"),
-        ({}, [{"at_s": 1e9, "nemesis": "kill", "f": "x", "value": {}}], "times within 0..72s"),
+        ({}, [{"at_s": 1e9, "nemesis": "kill", "f": "x", "value": {}}], "times within 0..81s"),
     ],
 )
 def test_replay_checks_the_saved_config_and_schedule(
@@ -202,3 +202,11 @@ def test_spark_connect_server_command_binds_where_asked() -> None:
         "spark.connect.grpc.binding.address=0.0.0.0",
         "spark.driver.extraClassPath=/jars/*",
     } <= confs
+
+
+def test_the_default_mix_leaves_out_what_the_backend_cannot_host() -> None:
+    assert "lost-writes" in build_config({}).nemeses  # the local backend's lazy disk
+    on_containers = build_config({"backend": "containers"}).nemeses
+    assert "lost-writes" not in on_containers and on_containers.count("failpoint") == 4
+    with pytest.raises(ConfigError, match="lost-writes.*use --backend local"):
+        build_config({"backend": "containers", "nemeses": ["lost-writes"]})
