@@ -18,6 +18,7 @@ pytestmark = pytest.mark.integration
 
 _COUNT = """
 import sys
+from pipeline.spark import remote_session
 spark = remote_session(sys.argv[1])
 frame = (
     spark.read.format("kafka")
