@@ -208,5 +208,5 @@ def test_the_default_mix_leaves_out_what_the_backend_cannot_host() -> None:
     assert "lost-writes" in build_config({}).nemeses  # the local backend's lazy disk
     on_containers = build_config({"backend": "containers"}).nemeses
     assert "lost-writes" not in on_containers and on_containers.count("failpoint") == 4
-    with pytest.raises(ConfigError, match="lost-writes.*use --backend local"):
+    with pytest.raises(ConfigError, match=r"lost-writes.*use --backend local"):
         build_config({"backend": "containers", "nemeses": ["lost-writes"]})
