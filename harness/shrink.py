@@ -2,7 +2,7 @@
 still shows the same kind of anomaly.
 
 1. **Target.** The anomaly kind to keep is one ``(checker, kind)`` pair of the run's results
-   (``--kind checker:kind``; by default the first failing checker's most frequent kind).
+   (``--kind checker:kind``; by default the most frequent one).
 2. **Units.** The planned actions, with each interval's end joined to its start (a pause and
    its resume, a zombie's start and its release go or stay together).
 3. **Delta debugging** (Zeller's ddmin) over the units: try halves, then quarters…, and their
@@ -43,13 +43,15 @@ class ShrinkError(ValueError):
 
 
 def anomaly_kinds(results: dict[str, Any]) -> list[tuple[str, str]]:
-    """Every ``(checker, kind)`` of a ``results.json``, most frequent first per checker."""
-    out = []
-    for name, checker in sorted(results.get("checkers", {}).items()):
+    """Every ``(checker, kind)`` of a ``results.json``, the most frequent first (ties by
+    name): a liveness complaint with a few anomalies comes after a safety violation with
+    thousands."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for name, checker in results.get("checkers", {}).items():
         if checker.get("valid") is False:
-            counts = Counter(checker.get("anomaly_counts") or {})
-            out += [(name, kind) for kind, _ in counts.most_common()]
-    return out
+            for kind, n in (checker.get("anomaly_counts") or {}).items():
+                counts[(name, kind)] = int(n)
+    return sorted(counts, key=lambda k: (-counts[k], k))
 
 
 def parse_kind(text: str) -> tuple[str, str]:
@@ -336,7 +338,7 @@ def cmd_shrink(args: Any) -> int:
     try:
         kind = parse_kind(args.kind) if args.kind else None
         shrinker = Shrinker(
-            args.run_dir,
+            args.run_dir.resolve(),  # store/latest moves with every run the shrink makes
             run_candidate,
             runs_per_candidate=args.runs_per_candidate,
             max_runs=args.max_runs,
