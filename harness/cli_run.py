@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nemeses.registry import NEMESES
+
 VERDICT_EXIT = {True: 0, False: 1, None: 2}
 
 
@@ -21,8 +23,9 @@ _HELP = {
     "backend": "local (processes, the default) or containers (Docker, PostgreSQL)",
     "brokers": "1 or 3 Kafka brokers",
     "duration_s": "seconds of faults",
-    "nemeses": "comma-separated nemeses (kill,failpoint,pause,kill-kafka,pause-kafka; with "
-    "--backend containers also partition,kill-postgres) or none",
+    "nemeses": "comma-separated nemeses, a name twice for two shares of the windows, or none "
+    "(default: the mix in docs/architecture.md, less what the backend cannot host): "
+    + ",".join(NEMESES),
     "nemesis_interval_s": "seconds per fault window",
     "final_timeout_s": "seconds allowed to catch up after healing",
     "broken": "run the pipeline with a deliberate bug (testing)",

@@ -151,7 +151,7 @@ def _check(cfg: TestConfig) -> None:
             f"{cfg.system!r} on the {cfg.backend} backend lacks"
             + (f"; use --backend {' or '.join(where)}" if where else ""),
         )
-    if any("lazy-disk" in requirements(n) for n in cfg.nemeses):
+    if any(requirements(n) & {"lazy-disk", "broker-lazy-disk"} for n in cfg.nemeses):
         from infra.lazy_disk import FUSE_HINT, fuse_missing
 
         why = fuse_missing()

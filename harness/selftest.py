@@ -7,7 +7,10 @@ caught (verdict invalid), by which checkers, and the time to first detection (fr
 of the fault phase to the sealing of the first step a checker found wrong; the end of the run
 when the anomaly has no time, e.g. a pipeline that never caught up). The correct variant must
 never be flagged. The matrix is rewritten to ``selftest.json`` after every run, so an
-interrupted self-test leaves its numbers.
+interrupted self-test leaves its numbers, and every finished run is appended to the ledger
+``selftest.jsonl`` (variant, seed, run flags, run directory): started again on the same archive
+with the same flags, the self-test takes the runs it already has from the ledger and runs only
+the rest (``--fresh`` runs everything again).
 
 Exit code: 0 when the correct variant was valid in every seed and every broken one was caught
 in at least ``--min-caught`` seeds, else 1.
@@ -95,6 +98,26 @@ def _run(runs_dir: Path, variant: str, seed: int, extra: list[str]) -> Path | No
     return latest.resolve()
 
 
+def _ledger(path: Path, flags: list[str]) -> dict[tuple[str, int], Path]:
+    """Finished runs of an earlier self-test on this archive with the same run flags."""
+    done: dict[tuple[str, int], Path] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return done
+    for line in lines:
+        try:
+            rec = json.loads(line)
+            key = (str(rec["variant"]), int(rec["seed"]))
+            same = rec["flags"] == flags
+            run_dir = Path(rec["run_dir"])
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut by a crash: that run is simply done again
+        if same and (run_dir / "results.json").is_file():
+            done[key] = run_dir
+    return done
+
+
 def run_selftest(args: argparse.Namespace) -> int:
     """Run the matrix (or list the variants)."""
     from suts.registry import SYSTEMS, system
@@ -117,10 +140,20 @@ def run_selftest(args: argparse.Namespace) -> int:
         return 254
     cells = {v: Cell(v, modes[v]) for v in dict.fromkeys(chosen)}
     out = Path(args.runs) / "selftest.json"
+    ledger = out.with_suffix(".jsonl")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = {} if args.fresh else _ledger(ledger, args.run_flags)
     started = time.monotonic()
     for seed in range(1, args.seeds + 1):
         for variant, cell in cells.items():
-            run_dir = _run(Path(args.runs), variant, seed, args.run_flags)
+            run_dir = done.get((variant, seed))
+            again = " (from the ledger)" if run_dir else ""
+            if run_dir is None:
+                run_dir = _run(Path(args.runs), variant, seed, args.run_flags)
+                if run_dir is not None:
+                    rec = {"variant": variant, "seed": seed, "flags": args.run_flags}
+                    with ledger.open("a") as fh:
+                        fh.write(json.dumps({**rec, "run_dir": str(run_dir)}) + "\n")
             verdict, failed, took = detection(run_dir) if run_dir else (None, [], None)
             cell.runs += 1
             cell.unknown += verdict is None
@@ -132,8 +165,7 @@ def run_selftest(args: argparse.Namespace) -> int:
                     cell.detect_s.append(round(took, 1))
             cell.run_dirs.append(str(run_dir))
             word = {True: "valid", False: "INVALID", None: "unknown"}[verdict]
-            print(f"  seed {seed} {variant:<30} {word:<8} {', '.join(failed)}", flush=True)
-            out.parent.mkdir(parents=True, exist_ok=True)
+            print(f"  seed {seed} {variant:<30} {word:<8} {', '.join(failed)}{again}", flush=True)
             out.write_text(json.dumps([asdict(c) for c in cells.values()], indent=1))
     print(
         f"\ndetection matrix ({args.seeds} seeds, default run configuration, "
@@ -157,6 +189,9 @@ def add_command(sub: Any) -> None:
     p.add_argument("--system", default="pipeline")
     p.add_argument("--variants", default=None, help="comma-separated broken variants only")
     p.add_argument("--runs", default="store-selftest", help="the archive for the runs")
+    p.add_argument(
+        "--fresh", action="store_true", help="ignore the ledger of an earlier self-test here"
+    )
     p.add_argument("--min-caught", type=int, default=4, help="seeds each bug must be caught in")
     p.add_argument("run_flags", nargs="*", help="after --: flags for every `sealcheck run`")
     p.set_defaults(func=run_selftest)

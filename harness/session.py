@@ -83,7 +83,8 @@ class RunTarget:
         return self._partitions
 
     def disks(self) -> Mapping[str, Any]:
-        """The system's lazy filesystems (``store``), when a nemesis asked for them."""
+        """The lazy filesystems (the system's ``store``, the brokers' ``kafka-N``), when a
+        nemesis asked for them."""
         return self._disks
 
 
@@ -127,7 +128,8 @@ class Session:
                 display.log(f"image: {image()}")
         logs = self.run_dir / "logs"
         self.teardown.push("stop Kafka and the store", lambda: backend.stop(logs))
-        backend.start(TOPIC, cfg.partitions)
+        needs = set().union(*(n.requires for n in test.nemeses.values()))
+        backend.start(TOPIC, cfg.partitions, lazy_brokers="broker-lazy-disk" in needs)
         settings = Settings(
             TOPIC,
             cfg.max_records_per_step,
@@ -135,7 +137,7 @@ class Session:
             cfg.compact_every,
             cfg.broken,
             cfg.spark,
-            lazy_store=any("lazy-disk" in n.requires for n in test.nemeses.values()),
+            lazy_store="lazy-disk" in needs,
         )
         deployment = test.system.deploy(backend, settings, self.work, logs)
         self.teardown.push("stop the system's services", deployment.stop)
@@ -174,7 +176,8 @@ class Session:
             logs / "producers.log",
         )
         self.teardown.push("stop the producers", producers.stop)
-        target = RunTarget(backend, SupervisedNode(supervisor), fp, deployment.disks())
+        disks = {**backend.disks(), **deployment.disks()}
+        target = RunTarget(backend, SupervisedNode(supervisor), fp, disks)
         for n in test.nemeses.values():
             n.setup(target)
         producers.start()
@@ -278,10 +281,15 @@ class Session:
         self.display.update(phase="final phase: catching up")
         start = time.monotonic()
         deadline = start + self.cfg.final_timeout_s
-        try:
-            end = log_end(bootstrap, TOPIC)
-        except Exception as exc:
-            return f"could not read the log end from Kafka: {type(exc).__name__}: {exc}"
+        while True:  # a broker healed a moment ago may not lead its partitions yet
+            try:
+                end = log_end(bootstrap, TOPIC)
+                break
+            except Exception as exc:
+                if time.monotonic() >= deadline:
+                    why = f"{type(exc).__name__}: {exc}"
+                    return f"could not read the log end from Kafka in time: {why}"
+                time.sleep(1.0)
         self.history.append("harness", "info", "log-end", {str(p): o for p, o in end.items()})
         while time.monotonic() < deadline:
             progress = deployment.progress()  # None while the store cannot be read: again

@@ -103,6 +103,12 @@ class LazyDisk:
         """Lose every write not yet fsynced: ``dropped`` says how many files and bytes."""
         return self._control("drop")
 
+    def sync(self) -> dict[str, Any]:
+        """Make every kept write durable (what the OS's periodic writeback does to old dirty
+        pages): used once a node's setup is done, so a drop loses what the run wrote, not the
+        node's formatting."""
+        return self._control("sync")
+
     def counters(self) -> dict[str, Any]:
         """What is kept (un-fsynced) now, and what drops lost so far."""
         return self._control(None)

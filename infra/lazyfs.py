@@ -14,10 +14,12 @@ What is and is not simulated:
 * contents (``write``) and sizes (``truncate``) are lazy until ``fsync``/``fdatasync``;
 * creating, removing and renaming files and directories reach the backing directory at once
   (a journaling filesystem after its commit interval): only file *contents* are ever lost;
-* files whose name ends in ``-shm`` (SQLite's shared-memory index, rebuilt from the WAL after a
-  crash and never fsynced) pass straight through, and are the only files opened without
-  ``direct_io``, so SQLite can ``mmap`` them; every other file is ``direct_io``, so no process
-  reads a page from the kernel's cache that a drop has taken away;
+* memory-mapped index files pass straight through (:data:`PASSTHROUGH`: SQLite's ``-shm``,
+  rebuilt from the WAL after a crash; Kafka's ``.index`` and ``.timeindex``, rebuilt from the
+  log segment for everything after the recovery point) and are the only files opened without
+  ``direct_io``, so they can be ``mmap``-ed (FUSE refuses ``mmap`` of a ``direct_io`` file with
+  ENODEV); every other file is ``direct_io``, so no process reads a page from the kernel's cache
+  that a drop has taken away;
 * locks are left to the kernel (every process using the mount is on this machine).
 
 Unmounting (``fusermount3 -u``) is a clean shutdown: kept pages are written first.
@@ -39,6 +41,8 @@ from typing import Any
 PAGE = 4096
 CONTROL = "/.lazyfs"  # write "drop" or "sync"; read the counters
 FSNAME = "sealcheck-lazyfs"
+#: name endings of memory-mapped files that are written straight through, never kept or lost
+PASSTHROUGH = ("-shm", ".index", ".timeindex")
 
 
 @dataclass
@@ -67,8 +71,9 @@ class LazyState:
 
     @staticmethod
     def passthrough(path: str) -> bool:
-        """Files written straight through (never lost): SQLite's shared-memory index."""
-        return path.endswith("-shm")
+        """Files written straight through (never lost): memory-mapped indexes that their
+        owner rebuilds after a crash (:data:`PASSTHROUGH`)."""
+        return path.endswith(PASSTHROUGH)
 
     def _durable_size(self, path: str) -> int:
         try:

@@ -10,12 +10,13 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from infra import procs
 from infra.kafka_local import KafkaCluster, KafkaNode
+from infra.lazy_disk import LazyDisk
 from infra.node import Database, Launch, Node
 
 
@@ -160,22 +161,40 @@ class LocalBackend:
     """Kafka (1 or 3 local brokers) under ``work/``; incarnations as local processes."""
 
     name: ClassVar[str] = "local"
-    capabilities: ClassVar[frozenset[str]] = frozenset()
+    capabilities: ClassVar[frozenset[str]] = frozenset({"broker-lazy-disk"})
     runs_images: ClassVar[bool] = False
 
     def __init__(self, brokers: int, work: Path, run_id: str = "") -> None:
         self.cluster = KafkaCluster(work / "kafka", size=brokers)
         self.brokers = [LocalBroker(self.cluster, n) for n in self.cluster.nodes]
+        self._disks: dict[str, LazyDisk] = {}
 
     @property
     def bootstrap(self) -> str:
         """The brokers' client listeners."""
         return self.cluster.bootstrap
 
-    def start(self, topic: str, partitions: int) -> None:
-        """Start the brokers and create the topic (replicated on every broker)."""
+    def start(self, topic: str, partitions: int, lazy_brokers: bool = False) -> None:
+        """Start the brokers and create the topic (replicated on every broker). With
+        ``lazy_brokers`` each broker's log directory is a lazy mount over ``data-durable``
+        beside it, synced once the topic exists: a drop then loses what the run wrote, never
+        the broker's formatting."""
+        if lazy_brokers:
+            for broker in self.brokers:
+                node = broker.node
+                disk = LazyDisk(
+                    node.directory / "data-durable", node.data_dir, node.directory / "lazyfs.log"
+                )
+                self._disks[broker.name] = disk
+                disk.start()
         self.cluster.start()
         self.cluster.create_topic(topic, partitions, len(self.cluster.nodes))
+        for disk in self._disks.values():
+            disk.sync()
+
+    def disks(self) -> Mapping[str, Any]:
+        """The brokers' lazy disks by broker name (empty unless started lazy)."""
+        return dict(self._disks)
 
     def nodes(self, role: str) -> Sequence[Node]:
         """The brokers (``broker``); no other role runs here."""
@@ -207,8 +226,17 @@ class LocalBackend:
         return None
 
     def stop(self, logs: Path) -> None:
-        """Stop the brokers; keep their logs."""
-        self.cluster.stop()
+        """Stop the brokers and unmount their lazy disks; keep their logs."""
+        try:
+            self.cluster.stop()
+        finally:
+            for name, disk in self._disks.items():
+                try:
+                    disk.stop()
+                except Exception as exc:  # teardown goes on; Ctrl-C does not
+                    print(f"warning: unmounting {name}'s lazy disk: {exc}")
+                if disk.log.exists():
+                    shutil.copy(disk.log, logs / f"lazyfs-{name}.log")
         for node in self.cluster.nodes:
             if node.log_path.exists():
                 shutil.copy(node.log_path, logs / f"kafka-{node.node_id}.log")

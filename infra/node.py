@@ -20,14 +20,17 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 #: Optional capabilities a run may offer, and what each is (nemeses and systems under test
-#: may require them). The backend offers ``database`` and ``partition``; the system under
-#: test offers ``failpoints`` and, where it can keep its store on one, ``lazy-disk``.
+#: may require them). The backend offers ``database``, ``partition`` and
+#: ``broker-lazy-disk``; the system under test offers ``failpoints`` and, where it can keep its
+#: store on one, ``lazy-disk``.
 CAPABILITIES = {
     "database": "a database server the system under test can keep its store in",
     "partition": "network partitions between nodes (each node in its own network namespace)",
     "failpoints": "named failpoints in the system under test",
     "lazy-disk": "a store on a filesystem that can lose un-fsynced writes (FUSE; the local "
     "backend's SQLite store)",
+    "broker-lazy-disk": "brokers' log directories on filesystems that can lose un-fsynced "
+    "writes (FUSE; the local backend)",
 }
 
 
@@ -121,8 +124,14 @@ class Backend(Protocol):
     def bootstrap(self) -> str:
         """The brokers, as clients (the host and the incarnations alike) reach them."""
 
-    def start(self, topic: str, partitions: int) -> None:
-        """Start the brokers (and the database, if any) and create the topic."""
+    def start(self, topic: str, partitions: int, lazy_brokers: bool = False) -> None:
+        """Start the brokers (and the database, if any) and create the topic; with
+        ``lazy_brokers`` (capability ``broker-lazy-disk``), each broker's log directory on a
+        lazy disk, made durable once the topic exists."""
+
+    def disks(self) -> Mapping[str, Any]:
+        """The brokers' lazy disks by broker name (``kafka-1``), when started with
+        ``lazy_brokers``; else empty."""
 
     def nodes(self, role: str) -> Sequence[Node]:
         """The nodes of a role the backend runs itself: ``broker``, ``database``."""

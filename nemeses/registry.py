@@ -12,7 +12,7 @@ from nemeses.api import Mark, Nemesis, PlanInfo
 from nemeses.failpoint import Failpoint
 from nemeses.indeterminate import Indeterminate
 from nemeses.kill import Kill
-from nemeses.lost_writes import LostWrites
+from nemeses.lost_writes import LostBrokerWrites, LostWrites
 from nemeses.partition import Partition
 from nemeses.pause import Pause
 from nemeses.zombie import Zombie
@@ -28,6 +28,7 @@ NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "zombie": Zombie,
     "indeterminate": Indeterminate,
     "lost-writes": LostWrites,
+    "lost-writes-kafka": LostBrokerWrites,
 }
 
 

@@ -6,7 +6,7 @@ container's own network namespace (capabilities ``database`` and ``partition``).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -198,10 +198,20 @@ class ContainersBackend:
         """Every broker's ``ip:9092`` (reachable from the host and from the network)."""
         return self.topo.bootstrap
 
-    def start(self, topic: str, partitions: int) -> None:
-        """Start brokers and PostgreSQL, create the topic."""
+    def start(self, topic: str, partitions: int, lazy_brokers: bool = False) -> None:
+        """Start brokers and PostgreSQL, create the topic. Brokers on lazy disks are the
+        local backend's (``broker-lazy-disk``): the config check refuses them here first."""
+        if lazy_brokers:
+            raise ValueError(
+                "the containers backend cannot put brokers on lazy disks "
+                "(nemesis lost-writes-kafka): use --backend local"
+            )
         self.topo.start()
         create_topic(self.bootstrap, topic, partitions, len(self.topo.brokers))
+
+    def disks(self) -> Mapping[str, Any]:
+        """None: the brokers keep their logs on the containers' own disks."""
+        return {}
 
     def nodes(self, role: str) -> Sequence[Node]:
         """``broker``: the broker containers; ``database``: PostgreSQL."""

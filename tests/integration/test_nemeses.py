@@ -1,5 +1,6 @@
-"""kill-kafka and pause-kafka on a real broker: the broker dies or freezes (writes cannot be
-acknowledged), and healing starts or thaws it (writes are acknowledged again). The pipeline
+"""kill-kafka, pause-kafka and lost-writes-kafka on a real broker: the broker dies, freezes or
+loses its un-fsynced log (writes cannot be acknowledged, or acknowledged ones are gone), and
+healing starts or thaws it (writes are acknowledged again). The pipeline
 nemeses (kill, failpoint, pause) are shown to act and heal in ``test_chaos.py``."""
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class _Target:
 
     def nodes(self, role: str) -> Sequence[Any]:
         return self.backend.nodes(role)
+
+    def disks(self) -> Any:
+        return self.backend.disks()
 
 
 def test_kill_kafka_kills_a_broker_and_heal_starts_it(tmp_path: Path) -> None:
@@ -87,3 +91,56 @@ def test_pause_kafka_freezes_a_broker_and_heal_thaws_it(tmp_path: Path) -> None:
         assert nemesis.heal(target) == []  # type: ignore[arg-type]
     finally:
         backend.stop(tmp_path)
+
+
+def _acked_many(bootstrap: str, count: int) -> int:
+    done: list[object] = []
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for i in range(count):
+        p.produce("t", b"v" * 100, key=str(i).encode(), on_delivery=lambda e, m: done.append(e))
+        p.poll(0)
+    p.flush(60)
+    return sum(e is None for e in done)
+
+
+def _high_watermark(bootstrap: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-hw"})
+    try:
+        return int(c.get_watermark_offsets(TopicPartition("t", 0), timeout=30)[1])
+    finally:
+        c.close()
+
+
+def test_lost_writes_kafka_loses_acknowledged_records_and_heal_powers_on(
+    tmp_path: Path,
+) -> None:
+    """One broker, acks=all, no fsync: a power cut loses records the broker acknowledged; the
+    topic itself (fsynced when the backend made the disk durable) survives, and the broker
+    serves again after the power-on."""
+    backend = LocalBackend(1, tmp_path)
+    try:
+        backend.start("t", 1, lazy_brokers=True)
+        assert set(backend.disks()) == {"kafka-1"}
+        assert _acked_many(backend.bootstrap, 2_000) == 2_000
+        assert _high_watermark(backend.bootstrap) == 2_000
+        target = _Target(backend)
+        nemesis = NEMESES["lost-writes-kafka"](PlanInfo(1, ()))
+        cut, power_on = nemesis.plan(random.Random(3), 0.0, 10.0)
+        assert (cut.f, power_on.f) == ("power-cut-broker", "power-on-broker")
+        pid = backend.brokers[0].ident
+        done = nemesis.invoke(cut, target)  # type: ignore[arg-type]
+        assert (done["outcome"], done["frozen"], done["killed"]) == ("happened", pid, pid)
+        assert done["dropped_bytes"] >= 2_000 * 100  # the records were never fsynced
+        assert any(p.endswith(".log") for p in done["dropped_paths"])
+        assert not backend.brokers[0].alive
+        on = nemesis.invoke(power_on, target)  # type: ignore[arg-type]
+        assert on["outcome"] == "happened" and backend.brokers[0].alive
+        assert acked(backend.bootstrap, 60_000)  # healed: the topic is there, writes go on
+        assert _high_watermark(backend.bootstrap) < 2_000  # acknowledged, then lost
+        assert nemesis.heal(target) == []  # type: ignore[arg-type]  # nothing left to heal
+    finally:
+        backend.stop(tmp_path)
+    assert str(tmp_path) not in Path("/proc/mounts").read_text()  # unmounted
+    assert (tmp_path / "lazyfs-kafka-1.log").exists()

@@ -210,3 +210,6 @@ def test_the_default_mix_leaves_out_what_the_backend_cannot_host() -> None:
     assert "lost-writes" not in on_containers and on_containers.count("failpoint") == 4
     with pytest.raises(ConfigError, match=r"lost-writes.*use --backend local"):
         build_config({"backend": "containers", "nemeses": ["lost-writes"]})
+    with pytest.raises(ConfigError, match=r"lost-writes-kafka.*brokers' log.*use --backend local"):
+        build_config({"backend": "containers", "nemeses": ["lost-writes-kafka"]})
+    assert build_config({"nemeses": ["lost-writes-kafka"]}).nemeses == ("lost-writes-kafka",)

@@ -3,6 +3,7 @@ replayed as is; the failpoint nemesis covers every failpoint before repeating on
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -96,3 +97,16 @@ def test_a_nemesis_named_twice_gets_twice_the_windows() -> None:
     kills = sum(a.f == "kill-pipeline" for a in actions)
     pauses = sum(a.f == "pause-pipeline" for a in actions)
     assert (kills, pauses) == (20, 10)
+
+
+def test_broker_power_cuts_are_spaced_so_each_has_something_to_lose() -> None:
+    plan = plan_schedule(["lost-writes-kafka"], 4, 100, 3, INFO)
+    cuts = [a for a in plan if a.f == "power-cut-broker"]
+    ons = [a for a in plan if a.f == "power-on-broker"]
+    assert len(cuts) == len(ons) >= 4  # 97 s of 3 s windows, one cut per 20 s
+    gaps = [b.at_s - a.at_s for a, b in itertools.pairwise(cuts)]
+    assert min(gaps) >= 20.0
+    for cut, on in zip(cuts, ons, strict=True):
+        assert cut.at_s < on.at_s and cut.value == on.value  # the same broker powers on
+        assert 0 <= cut.value["broker"] < 3
+    assert plan == plan_schedule(["lost-writes-kafka"], 4, 100, 3, INFO)  # from the seed

@@ -1,0 +1,87 @@
+"""``sealcheck selftest`` keeps a ledger of finished runs, so an interrupted matrix resumes
+where it stopped. (Unit tests: the runs are fakes that write what a real run leaves behind.)"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import selftest
+
+
+def _fake_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    calls: list[tuple[str, int]] = []
+
+    def run(runs_dir: Path, variant: str, seed: int, extra: list[str]) -> Path:
+        calls.append((variant, seed))
+        n = 1 + sum(1 for _ in runs_dir.glob(f"{variant}-{seed}-*"))
+        run_dir = runs_dir / f"{variant}-{seed}-{n}"
+        run_dir.mkdir(parents=True)
+        bad = variant != selftest.CORRECT
+        anomaly = {"context": {"sealed_by_ns": 7_000_000_000}}
+        checkers = {"unique_key": {"valid": not bad, "anomalies": [anomaly] if bad else []}}
+        (run_dir / "results.json").write_text(json.dumps({"valid": not bad, "checkers": checkers}))
+        ops = [{"f": "warmed-up", "time": 2_000_000_000}, {"f": "inputs", "time": 9_000_000_000}]
+        (run_dir / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+        return run_dir
+
+    monkeypatch.setattr(selftest, "_run", run)
+    return calls
+
+
+def _args(
+    runs: Path, seeds: int = 2, fresh: bool = False, flags: list[str] | None = None
+) -> argparse.Namespace:
+    return argparse.Namespace(
+        list=False,
+        seeds=seeds,
+        system="pipeline",
+        variants="rewind-bindings",
+        runs=str(runs),
+        fresh=fresh,
+        min_caught=2,
+        run_flags=flags or [],
+    )
+
+
+def test_a_second_selftest_takes_finished_runs_from_the_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _fake_runs(monkeypatch)
+    assert selftest.run_selftest(_args(tmp_path, seeds=1)) == 0
+    assert calls == [("correct", 1), ("rewind-bindings", 1)]
+    with (tmp_path / "selftest.jsonl").open("a") as fh:
+        fh.write('{"variant": "correct", "se')  # a line cut by a crash
+    calls.clear()
+    assert selftest.run_selftest(_args(tmp_path, seeds=2)) == 0  # seed 1 from the ledger
+    assert calls == [("correct", 2), ("rewind-bindings", 2)]
+    matrix = {c["variant"]: c for c in json.loads((tmp_path / "selftest.json").read_text())}
+    assert matrix["rewind-bindings"]["caught"] == 2 and matrix["correct"]["caught"] == 0
+    assert matrix["rewind-bindings"]["detect_s"] == [5.0, 5.0]  # sealed 7 s, warmed up at 2 s
+
+
+def test_other_run_flags_or_fresh_run_everything_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _fake_runs(monkeypatch)
+    selftest.run_selftest(_args(tmp_path, seeds=1))
+    calls.clear()
+    selftest.run_selftest(_args(tmp_path, seeds=1, flags=["--duration", "30"]))
+    assert len(calls) == 2  # a different configuration is a different matrix
+    calls.clear()
+    selftest.run_selftest(_args(tmp_path, seeds=1, fresh=True))
+    assert len(calls) == 2
+
+
+def test_a_ledger_entry_whose_run_is_gone_is_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _fake_runs(monkeypatch)
+    selftest.run_selftest(_args(tmp_path, seeds=1))
+    (tmp_path / "correct-1-1" / "results.json").unlink()
+    calls.clear()
+    selftest.run_selftest(_args(tmp_path, seeds=1))
+    assert calls == [("correct", 1)]
