@@ -56,6 +56,10 @@ def test_shared_memory_files_pass_through_and_renames_carry_pages(tmp_path: Path
     fd = _open(state, "/db-shm")
     state.write("/db-shm", fd, b"index", 0)
     assert (tmp_path / "db-shm").read_bytes() == b"index"  # never kept, never lost
+    for name in ("/00000000000000000000.index", "/00000000000000000000.timeindex"):  # Kafka's
+        state.write(name, _open(state, name), b"mmapped", 0)
+        assert (tmp_path / name.lstrip("/")).read_bytes() == b"mmapped"
+    assert not state.passthrough("/00000000000000000000.log")  # the log itself is lazy
     other = _open(state, "/a")
     state.write("/a", other, b"moved", 0)
     os.rename(state.real("/a"), state.real("/b"))
