@@ -99,11 +99,16 @@ class Partitions(Protocol):
     """Network cuts between nodes (backend capability ``partition``)."""
 
     def cut(self, kind: str, broker: int) -> dict[str, Any]:
-        """Cut a link: ``pipeline-kafka``, ``pipeline-postgres`` or ``broker`` (isolate
-        ``broker`` from the other brokers); ``cut`` says which, None and ``reason`` if not."""
+        """Cut a link: ``pipeline-kafka``, ``pipeline-postgres``, ``broker`` (isolate
+        ``broker`` from the other brokers) or the one-way ``commit-reply``; ``cut`` says
+        which, None and ``reason`` if not."""
 
     def restore(self, kind: str, broker: int) -> dict[str, Any]:
         """Remove exactly the rules of that cut (``healed`` None if it was not cut)."""
+
+    def fired(self, kind: str) -> bool:
+        """Whether a cut that arms itself (``commit-reply``: the database's replies, from the
+        incarnation's next commit on) has armed."""
 
     def heal(self) -> list[str]:
         """Remove every cut still in place."""

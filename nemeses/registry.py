@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from nemeses.api import Mark, Nemesis, PlanInfo
+from nemeses.commit_reply import LoseCommitReply
 from nemeses.failpoint import Failpoint
 from nemeses.indeterminate import Indeterminate
 from nemeses.kill import Kill
@@ -27,6 +28,7 @@ NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "kill-postgres": lambda info: Kill("kill-postgres", "database", info),
     "zombie": Zombie,
     "indeterminate": Indeterminate,
+    "lose-commit-reply": LoseCommitReply,
     "lost-writes": LostWrites,
     "lost-writes-kafka": LostBrokerWrites,
 }

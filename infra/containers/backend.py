@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from infra.containers.cuts import Cut
+from infra.containers.cuts import CommitReplyCut, Cut
 from infra.containers.images import kafka_image, postgres_image
 from infra.containers.topology import FAILPOINT_DIR, SutContainer, Topology, container_ip
 from infra.kafka_admin import create_topic
@@ -101,8 +101,10 @@ class ContainerPartitions:
     """Cuts with iptables in one container's namespace (:class:`nemeses.api.Partitions`).
 
     Kinds: ``pipeline-kafka`` (the current incarnation cut from every broker),
-    ``pipeline-postgres`` (from the database), ``broker`` (one broker from the other two). An
-    incarnation started during a cut gets the same rules in its new namespace."""
+    ``pipeline-postgres`` (from the database), ``broker`` (one broker from the other two), and
+    the one-way ``commit-reply`` (the database's replies to the current incarnation, from its
+    next commit on). An incarnation started during a ``pipeline-*`` cut gets the same rules in
+    its new namespace; a ``commit-reply`` cut stays with the incarnation it caught."""
 
     def __init__(self, topo: Topology, current: Callable[[], SutContainer | None]) -> None:
         self.topo, self.current = topo, current
@@ -123,11 +125,21 @@ class ContainerPartitions:
             peers = [b.ip() for b in self.topo.brokers]
         else:
             peers = [container_ip(self.topo.postgres.container.get_wrapped_container())]
+        if kind == "commit-reply":
+            return CommitReplyCut(pid, tuple(peers), self.tag)
         return Cut(pid, tuple(peers), self.tag)
 
     def cut(self, kind: str, broker: int) -> dict[str, Any]:
-        """Cut the link; the rules added are returned (and recorded in the history)."""
+        """Cut the link; the rules added are returned (and recorded in the history).
+        ``commit-reply`` is one-way and arms itself at the incarnation's next commit
+        (:class:`~infra.containers.cuts.CommitReplyCut`); one left in the namespace of an
+        incarnation that is gone is forgotten first."""
         key = (kind, broker if kind == "broker" else 0)
+        old = self.cuts.get(key)
+        inc = self.current()
+        if kind == "commit-reply" and old is not None and (inc is None or inc.pid != old.pid):
+            old.heal()  # its namespace died with its incarnation: this only forgets the rules
+            del self.cuts[key]
         if key in self.cuts:
             return {"cut": None, "reason": "already cut"}
         cut = self._cut(kind, broker)
@@ -143,6 +155,11 @@ class ContainerPartitions:
         if cut is None:
             return {"healed": None}
         return {"healed": kind, "deleted": cut.heal()}
+
+    def fired(self, kind: str) -> bool:
+        """Whether the ``commit-reply`` cut in place has armed itself at a commit."""
+        cut = self.cuts.get((kind, 0))
+        return isinstance(cut, CommitReplyCut) and cut.fired()
 
     def heal(self) -> list[str]:
         """Remove every cut still in place."""

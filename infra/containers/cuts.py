@@ -78,3 +78,44 @@ def can_connect(pid: int, ip: str, port: int, timeout_s: float = 2.0) -> bool:
         timeout=timeout_s + 5,
     )
     return out.returncode == 0
+
+
+#: Recent-lists (xt_recent, one set per network namespace) of :class:`CommitReplyCut`.
+_WROTE, _COMMITTED = "sealcheck_wrote", "sealcheck_committed"
+
+
+@dataclass
+class CommitReplyCut(Cut):
+    """A one-way cut that arms itself at a commit: in the namespace of ``pid``, once a packet to
+    the database has carried a write (``INSERT`` / ``UPDATE``) and then a ``COMMIT``, every
+    packet *from* the database is dropped. The database receives the commit and performs it;
+    its reply never arrives, so the client sees a time-out or a broken connection — an
+    indeterminate commit, decided in the kernel at the exact packet (``-m string`` and
+    ``-m recent``; the query text is plain on the wire: the run's PostgreSQL has no TLS)."""
+
+    def apply(self) -> None:
+        """Add the four rules (recorded one by one, so a failure half-way heals cleanly)."""
+        for db in self.peers:
+            to_db = ("-d", db, "-p", "tcp")
+            rules = [
+                *(
+                    ("OUTPUT", *to_db, "-m", "string", "--string", verb, "--algo", "bm",
+                     "-m", "recent", "--set", "--name", _WROTE, "--rdest")
+                    for verb in ("INSERT", "UPDATE")
+                ),
+                ("OUTPUT", *to_db, "-m", "string", "--string", "COMMIT", "--algo", "bm",
+                 "-m", "recent", "--rcheck", "--name", _WROTE, "--rdest",
+                 "-m", "recent", "--set", "--name", _COMMITTED, "--rdest"),
+                ("INPUT", "-s", db, "-m", "recent", "--rcheck", "--name", _COMMITTED,
+                 "--rsource", "-j", "DROP"),
+            ]  # fmt: skip
+            for rule in rules:
+                spec = (*rule, "-m", "comment", "--comment", self.tag)
+                _iptables(self.pid, "-A", spec[0], *spec[1:])
+                self.rules.append(spec)
+
+    def fired(self) -> bool:
+        """Whether a commit has gone out since the cut was applied (replies are dropped)."""
+        cmd = ["nsenter", "-t", str(self.pid), "-n", "cat", f"/proc/net/xt_recent/{_COMMITTED}"]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        return out.returncode == 0 and bool(out.stdout.strip())

@@ -213,3 +213,5 @@ def test_the_default_mix_leaves_out_what_the_backend_cannot_host() -> None:
     with pytest.raises(ConfigError, match=r"lost-writes-kafka.*brokers' log.*use --backend local"):
         build_config({"backend": "containers", "nemeses": ["lost-writes-kafka"]})
     assert build_config({"nemeses": ["lost-writes-kafka"]}).nemeses == ("lost-writes-kafka",)
+    with pytest.raises(ConfigError, match=r"lose-commit-reply.*use --backend containers"):
+        build_config({"nemeses": ["lose-commit-reply"]})

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from nemeses import Action, PlanInfo
+from nemeses.commit_reply import LoseCommitReply
 from nemeses.failpoint import Failpoint
 from nemeses.kill import Kill
 from nemeses.pause import Pause
@@ -102,6 +103,47 @@ def test_a_replacement_kill_with_nothing_running_is_skipped_with_a_reason() -> N
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 2.0)
     assert done["outcome"] == "skipped" and "no pipeline incarnation" in done["why"]
+
+
+class FakeCuts:
+    """Network cuts whose commit-reply cut arms when the test says so."""
+
+    def __init__(self, incarnation: bool = True) -> None:
+        self.incarnation, self.armed, self.placed = incarnation, False, False
+
+    def cut(self, kind: str, broker: int) -> dict[str, Any]:
+        if not self.incarnation:
+            return {"cut": None, "reason": "no pipeline incarnation running"}
+        self.placed = True
+        return {"cut": kind, "pid": 7, "rules": 4}
+
+    def fired(self, kind: str) -> bool:
+        return self.armed
+
+    def restore(self, kind: str, broker: int) -> dict[str, Any]:
+        was, self.placed = self.placed, False
+        return {"healed": kind if was else None, "deleted": 4 if was else 0}
+
+
+def test_a_commit_reply_cut_happened_only_when_a_commit_armed_it() -> None:
+    cut = Action(1.0, "lose-commit-reply", "cut-commit-reply", {})
+    target, cuts = FakeTarget(), FakeCuts()
+    target.partitions = cuts  # type: ignore[assignment]
+    nemesis = LoseCommitReply(PlanInfo(1, ()))
+    assert nemesis.invoke(cut, target)["outcome"] == "pending"
+    done = nemesis.resolve(cut, target, 3.0)
+    assert done["outcome"] == "not-reached" and "within 3.0s" in done["why"]
+    assert not cuts.placed  # an unarmed cut is removed at once
+    nemesis.invoke(cut, target)
+    cuts.armed = True
+    assert nemesis.resolve(cut, target, 3.0) == {"outcome": "happened"}
+    assert cuts.placed  # it stays with the incarnation it caught ...
+    assert nemesis.heal(target) == ["removed the commit-reply cut (4 rules)"]  # ... until healed
+    target.partitions = FakeCuts(incarnation=False)  # type: ignore[assignment]
+    skipped = nemesis.invoke(cut, target)
+    assert skipped["outcome"] == "skipped" and "no pipeline incarnation" in skipped["why"]
+    target.partitions = None
+    assert nemesis.invoke(cut, target)["outcome"] == "skipped"
 
 
 def test_kill_and_pause_say_when_they_had_nothing_to_act_on() -> None:
