@@ -230,11 +230,12 @@ class Session:
         todo = list(enumerate(self.test.schedule))
         self.display.update(phase="workload and faults")
 
-        def settle(elapsed: float) -> None:
+        def settle() -> None:
             while pending:
                 i, action, at = pending.pop(0)
+                waited = time.monotonic() - start - at  # now: an invoke before may have been slow
                 try:
-                    done = nemeses[action.nemesis].resolve(action, target, elapsed - at)
+                    done = nemeses[action.nemesis].resolve(action, target, waited)
                 except Exception as exc:  # recorded; the run goes on
                     done = {"outcome": "failed", "why": f"{type(exc).__name__}: {exc}"}
                 self.history.append(
@@ -245,7 +246,7 @@ class Session:
         while (elapsed := time.monotonic() - start) < self.cfg.duration_s:
             while todo and todo[0][1].at_s <= elapsed:
                 i, action = todo.pop(0)
-                settle(elapsed)
+                settle()
                 value = {**action.value, "action": i}
                 self.history.append("nemesis", "invoke", action.f, value)
                 try:
@@ -263,7 +264,7 @@ class Session:
                 self.display.update(last_action=line)
             self._status(elapsed, sup, obs)
             time.sleep(0.1)
-        settle(time.monotonic() - start)
+        settle()
 
     def _status(self, elapsed: float, sup: Supervisor, obs: Observer) -> None:
         counts = self.history.counts

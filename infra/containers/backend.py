@@ -137,7 +137,8 @@ class ContainerPartitions:
         key = (kind, broker if kind == "broker" else 0)
         old = self.cuts.get(key)
         inc = self.current()
-        if kind == "commit-reply" and old is not None and (inc is None or inc.pid != old.pid):
+        gone = inc is None or not inc.alive or inc.pid != (old.pid if old else None)
+        if kind == "commit-reply" and old is not None and gone:
             old.heal()  # its namespace died with its incarnation: this only forgets the rules
             del self.cuts[key]
         if key in self.cuts:

@@ -40,12 +40,12 @@ class PostgresPersist:
     def __init__(self, dsn: str, connect_timeout_s: int = 10, durable: bool = True) -> None:
         self.dsn = dsn
         # A reply that never comes (a dead server, a cut network) must end in an error, not a
-        # wait for ever: unacknowledged data times out after 10 s, an idle link is probed.
+        # wait for ever: unacknowledged data times out after 5 s, an idle link is probed.
         self._db = psycopg.connect(
             dsn,
             autocommit=True,
             connect_timeout=connect_timeout_s,
-            tcp_user_timeout=10_000,
+            tcp_user_timeout=5_000,
             keepalives=1,
             keepalives_idle=5,
             keepalives_interval=2,

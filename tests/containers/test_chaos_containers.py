@@ -78,6 +78,41 @@ def test_containers_chaos_run_is_valid(docker_engine: None, tmp_path: Path) -> N
     assert labelled() == []
 
 
+def test_a_lost_commit_reply_on_containers(docker_engine: None, tmp_path: Path) -> None:
+    """A commit whose reply is cut: PostgreSQL commits, the caught incarnation hears nothing,
+    gives up by itself (its connection's TCP user time-out) and a successor resumes from the
+    store. The correct pipeline stays valid."""
+    flags = ("--name", "c-reply", "--seed", "3", "--duration", "18")
+    code, out, run_dir = run(tmp_path, *flags, "--nemesis", "lose-commit-reply")
+    assert code == 0, out[-3000:]
+    ops = History.load(run_dir / "history.jsonl").ops
+    info = [o["value"] for o in ops if o["type"] == "info"]
+    placed = {v["action"]: v["pid"] for v in info if v.get("cut") == "commit-reply"}
+    caught = [
+        placed[v["action"]]
+        for v in info
+        if v.get("f") == "cut-commit-reply" and v.get("outcome") == "happened"
+    ]
+    assert caught, out[-3000:]  # a commit went out under a cut: its reply was dropped
+    exits = {o["value"]["pid"]: o["value"]["code"] for o in ops if o["f"] == "pipeline-exit"}
+    assert any(exits.get(pid) == 1 for pid in caught), (caught, exits)  # it gave up itself
+    assert labelled() == []
+
+
+def test_a_zombie_writer_on_containers_is_fenced(docker_engine: None, tmp_path: Path) -> None:
+    """The zombie nemesis on containers: the stalled incarnation's container and its successor
+    run side by side; when both write, fencing stops one (exit 3). Valid."""
+    flags = ("--name", "c-zombie", "--seed", "4", "--duration", "24", "--interval", "6")
+    code, out, run_dir = run(tmp_path, *flags, "--nemesis", "zombie")
+    assert code == 0, out[-3000:]
+    ops = History.load(run_dir / "history.jsonl").ops
+    started = [o for o in ops if o["f"] == "zombie-start" and o["type"] == "info"]
+    assert any(o["value"]["outcome"] == "happened" for o in started), out[-3000:]
+    codes = [o["value"]["code"] for o in ops if o["f"] == "pipeline-exit"]
+    assert 3 in codes, codes  # two writers met: one was fenced
+    assert labelled() == []
+
+
 def test_containers_broken_pipeline_is_invalid(docker_engine: None, tmp_path: Path) -> None:
     code, out, run_dir = run(
         tmp_path,
