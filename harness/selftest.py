@@ -4,8 +4,9 @@ Every variant of a system under test (its ``broken_modes``, and the correct one 
 with the *default* run configuration for seeds 1..N — real ``sealcheck run`` processes, stored
 in the archive like any run. The detection matrix says, per variant: in how many seeds it was
 caught (verdict invalid), by which checkers, and the time to first detection (from the start
-of the fault phase to the sealing of the first step a checker found wrong; the end of the run
-when the anomaly has no time, e.g. a pipeline that never caught up). The correct variant must
+of the fault phase to the sealing of the first step a checker found wrong, or to the observed
+uppers it found wrong; 0 when that was during the warm-up; the end of the run when the anomaly
+has no time, e.g. a pipeline that never caught up). The correct variant must
 never be flagged. The matrix is rewritten to ``selftest.json`` after every run, so an
 interrupted self-test leaves its numbers, and every finished run is appended to the ledger
 ``selftest.jsonl`` (variant, seed, run flags, run directory): started again on the same archive
@@ -55,7 +56,8 @@ class Cell:
 
 def detection(run_dir: Path) -> tuple[bool | None, list[str], float | None]:
     """A stored run's verdict, the checkers that failed, and seconds from the fault phase's
-    start to the first anomalous step's sealing (None: no verdict)."""
+    start to the first moment the history showed an anomaly (:func:`_seen_ns`; the end of the
+    run when none has a time; None: no verdict)."""
     try:
         results = json.loads((run_dir / "results.json").read_text())
     except (OSError, ValueError):
@@ -64,10 +66,10 @@ def detection(run_dir: Path) -> tuple[bool | None, list[str], float | None]:
     if results.get("valid") is not False:
         return results.get("valid"), failed, None
     times = [
-        a["context"]["sealed_by_ns"]
+        t
         for c in results["checkers"].values()
         for a in c.get("anomalies", [])
-        if isinstance(a.get("context", {}).get("sealed_by_ns"), int)
+        if (t := _seen_ns(a.get("context") or {})) is not None
     ]
     start, end = 0, None
     with (run_dir / "history.jsonl").open() as fh:
@@ -80,6 +82,17 @@ def detection(run_dir: Path) -> tuple[bool | None, list[str], float | None]:
                     end = op["time"]
     first = min(times) if times else end
     return False, failed, None if first is None else max(0.0, (first - start) / 1e9)
+
+
+def _seen_ns(context: dict[str, Any]) -> int | None:
+    """When the history first showed an anomaly: the sealing of the step it is in
+    (``sealed_by_ns``), or the observation of uppers it is about (``observed.time``)."""
+    sealed = context.get("sealed_by_ns")
+    if isinstance(sealed, int):
+        return sealed
+    observed = context.get("observed")
+    seen = observed.get("time") if isinstance(observed, dict) else None
+    return seen if isinstance(seen, int) else None
 
 
 def _run(runs_dir: Path, variant: str, seed: int, extra: list[str]) -> Path | None:

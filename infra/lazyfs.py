@@ -47,10 +47,17 @@ PASSTHROUGH = ("-shm", ".index", ".timeindex")
 
 @dataclass
 class Kept:
-    """The un-fsynced state of one file: its dirty pages and its size as written."""
+    """The un-fsynced state of one file: its dirty pages, its size as written, and ``floor``,
+    the smallest size it was truncated to since its last fsync (backing bytes past the floor
+    are gone for readers: a file cut short and extended again reads zeros there)."""
 
     size: int
     pages: dict[int, bytes] = field(default_factory=dict)
+    floor: int = -1  # -1: the size it was kept at
+
+    def __post_init__(self) -> None:
+        if self.floor < 0:
+            self.floor = self.size
 
 
 class LazyState:
@@ -92,7 +99,8 @@ class LazyState:
             return kept.pages[n]
         data = os.pread(fd, PAGE, n * PAGE)
         limit = self.size(path) - n * PAGE  # bytes of this page inside the visible size
-        data = data[: max(0, limit)]
+        backed = limit if kept is None else min(limit, kept.floor - n * PAGE)
+        data = data[: max(0, backed)]
         return data.ljust(min(PAGE, max(0, limit)), b"\0")
 
     def read(self, path: str, fd: int, size: int, offset: int) -> bytes:
@@ -142,12 +150,14 @@ class LazyState:
                 kept.pages[n] = bytes(page)
             kept.pages = {k: v for k, v in kept.pages.items() if k < n or (k == n and within)}
             kept.size = length
+            kept.floor = min(kept.floor, length)
 
     def fsync(self, path: str, fd: int) -> None:
         """Write the kept pages of ``path`` to its backing file and fsync it."""
         with self.lock:
             kept = self.kept.pop(path, None)
             if kept is not None:
+                os.ftruncate(fd, min(kept.floor, os.fstat(fd).st_size))  # what was cut is gone
                 for n, page in sorted(kept.pages.items()):
                     valid = min(PAGE, kept.size - n * PAGE)
                     if valid > 0:

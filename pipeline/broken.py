@@ -12,7 +12,14 @@ from collections.abc import Callable
 from pipeline import upsert
 from pipeline.failpoints import FailpointError, failpoint
 from pipeline.loop import BINDINGS, DATA, ERRORS, Fenced, LoopConfig, StepLoop, decode_bindings
-from pipeline.persist.api import Batch, Persist, PersistError, Update, UpperMismatch
+from pipeline.persist.api import (
+    Batch,
+    Persist,
+    PersistError,
+    StoreUnavailable,
+    Update,
+    UpperMismatch,
+)
 from pipeline.source import Source
 
 #: Every variant: name -> the bug (what it does wrong, and what reaches it).
@@ -35,9 +42,9 @@ BROKEN_MODES: dict[str, str] = {
     "set up wrongly on rehydrate); any restart",
     "ignore-fencing": "when another writer moved an upper, write anyway at the new upper "
     "instead of stopping; only two writers at once (the zombie nemesis)",
-    "retry-unknown-commits": "when a commit reports failure, append the batch again at the "
-    "upper the store shows now (a blind retry of an operation that may have happened); only "
-    "indeterminate storage operations",
+    "retry-unknown-commits": "when a commit reports failure (or its reply is lost: reconnect), "
+    "append the batch again at the upper the store shows now (a blind retry of an operation "
+    "that may have happened); only indeterminate storage operations",
     "non-durable-commits": "open the store with commits that return before they are on disk "
     "(SQLite synchronous=OFF); only lost un-fsynced writes (the lost-writes nemesis), since a "
     "killed process never loses what the page cache holds",
@@ -83,7 +90,8 @@ class _Broken(StepLoop):
             return super()._bindings_for_step()
         try:
             return super()._bindings_for_step()
-        except (FailpointError, PersistError):
+        except (FailpointError, PersistError) as exc:
+            self._reconnect_after(exc)
             old, nxt = self._last_bindings
             upper = self.store.uppers().get(BINDINGS, 0)  # blind retry at the upper seen now
             self.store.compare_and_append(BINDINGS, _diff((old, nxt), upper), upper, upper + 1)
@@ -127,7 +135,8 @@ class _Broken(StepLoop):
         else:
             try:
                 out = super()._append_output(out, t)
-            except (Fenced, FailpointError, PersistError):
+            except (Fenced, FailpointError, PersistError) as exc:
+                self._reconnect_after(exc)
                 upper = self.store.uppers().get(DATA, 0)  # rebase onto whatever is there now
                 self._cas_many(out, upper)
         late = self._late_bindings
@@ -136,6 +145,13 @@ class _Broken(StepLoop):
             failpoint("bindings.before_append")
             self.store.compare_and_append(BINDINGS, _diff(late, t), t, t + 1)
         return out
+
+    def _reconnect_after(self, exc: BaseException) -> None:
+        """A write whose reply was lost on the wire left a broken connection: open another
+        (as a retrying client would) before retrying blindly."""
+        reconnect = getattr(self.store, "reconnect", None)
+        if isinstance(exc, StoreUnavailable) and reconnect is not None:
+            reconnect()
 
     def _cas(self, collection: str, updates: list[Update], t: int) -> None:
         try:

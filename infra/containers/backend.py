@@ -132,14 +132,14 @@ class ContainerPartitions:
     def cut(self, kind: str, broker: int) -> dict[str, Any]:
         """Cut the link; the rules added are returned (and recorded in the history).
         ``commit-reply`` is one-way and arms itself at the incarnation's next commit
-        (:class:`~infra.containers.cuts.CommitReplyCut`); one left in the namespace of an
-        incarnation that is gone is forgotten first."""
+        (:class:`~infra.containers.cuts.CommitReplyCut`); one that has fired, or was left in
+        the namespace of an incarnation that is gone, is replaced."""
         key = (kind, broker if kind == "broker" else 0)
         old = self.cuts.get(key)
         inc = self.current()
         gone = inc is None or not inc.alive or inc.pid != (old.pid if old else None)
-        if kind == "commit-reply" and old is not None and gone:
-            old.heal()  # its namespace died with its incarnation: this only forgets the rules
+        if kind == "commit-reply" and old is not None and (gone or self.fired(kind)):
+            old.heal()  # gone with its incarnation, or spent: a fresh cut replaces it
             del self.cuts[key]
         if key in self.cuts:
             return {"cut": None, "reason": "already cut"}

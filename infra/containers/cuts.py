@@ -82,12 +82,17 @@ def can_connect(pid: int, ip: str, port: int, timeout_s: float = 2.0) -> bool:
 
 #: The recent-list (xt_recent, one per network namespace) of :class:`CommitReplyCut`.
 _COMMITTED = "sealcheck_committed"
+#: Seconds the database's packets are dropped after the commit that armed the cut: longer
+#: than a client's time-out (the pipeline gives up after 5 s), so the reply is surely lost,
+#: then the link works again — a client that reconnects and retries gets through.
+BLACKOUT_S = 6
 
 
 @dataclass
 class CommitReplyCut(Cut):
     """A one-way cut that arms itself at a commit: in the namespace of ``pid``, once a packet to
-    the database has carried a ``COMMIT``, every packet *from* the database is dropped. The
+    the database has carried a ``COMMIT``, every packet *from* the database is dropped for
+    :data:`BLACKOUT_S` seconds (once: a later commit does not arm it again). The
     database receives the commit and performs it; its reply never arrives, so the client sees
     a time-out or a broken connection — an indeterminate commit, decided in the kernel at the
     exact packet (``-m string`` and ``-m recent``; the text is plain on the wire: the run's
@@ -101,9 +106,10 @@ class CommitReplyCut(Cut):
         for db in self.peers:
             rules = [
                 ("OUTPUT", "-d", db, "-p", "tcp", "-m", "string", "--string", "COMMIT",
-                 "--algo", "bm", "-m", "recent", "--set", "--name", _COMMITTED, "--rdest"),
-                ("INPUT", "-s", db, "-m", "recent", "--rcheck", "--name", _COMMITTED,
-                 "--rsource", "-j", "DROP"),
+                 "--algo", "bm", "-m", "recent", "!", "--rcheck", "--name", _COMMITTED,
+                 "--rdest", "-m", "recent", "--set", "--name", _COMMITTED, "--rdest"),
+                ("INPUT", "-s", db, "-m", "recent", "--rcheck", "--seconds",
+                 str(BLACKOUT_S), "--name", _COMMITTED, "--rsource", "-j", "DROP"),
             ]  # fmt: skip
             for rule in rules:
                 spec = (*rule, "-m", "comment", "--comment", self.tag)

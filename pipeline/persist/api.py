@@ -52,6 +52,11 @@ class UpperMismatch(PersistError):
         self.collection, self.expected, self.actual = collection, expected, actual
 
 
+class StoreUnavailable(PersistError):
+    """A write's outcome is unknown: the store stopped answering (a dead server, a lost reply)
+    before it confirmed or refused. The write may or may not have happened."""
+
+
 class InvariantViolation(PersistError):
     """A consolidated read found a diff other than 0/1, or a key with two values."""
 

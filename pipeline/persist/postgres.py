@@ -9,7 +9,9 @@ one's new upper and is fenced with :class:`UpperMismatch`. Every write is one tr
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import psycopg
 
@@ -18,6 +20,7 @@ from pipeline.persist.api import (
     Batch,
     ReadBelowSince,
     ReadNotSealed,
+    StoreUnavailable,
     Update,
     UpperMismatch,
     check_batch,
@@ -38,25 +41,36 @@ class PostgresPersist:
     """A :class:`~pipeline.persist.api.Persist` in one PostgreSQL database."""
 
     def __init__(self, dsn: str, connect_timeout_s: int = 10, durable: bool = True) -> None:
-        self.dsn = dsn
+        self.dsn, self._timeout_s, self._durable = dsn, connect_timeout_s, durable
+        self._db = self._connect()
+        with self._db.transaction():
+            # Creating the schema concurrently races on the catalog; serialise it.
+            self._db.execute("SELECT pg_advisory_xact_lock(5347)")
+            self._db.execute(SCHEMA)
+
+    def _connect(self) -> psycopg.Connection[Any]:
         # A reply that never comes (a dead server, a cut network) must end in an error, not a
         # wait for ever: unacknowledged data times out after 5 s, an idle link is probed.
-        self._db = psycopg.connect(
-            dsn,
+        db = psycopg.connect(
+            self.dsn,
             autocommit=True,
-            connect_timeout=connect_timeout_s,
+            connect_timeout=self._timeout_s,
             tcp_user_timeout=5_000,
             keepalives=1,
             keepalives_idle=5,
             keepalives_interval=2,
             keepalives_count=3,
         )
-        if not durable:  # the non-durable-commits bug: commits return before the WAL flush
-            self._db.execute("SET synchronous_commit = off")
-        with self._db.transaction():
-            # Creating the schema concurrently races on the catalog; serialise it.
-            self._db.execute("SELECT pg_advisory_xact_lock(5347)")
-            self._db.execute(SCHEMA)
+        if not self._durable:  # the non-durable-commits bug: commits return before the WAL flush
+            db.execute("SET synchronous_commit = off")
+        return db
+
+    def reconnect(self) -> None:
+        """A new connection in place of a broken one (used only by a deliberately broken
+        variant that retries writes whose outcome it does not know)."""
+        with contextlib.suppress(Exception):
+            self._db.close()
+        self._db = self._connect()
 
     # -- frontiers -------------------------------------------------------------------
     def _frontier(self, collection: str, lock: bool = False) -> tuple[int, int]:
@@ -94,6 +108,14 @@ class PostgresPersist:
         """Several collections' compare-and-appends in one transaction (all or nothing)."""
         for name, batch in batches.items():
             check_batch(name, batch)
+        try:
+            self._append_many(batches)
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(
+                f"the outcome of a write to {sorted(batches)} is unknown: {exc}"
+            ) from exc
+
+    def _append_many(self, batches: Mapping[str, Batch]) -> None:
         db = self._db
         with db.transaction():
             for name in sorted(batches):  # one lock order: no deadlock between two writers

@@ -1,6 +1,7 @@
 """`sealcheck run --backend containers`: three brokers, PostgreSQL and the pipeline in
-containers, with a kill, a pause, a real partition and a broker kill. The correct pipeline is
-valid; the deliberately broken one is invalid with the right anomaly; a harness killed mid-run
+containers, with a kill, a pause, a real partition and a broker kill, a lost commit reply and
+a zombie writer. The correct pipeline is valid; the deliberately broken one is invalid with the
+right anomaly; a harness killed mid-run
 leaves no container or network behind once `sealcheck cleanup` ran."""
 
 from __future__ import annotations
@@ -114,6 +115,8 @@ def test_a_zombie_writer_on_containers_is_fenced(docker_engine: None, tmp_path: 
 
 
 def test_containers_broken_pipeline_is_invalid(docker_engine: None, tmp_path: Path) -> None:
+    """A pipeline that retries a write whose reply was lost (reconnecting, at the upper it
+    sees then) writes the step twice: only a lost reply reaches that bug."""
     code, out, run_dir = run(
         tmp_path,
         "--name",
@@ -123,13 +126,11 @@ def test_containers_broken_pipeline_is_invalid(docker_engine: None, tmp_path: Pa
         "--duration",
         "18",
         "--nemesis",
-        "kill",
-        "--interval",
-        "6",
+        "lose-commit-reply",
         "--broken",
-        "reappend-after-restart",
+        "retry-unknown-commits",
     )
-    assert code == 1, out[-3000:]
+    assert code == 1, out[-3000:]  # it reconnected after the lost reply and wrote again
     results = json.loads((run_dir / "results.json").read_text())
     assert results["checkers"]["diff_of_one"]["anomaly_counts"].get("diff-not-0-or-1", 0) >= 1
     assert labelled() == []

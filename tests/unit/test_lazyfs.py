@@ -71,7 +71,7 @@ def test_shared_memory_files_pass_through_and_renames_carry_pages(tmp_path: Path
     os.close(other)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     ops=st.lists(
         st.tuples(

@@ -85,3 +85,16 @@ def test_a_ledger_entry_whose_run_is_gone_is_run_again(
     calls.clear()
     selftest.run_selftest(_args(tmp_path, seeds=1))
     assert calls == [("correct", 1)]
+
+
+def test_detection_takes_the_first_moment_the_history_showed_an_anomaly(tmp_path: Path) -> None:
+    observed = {"observed": {"time": 4_500_000_000, "value": {"data": 2, "bindings": 1}}}
+    anomalies = [{"context": {"sealed_by_ns": 9_000_000_000}}, {"context": observed}, {}]
+    results = {"valid": False, "checkers": {"frontiers": {"valid": False, "anomalies": anomalies}}}
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    ops = [{"f": "warmed-up", "time": 2_000_000_000}, {"f": "inputs", "time": 30_000_000_000}]
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+    assert selftest.detection(tmp_path) == (False, ["frontiers"], 2.5)
+    results["checkers"]["frontiers"]["anomalies"] = [{"context": {}}]  # no time: the run's end
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    assert selftest.detection(tmp_path) == (False, ["frontiers"], 28.0)
