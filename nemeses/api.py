@@ -16,6 +16,7 @@ is one module plus one line in :data:`nemeses.registry.NEMESES`.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -139,6 +140,21 @@ class Target(Protocol):
 
     def disks(self) -> Mapping[str, Disk]:
         """Lazy filesystems by name (``store``; empty without ``lazy-disk``)."""
+
+
+#: the least time an armed failpoint is given before it is settled: when the runner falls
+#: behind its schedule (a slow fault before, a loaded machine), the next action is due at
+#: once, and a point settled then would never have had a chance to fire
+MIN_ARMED_S = 3.0
+
+
+def wait_fired(failpoints: Failpoints, waited_s: float, least_s: float = MIN_ARMED_S) -> float:
+    """Wait until the armed point fires or it has been armed ``least_s`` in all; the time it
+    has been armed then."""
+    deadline = time.monotonic() + max(0.0, least_s - waited_s)
+    while failpoints.armed() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return max(waited_s, least_s) if failpoints.armed() else waited_s
 
 
 def settled(done: dict[str, Any], key: str, why: str) -> dict[str, Any]:

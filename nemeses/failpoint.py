@@ -20,7 +20,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
+from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled, wait_fired
 
 
 class Failpoint(Nemesis):
@@ -61,8 +61,9 @@ class Failpoint(Nemesis):
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
         """Fired (the pipeline consumed the armed point by crashing there), or disarmed and
-        replaced by a kill now."""
+        replaced by a kill once it has been armed :data:`~nemeses.api.MIN_ARMED_S`."""
         point = action.value["failpoint"]
+        waited_s = wait_fired(target.failpoints, waited_s)
         if not target.failpoints.armed() or not target.failpoints.disarm():
             return {"outcome": "happened", "fired": point}
         killed = settled(

@@ -15,7 +15,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target
+from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, wait_fired
 
 
 class Indeterminate(Nemesis):
@@ -46,7 +46,9 @@ class Indeterminate(Nemesis):
         return {**out, "outcome": "pending"}
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
-        """Happened when the armed point was consumed, else disarmed."""
+        """Happened when the armed point was consumed, else disarmed (once it has been armed
+        :data:`~nemeses.api.MIN_ARMED_S`)."""
+        waited_s = wait_fired(target.failpoints, waited_s)
         if not target.failpoints.armed() or not target.failpoints.disarm():
             return {"outcome": "happened", "fired": action.value["failpoint"]}
         return {

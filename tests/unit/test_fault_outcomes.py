@@ -221,3 +221,19 @@ def test_window_coverage_counts_what_the_history_says_was_reached() -> None:
         "kill: kill-pipeline": (1, 1, 0),
     }
     assert unreached(coverage(meta, ops), points) == ["b.mid", "c.mid"]
+
+
+def test_a_failpoint_settled_early_still_gets_its_time_to_fire() -> None:
+    """A runner behind its schedule settles an armed point at once; the point still has
+    MIN_ARMED_S to fire before it is replaced by a kill."""
+    import threading
+
+    target, nemesis = FakeTarget(), Failpoint(PlanInfo(1, ("compact.mid",)))
+    nemesis.invoke(ARM, target)
+    consume = threading.Timer(0.3, lambda: setattr(target.failpoints, "spec", None))
+    consume.start()
+    assert nemesis.resolve(ARM, target, 0.0) == {"outcome": "happened", "fired": "compact.mid"}
+    consume.join()
+    nemesis.invoke(ARM, target)
+    done = nemesis.resolve(ARM, target, 0.0)  # never consumed: replaced after 3 s armed
+    assert done["outcome"] == "replaced-by-kill" and "within 3.0s" in done["why"]
