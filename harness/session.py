@@ -63,8 +63,10 @@ class RunTarget:
         pipeline: SupervisedNode,
         fp: FailpointFile,
         disks: Mapping[str, Any] | None = None,
+        sealed: Callable[[], int] = lambda: 0,
     ) -> None:
         self.backend, self.pipeline, self._failpoints = backend, pipeline, fp
+        self._sealed = sealed
         self._partitions = backend.partitions()
         self._disks = dict(disks or {})
 
@@ -81,6 +83,10 @@ class RunTarget:
     def partitions(self) -> Any:
         """The backend's network cuts (None where it cannot partition)."""
         return self._partitions
+
+    def sealed(self) -> int:
+        """Steps the system has sealed, as the observer last saw them."""
+        return self._sealed()
 
     def disks(self) -> Mapping[str, Any]:
         """The lazy filesystems (the system's ``store``, the brokers' ``kafka-N``), when a
@@ -177,7 +183,13 @@ class Session:
         )
         self.teardown.push("stop the producers", producers.stop)
         disks = {**backend.disks(), **deployment.disks()}
-        target = RunTarget(backend, SupervisedNode(supervisor), fp, disks)
+        target = RunTarget(
+            backend,
+            SupervisedNode(supervisor),
+            fp,
+            disks,
+            lambda: min(observer.last.values(), default=0),
+        )
         for n in test.nemeses.values():
             n.setup(target)
         producers.start()

@@ -141,20 +141,34 @@ class Target(Protocol):
     def disks(self) -> Mapping[str, Disk]:
         """Lazy filesystems by name (``store``; empty without ``lazy-disk``)."""
 
+    def sealed(self) -> int:
+        """How many steps the system under test has sealed, as last observed (the least upper
+        of its collections): faults that must be reached wait for progress, not for time."""
+
 
 #: the least time an armed failpoint is given before it is settled: when the runner falls
 #: behind its schedule (a slow fault before, a loaded machine), the next action is due at
 #: once, and a point settled then would never have had a chance to fire
 MIN_ARMED_S = 3.0
+#: ... and beyond that, until the system has sealed this many steps since it was armed (a
+#: system that seals steps has passed every step-loop point; an incarnation still starting
+#: on a loaded machine has not), but never longer than :data:`MAX_ARMED_S`
+ARMED_STEPS = 2
+MAX_ARMED_S = 20.0
 
 
-def wait_fired(failpoints: Failpoints, waited_s: float, least_s: float = MIN_ARMED_S) -> float:
-    """Wait until the armed point fires or it has been armed ``least_s`` in all; the time it
-    has been armed then."""
-    deadline = time.monotonic() + max(0.0, least_s - waited_s)
-    while failpoints.armed() and time.monotonic() < deadline:
+def wait_fired(target: Target, waited_s: float, sealed_at_arm: int) -> float:
+    """Wait until the armed point fires, or it has been armed :data:`MIN_ARMED_S` and the
+    system has sealed :data:`ARMED_STEPS` steps since (``sealed_at_arm``: ``target.sealed()``
+    when it was armed), or :data:`MAX_ARMED_S` have passed; how long it has been armed."""
+    start = time.monotonic() - waited_s
+    while target.failpoints.armed():
+        armed_s = time.monotonic() - start
+        progressed = target.sealed() >= sealed_at_arm + ARMED_STEPS
+        if armed_s >= MAX_ARMED_S or (armed_s >= MIN_ARMED_S and progressed):
+            return armed_s
         time.sleep(0.05)
-    return max(waited_s, least_s) if failpoints.armed() else waited_s
+    return time.monotonic() - start
 
 
 def settled(done: dict[str, Any], key: str, why: str) -> dict[str, Any]:

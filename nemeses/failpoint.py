@@ -10,8 +10,9 @@ then the pipeline is killed, so the next incarnation dies there. The supervisor 
 failpoint fired with each exit.
 
 The fault is guaranteed: a failpoint that has not fired by the time the next fault is due
-(or the fault phase ends) is disarmed and replaced by a kill at that moment, and the history's
-``outcome`` op says which of the two happened.
+(or the fault phase ends) — and has had its chance: armed 3 s and two steps sealed since, or
+20 s (:func:`nemeses.api.wait_fired`) — is disarmed and replaced by a kill at that moment, and
+the history's ``outcome`` op says which of the two happened.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Failpoint(Nemesis):
         self.points = tuple(sorted(info.pipeline_failpoints))
         self.startup, self.late = info.startup_failpoints, info.late_failpoints
         self._order: list[str] = []
+        self._sealed_at_arm = 0  # steps sealed when the pending point was armed
 
     @property
     def marks(self) -> Mapping[str, Mark]:
@@ -54,6 +56,7 @@ class Failpoint(Nemesis):
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Arm it; kill the pipeline too for a start-up point. Pending until it fires."""
         point = action.value["failpoint"]
+        self._sealed_at_arm = target.sealed()
         out = target.failpoints.arm(f"{point}=crash@1")
         if action.value.get("restart"):
             out["killed"] = target.nodes("pipeline")[0].kill()
@@ -61,9 +64,9 @@ class Failpoint(Nemesis):
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
         """Fired (the pipeline consumed the armed point by crashing there), or disarmed and
-        replaced by a kill once it has been armed :data:`~nemeses.api.MIN_ARMED_S`."""
+        replaced by a kill once it has had its chance (:func:`~nemeses.api.wait_fired`)."""
         point = action.value["failpoint"]
-        waited_s = wait_fired(target.failpoints, waited_s)
+        waited_s = wait_fired(target, waited_s, self._sealed_at_arm)
         if not target.failpoints.armed() or not target.failpoints.disarm():
             return {"outcome": "happened", "fired": point}
         killed = settled(

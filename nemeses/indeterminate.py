@@ -26,6 +26,7 @@ class Indeterminate(Nemesis):
 
     def __init__(self, info: PlanInfo) -> None:
         self.points = tuple(info.commit_failpoints)
+        self._sealed_at_arm = 0  # steps sealed when the pending point was armed
 
     @property
     def marks(self) -> Mapping[str, Mark]:
@@ -42,13 +43,14 @@ class Indeterminate(Nemesis):
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Arm it; pending until the next write through it."""
+        self._sealed_at_arm = target.sealed()
         out = target.failpoints.arm(f"{action.value['failpoint']}=error@1")
         return {**out, "outcome": "pending"}
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
-        """Happened when the armed point was consumed, else disarmed (once it has been armed
-        :data:`~nemeses.api.MIN_ARMED_S`)."""
-        waited_s = wait_fired(target.failpoints, waited_s)
+        """Happened when the armed point was consumed, else disarmed (once it has had its
+        chance: :func:`~nemeses.api.wait_fired`)."""
+        waited_s = wait_fired(target, waited_s, self._sealed_at_arm)
         if not target.failpoints.armed() or not target.failpoints.disarm():
             return {"outcome": "happened", "fired": action.value["failpoint"]}
         return {

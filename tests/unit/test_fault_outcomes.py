@@ -74,6 +74,12 @@ class FakeTarget:
     def armed(self) -> str | None:
         return self.failpoints.spec
 
+    def sealed(self) -> int:
+        """A system that seals a step between any two looks (``stalled``: none)."""
+        if not getattr(self, "stalled", False):
+            self.steps = getattr(self, "steps", 0) + 1
+        return getattr(self, "steps", 0)
+
     def nodes(self, role: str) -> list[Any]:
         return [self.pipeline] if role == "pipeline" else []
 
@@ -94,7 +100,7 @@ def test_a_failpoint_that_did_not_fire_is_replaced_by_a_kill() -> None:
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 6.5)
     assert done["outcome"] == "replaced-by-kill" and done["killed"] == 42
-    assert "did not pass compact.mid within 6.5s" in done["why"]
+    assert "did not pass compact.mid within 6." in done["why"]  # 6.5 s and a look
     assert target.calls == ["disarm", "kill"] and target.armed is None
 
 
@@ -237,3 +243,18 @@ def test_a_failpoint_settled_early_still_gets_its_time_to_fire() -> None:
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 0.0)  # never consumed: replaced after 3 s armed
     assert done["outcome"] == "replaced-by-kill" and "within 3.0s" in done["why"]
+
+
+def test_a_failpoint_waits_for_the_system_to_progress_before_it_is_replaced(
+    monkeypatch: Any,
+) -> None:
+    """An incarnation still starting (nothing sealed since the point was armed) keeps the
+    point armed past MIN_ARMED_S, up to MAX_ARMED_S."""
+    import nemeses.api
+
+    monkeypatch.setattr(nemeses.api, "MAX_ARMED_S", 4.0)
+    target, nemesis = FakeTarget(), Failpoint(PlanInfo(1, ("compact.mid",)))
+    target.stalled = True  # type: ignore[attr-defined]
+    nemesis.invoke(ARM, target)
+    done = nemesis.resolve(ARM, target, 0.0)
+    assert done["outcome"] == "replaced-by-kill" and "within 4.0s" in done["why"]
