@@ -52,12 +52,8 @@ class Kept:
     are gone for readers: a file cut short and extended again reads zeros there)."""
 
     size: int
+    floor: int
     pages: dict[int, bytes] = field(default_factory=dict)
-    floor: int = -1  # -1: the size it was kept at
-
-    def __post_init__(self) -> None:
-        if self.floor < 0:
-            self.floor = self.size
 
 
 class LazyState:
@@ -87,6 +83,14 @@ class LazyState:
             return os.stat(self.real(path)).st_size
         except FileNotFoundError:
             return 0
+
+    def _keep(self, path: str) -> Kept:
+        """The kept state of ``path``, started from its durable size on its first write."""
+        kept = self.kept.get(path)
+        if kept is None:
+            size = self._durable_size(path)
+            kept = self.kept[path] = Kept(size, floor=size)
+        return kept
 
     def size(self, path: str) -> int:
         """The size every reader sees."""
@@ -124,7 +128,7 @@ class LazyState:
         with self.lock:
             if self.passthrough(path):
                 return os.pwrite(fd, data, offset)
-            kept = self.kept.setdefault(path, Kept(self._durable_size(path)))
+            kept = self._keep(path)
             pos, view = offset, memoryview(data)
             while view:
                 n, within = divmod(pos, PAGE)
@@ -142,7 +146,7 @@ class LazyState:
             if self.passthrough(path):
                 os.ftruncate(fd, length)
                 return
-            kept = self.kept.setdefault(path, Kept(self._durable_size(path)))
+            kept = self._keep(path)
             n, within = divmod(length, PAGE)
             if within:
                 page = bytearray(self._page(path, n, fd).ljust(PAGE, b"\0"))

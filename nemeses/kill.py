@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
+from nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target, settled
 
 #: role -> (the noun in action names, the capability the role needs)
 ROLES = {
@@ -22,6 +22,16 @@ ROLES = {
     "broker": ("broker", None),
     "database": ("postgres", "database"),
 }
+
+
+def start_node(node: Node, running: str, **where: Any) -> dict[str, Any]:
+    """Start ``node`` and wait until it serves: ``started`` and ``ready_s``, or ``skipped``
+    with ``running`` when it was already running."""
+    began = time.monotonic()
+    done: dict[str, Any] = {**where, "started": node.start()}
+    if done["started"] is not None:
+        done["ready_s"] = round(time.monotonic() - began, 2)
+    return settled(done, "started", running)
 
 
 class Kill(Nemesis):
@@ -62,11 +72,7 @@ class Kill(Nemesis):
                 " (even after waiting for one)" if self.role == "pipeline" else ""
             )
             return settled({**where, "killed": node.kill()}, "killed", nothing)
-        started = time.monotonic()
-        done: dict[str, Any] = {**where, "started": node.start()}
-        if done["started"] is not None:
-            done["ready_s"] = round(time.monotonic() - started, 2)
-        return settled(done, "started", f"the {self.noun} was running")
+        return start_node(node, f"the {self.noun} was running", **where)
 
     def heal(self, target: Target) -> list[str]:
         """Start every node of the role that is down (the supervisor restarts the pipeline)."""

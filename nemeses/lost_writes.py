@@ -14,11 +14,11 @@ non-durable-commits``) loses sealed steps, and the uppers it reported go back.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
+from nemeses.api import Action, Disk, Mark, Nemesis, Node, PlanInfo, Target
+from nemeses.kill import start_node
 
 
 class LostWrites(Nemesis):
@@ -46,22 +46,28 @@ class LostWrites(Nemesis):
         if disk is None:
             return {"outcome": "skipped", "why": f"no lazy disk {name!r} in this run"}
         node = target.nodes("pipeline")[0]
-        frozen = node.pause()
-        if frozen is None:
-            return {"outcome": "skipped", "why": "no pipeline incarnation was running"}
-        try:
-            dropped = disk.drop().get("dropped", {})
-        finally:
-            killed = node.kill()
-            node.resume()  # forget the freeze: what was frozen is dead now
-        return {
-            "outcome": "happened",
-            "frozen": frozen,
-            "killed": killed,
-            "dropped_files": dropped.get("files"),
-            "dropped_bytes": dropped.get("bytes"),
-            "dropped_paths": dropped.get("paths"),
-        }
+        return power_cut(node, disk, "no pipeline incarnation was running")
+
+
+def power_cut(node: Node, disk: Disk, down: str) -> dict[str, Any]:
+    """Freeze ``node`` (so nothing is written mid-way), drop ``disk``'s un-fsynced writes, kill
+    the node: what happened, or ``skipped`` with ``down`` when the node was not running."""
+    frozen = node.pause()
+    if frozen is None:
+        return {"outcome": "skipped", "why": down}
+    try:
+        dropped = disk.drop().get("dropped", {})
+    finally:
+        killed = node.kill()
+        node.resume()  # forget the freeze: what was frozen is dead now
+    return {
+        "outcome": "happened",
+        "frozen": frozen,
+        "killed": killed,
+        "dropped_files": dropped.get("files"),
+        "dropped_bytes": dropped.get("bytes"),
+        "dropped_paths": dropped.get("paths"),
+    }
 
 
 class LostBrokerWrites(Nemesis):
@@ -115,31 +121,11 @@ class LostBrokerWrites(Nemesis):
         index = int(action.value.get("broker", 0))
         node = target.nodes("broker")[index]
         if action.f == "power-on-broker":
-            started = time.monotonic()
-            done: dict[str, Any] = {"broker": index, "started": node.start()}
-            if done["started"] is not None:
-                done["ready_s"] = round(time.monotonic() - started, 2)
-            return settled(done, "started", f"{node.name} was running")
+            return start_node(node, f"{node.name} was running", broker=index)
         disk = target.disks().get(node.name)
         if disk is None:
             return {"outcome": "skipped", "why": f"{node.name} has no lazy disk in this run"}
-        frozen = node.pause()
-        if frozen is None:
-            return {"broker": index, "outcome": "skipped", "why": f"{node.name} was down"}
-        try:
-            dropped = disk.drop().get("dropped", {})
-        finally:
-            killed = node.kill()
-            node.resume()
-        return {
-            "broker": index,
-            "outcome": "happened",
-            "frozen": frozen,
-            "killed": killed,
-            "dropped_files": dropped.get("files"),
-            "dropped_bytes": dropped.get("bytes"),
-            "dropped_paths": dropped.get("paths"),
-        }
+        return {"broker": index, **power_cut(node, disk, f"{node.name} was down")}
 
     def heal(self, target: Target) -> list[str]:
         """Start every broker that is down."""
