@@ -85,6 +85,9 @@ class RunData:
     refusals: list[str] = field(default_factory=list)
     #: what was noticed while loading and is not a problem (a torn last line, a re-export)
     notes: list[str] = field(default_factory=list)
+    #: snapshots of the store as of some steps (``collection, ts, key, value``), when the
+    #: export offers a second reading of it (:data:`rundir.files.ASOF`); None otherwise
+    asof: Frame | None = None
 
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
     #: records bound at sealed steps (set by :meth:`winners`)
@@ -311,4 +314,5 @@ def load_run(run_dir: Path) -> RunData:
         history,
         refusals,
         notes,
+        pl.scan_parquet(run_dir / files.ASOF) if (run_dir / files.ASOF).exists() else None,
     )

@@ -12,6 +12,7 @@ import traceback
 from collections.abc import Callable, Iterable
 
 from checkers import (
+    as_of,
     bindings,
     completeness,
     diff_of_one,
@@ -36,6 +37,7 @@ CHECKERS: dict[str, Checker] = {
     "completeness": completeness.check,
     "no_phantoms": no_phantoms.check,
     "seal_monotonic": seal_monotonic.check,
+    "as_of": as_of.check,
 }
 
 

@@ -157,9 +157,12 @@ def _check(cfg: TestConfig) -> None:
         why = fuse_missing()
         need(not why, f"{why}: {FUSE_HINT}")
     lacking = sorted(sut.requires - capabilities(cfg.backend))
+    hosts = [b for b in NAMES if sut.requires <= capabilities(b)]
     need(
         not lacking,
-        f"system {cfg.system!r} needs {', '.join(lacking)}, which the {cfg.backend} backend lacks",
+        f"system {cfg.system!r} needs {' and '.join(CAPABILITIES.get(c, c) for c in lacking)}, "
+        f"which the {cfg.backend} backend lacks"
+        + (f"; use --backend {' or '.join(hosts)}" if hosts else ""),
     )
     need(
         cfg.broken is None or cfg.broken in sut.broken_modes,
@@ -232,6 +235,16 @@ def _build(kind: type, values: Any, where: str) -> Any:
     return kind(**out)
 
 
+def _system_defaults(cfg: TestConfig, given: dict[str, Any]) -> TestConfig:
+    """``cfg`` with its system under test's own defaults where ``given`` sets nothing."""
+    from suts.registry import SYSTEMS, system
+
+    if cfg.system not in SYSTEMS:
+        return cfg  # _check says what is wrong
+    defaults = {k: v for k, v in system(cfg.system).run_defaults.items() if k not in given}
+    return _build(TestConfig, {**given, **defaults}, "config") if defaults else cfg
+
+
 def build_config(raw: dict[str, Any]) -> TestConfig:
     """A checked config from a dict shaped like :meth:`TestConfig.to_json` (a TOML file, a
     saved ``test.json``). ``store_dir``, the old name of ``runs_dir``, is still read."""
@@ -243,6 +256,7 @@ def build_config(raw: dict[str, Any]) -> TestConfig:
     workload = values.pop("workload", {})
     try:
         cfg = _build(TestConfig, values, "config")
+        cfg = _system_defaults(cfg, values)
         if cfg.backend == "containers" and "brokers" not in values:
             cfg = dataclasses.replace(cfg, brokers=3)  # the containers topology: 3 brokers
         if "nemeses" not in values:  # the default mix, without what this backend cannot host

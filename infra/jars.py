@@ -1,11 +1,13 @@
 """JVM jars from Maven Central: fetched once by ``sealcheck setup``, never at run time.
 
-``jvm/pom.xml`` declares two modules, each copied (runtime classpath) into
+``jvm/pom.xml`` declares three modules, each copied (runtime classpath) into
 ``<cache>/jars/<module>-<version>/``:
 
 * ``kafka``: the Apache Kafka broker (KRaft) with a log4j2 backend;
 * ``spark-kafka``: ``spark-sql-kafka-0-10_2.13`` matching the installed PySpark, minus
-  the jars PySpark already ships. Spark gets it through ``spark.jars`` paths.
+  the jars PySpark already ships. Spark gets it through ``spark.jars`` paths;
+* ``spark-delta``: ``delta-spark_2.13`` and ``delta-storage`` (the delta-streaming system
+  under test), for the driver's classpath (a session extension must be there at start).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def setup_jars(quiet: bool = True) -> dict[str, Path]:
     versions = {
         "kafka": pom_property("kafka.version"),
         "spark-kafka": pom_property("spark.version"),
+        "spark-delta": pom_property("delta.version"),
     }
     dirs = {m: jars_dir() / f"{m}-{v}" for m, v in versions.items()}
     if all((d / ".complete").exists() for d in dirs.values()):
@@ -98,3 +101,8 @@ def spark_connector_jars() -> list[Path]:
             f"for {wanted}; reinstall with `pip install -e .` so the two agree"
         )
     return sorted(_module_dir("spark-kafka", wanted).glob("*.jar"))
+
+
+def delta_jars() -> list[Path]:
+    """Delta Lake's jars for Spark (``delta-spark`` and ``delta-storage``)."""
+    return sorted(_module_dir("spark-delta", pom_property("delta.version")).glob("*.jar"))

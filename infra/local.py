@@ -161,7 +161,7 @@ class LocalBackend:
     """Kafka (1 or 3 local brokers) under ``work/``; incarnations as local processes."""
 
     name: ClassVar[str] = "local"
-    capabilities: ClassVar[frozenset[str]] = frozenset({"broker-lazy-disk"})
+    capabilities: ClassVar[frozenset[str]] = frozenset({"broker-lazy-disk", "host-directory"})
     runs_images: ClassVar[bool] = False
 
     def __init__(self, brokers: int, work: Path, run_id: str = "") -> None:

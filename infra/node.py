@@ -29,6 +29,7 @@ CAPABILITIES = {
     "failpoints": "named failpoints in the system under test",
     "lazy-disk": "a store on a filesystem that can lose un-fsynced writes (FUSE; the local "
     "backend's SQLite store)",
+    "host-directory": "a directory of the host that incarnations read and write (local processes)",
     "broker-lazy-disk": "brokers' log directories on filesystems that can lose un-fsynced "
     "writes (FUSE; the local backend)",
 }

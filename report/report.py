@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from report.batches import batch_rows, tables_of
 from report.coverage import coverage, outcomes
 from report.timeline import Timeline, build_timeline
 from rundir.history import History, HistoryError
@@ -275,6 +276,27 @@ def render(run_dir: Path) -> str:
             ],
         )
     )
+    batches = batch_rows(run_dir)
+    if batches is not None:
+        rows, n = batches
+        out.append(
+            "<h2>Micro-batches and table versions</h2><p>"
+            f"{n['batches']} batches; {n['ran_more_than_once']} ran in more than one incarnation "
+            f"(replayed after a crash); {n['committed_twice']} were committed twice by a table. "
+            "Planned: Spark wrote <code>offsets/N</code>; committed: <code>commits/N</code>; the "
+            "versions of each table are mapped to batches by Delta's transaction identifiers.</p>"
+            + _table(
+                [
+                    "batch",
+                    "planned",
+                    "committed",
+                    *[f"{t} versions" for t in tables_of(run_dir)],
+                    "started by incarnation",
+                    "note",
+                ],
+                rows,
+            )
+        )
     out.append(
         "<h2>Config</h2>" + _table(["setting", "value"], [[k, v] for k, v in sorted(cfg.items())])
     )

@@ -25,6 +25,9 @@ import pyarrow.parquet as pq
 TOPIC = "topic.parquet"
 UPDATES = "persist/updates.parquet"
 FRONTIERS = "persist/frontiers.json"
+#: Optional: the store read as of some sealed steps through a second path (``collection, ts,
+#: key, value``), for systems whose export offers one (the ``as_of`` checker).
+ASOF = "persist/asof.parquet"
 #: Every file a checker reads, relative to the run directory.
 INPUT_FILES = (TOPIC, UPDATES, FRONTIERS)
 #: Where an export keeps whatever else it copied of the store (e.g. a SQLite file): recorded

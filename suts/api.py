@@ -64,8 +64,9 @@ class Progress:
     bound: dict[int, int]
 
     def covers(self, log_end: dict[int, int]) -> bool:
-        """True when data is sealed through a step whose bindings reach ``log_end``."""
-        t = self.uppers.get("data", 0)
+        """True when data and errors are sealed through a step whose bindings reach
+        ``log_end`` (``bound``: the bindings of the step below the lower of the two uppers)."""
+        t = min(self.uppers.get("data", 0), self.uppers.get("errors", self.uppers.get("data", 0)))
         wanted = {p: o for p, o in log_end.items() if o > 0}
         return t > 0 and all(self.bound.get(p, 0) >= o for p, o in wanted.items())
 
@@ -139,6 +140,12 @@ class SystemUnderTest(Protocol):
     @property
     def broken_modes(self) -> Mapping[str, str]:
         """Deliberately wrong variants (``--broken``): name -> what it does wrong."""
+
+    @property
+    def run_defaults(self) -> Mapping[str, Any]:
+        """Run settings (``harness.config.TestConfig`` names) this system needs other than the
+        harness's defaults, used where the user's config does not set them — e.g. a system
+        that needs 15 s to come back from a crash wants faults further apart."""
 
     @property
     def requires(self) -> frozenset[str]:

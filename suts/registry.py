@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from suts.api import SystemUnderTest
+from suts.delta_streaming import DeltaStreaming
 from suts.upsert_pipeline import UpsertPipeline
 
 SYSTEMS: dict[str, Callable[[], SystemUnderTest]] = {
     "pipeline": UpsertPipeline,
+    "delta-streaming": DeltaStreaming,
 }
 
 

@@ -18,6 +18,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from infra.lazy_disk import LazyDisk
 from infra.node import Backend, Launch
@@ -41,6 +42,8 @@ class UpsertPipeline:
     stall_failpoint = "data.before_append"  # range read and diffed, data not yet appended
     broken_modes: Mapping[str, str] = BROKEN_MODES
     requires: frozenset[str] = frozenset()
+    #: the harness's defaults were chosen for this pipeline
+    run_defaults: Mapping[str, Any] = {}
 
     def offers(self, backend: str) -> frozenset[str]:
         """Failpoints everywhere; a lazy disk under the SQLite store of the local backend."""

@@ -1,0 +1,166 @@
+"""A Spark Structured Streaming job writing Delta Lake (``delta_job/``) as a system under test:
+``--system delta-streaming``.
+
+* Store: a directory under the run's ``work/`` holding the query's checkpoint and the two Delta
+  tables; incarnations and the harness share it (capability ``host-directory``: the local
+  backend).
+* Incarnation: ``python -m delta_job`` with its own local-mode Spark driver, as the job runs in
+  production (``--spark`` does not apply: a driver outside the incarnation would outlive a
+  kill, and a killed driver is the fault that matters), Spark's Kafka connector and Delta on
+  its classpath.
+* Failpoints: :data:`delta_job.failpoints.FAILPOINTS`, armed through the failpoint file.
+* Variants: :data:`delta_job.variants.VARIANTS` (``--broken NAME``).
+* Progress and export: the checkpoint and the Delta logs read as files
+  (:mod:`suts.delta_streaming.layout`), the change data feed through delta-rs
+  (:mod:`suts.delta_streaming.export`), never through Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from delta_job.failpoints import FAILPOINTS, FILE_ENV_VAR
+from delta_job.variants import VARIANTS
+from infra.node import Backend, Launch
+from suts.api import Disk, Progress, Settings
+from suts.delta_streaming import layout
+
+#: The job's name for its transactions (Delta's ``txnAppId``).
+APP_ID = "sealcheck-delta-streaming"
+
+
+class DeltaStreaming:
+    """The descriptor of the Structured Streaming + Delta job."""
+
+    name = "delta-streaming"
+    failpoints: Mapping[str, str] = FAILPOINTS
+    startup_failpoints = frozenset({"start.before_query"})
+    late_failpoints: frozenset[str] = frozenset()
+    #: right after the data table's commit returned (``error`` there: a commit that happened
+    #: but whose batch fails, so Spark runs it again)
+    commit_failpoints = ("batch.between_commits",)
+    stall_failpoint = "batch.before_merge"
+    refusal_exit_codes: frozenset[int] = frozenset()
+    broken_modes: Mapping[str, str] = {name: v[0] for name, v in VARIANTS.items()}
+    requires = frozenset({"host-directory"})
+    #: A killed driver is back after a JVM start, Spark, Delta and a first MERGE (15-30 s on
+    #: 2 cores, against ~2 s for the pipeline), and a MERGE costs seconds whatever its size:
+    #: faults 20 s apart, batches of up to 20,000 records, more time to catch up.
+    run_defaults: Mapping[str, Any] = {
+        "nemesis_interval_s": 20.0,
+        "duration_s": 160.0,
+        "max_records_per_step": 20_000,
+        "final_timeout_s": 300.0,
+    }
+
+    def offers(self, backend: str) -> frozenset[str]:
+        """Failpoints (on every backend that can run it)."""
+        return frozenset({"failpoints"})
+
+    def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
+        """The job's directory under ``work``."""
+        return JobDeployment(backend, settings, work)
+
+    def fired_failpoint(self, log_text: str) -> str | None:
+        """The last ``{"event": "failpoint", "action": "crash"}`` line's failpoint."""
+        fired = None
+        for line in log_text.splitlines():
+            if line.startswith('{"') and '"event": "failpoint"' in line:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if event.get("action") == "crash":
+                    fired = str(event.get("name"))
+        return fired
+
+    def images(self) -> Sequence[Callable[[], str]]:
+        """None yet: the job runs as local processes (``host-directory``)."""
+        return []
+
+
+class JobDeployment:
+    """The job on one backend for one run (:class:`suts.api.Deployment`)."""
+
+    def __init__(self, backend: Backend, settings: Settings, work: Path) -> None:
+        self.backend, self.settings = backend, settings
+        self.root = work / "delta-job"
+
+    @property
+    def store(self) -> str:
+        """The job's directory (checkpoint and tables)."""
+        return str(self.root)
+
+    def start(self) -> None:
+        """Nothing beside the incarnations."""
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def stop(self) -> None:
+        """Nothing to stop."""
+
+    def disks(self) -> Mapping[str, Disk]:
+        """None: the job keeps no store on a lazy disk."""
+        return {}
+
+    def launch(self, incarnation: int) -> Launch:
+        """``python -m delta_job`` with the run's settings."""
+        from infra.jars import delta_jars, spark_connector_jars
+
+        s = self.settings
+        args = [
+            "--bootstrap",
+            self.backend.bootstrap,
+            "--topic",
+            s.topic,
+            "--dir",
+            str(self.root),
+            "--max-offsets-per-trigger",
+            str(s.max_records_per_step),
+            "--app-id",
+            APP_ID,
+        ]
+        if s.broken:
+            args += ["--variant", s.broken]
+        jars = ":".join(str(p) for p in [*spark_connector_jars(), *delta_jars()])
+        return Launch(
+            program=(sys.executable, "-m", "delta_job"),
+            args=tuple(args),
+            env={"PYTHONUNBUFFERED": "1"},
+            local_env={"SEALCHECK_SPARK_JARS": jars},
+            failpoint_env=FILE_ENV_VAR,
+        )
+
+    def uppers(self) -> dict[str, int] | None:
+        """The checkpoint's and the tables' uppers (None before the job wrote anything)."""
+        try:
+            return layout.uppers(self.root)
+        except (OSError, ValueError):
+            return None  # a file being replaced as it was read: the next sample sees it
+
+    def progress(self) -> Progress | None:
+        """Uppers and the end offsets of the last batch both tables committed."""
+        ups = self.uppers()
+        if ups is None:
+            return None
+        t = min(ups.get("data", 0), ups.get("errors", 0))
+        try:
+            bound = layout.offsets(self.root, t - 1, self.settings.topic) if t > 0 else {}
+        except (OSError, ValueError, KeyError):
+            return None
+        return Progress(ups, bound)
+
+    def export(self, run_dir: Path) -> None:
+        """The tables' change feeds and the offset log into the checkers' format (a child
+        process: see :mod:`suts.delta_streaming.export`)."""
+        cmd = [sys.executable, "-m", "suts.delta_streaming.export", str(self.root), str(run_dir)]
+        proc = subprocess.run([*cmd, self.settings.topic], capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
+            raise RuntimeError(
+                f"the delta-streaming export failed (exit {proc.returncode}):\n{tail}"
+            )

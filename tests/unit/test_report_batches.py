@@ -1,0 +1,46 @@
+"""The report's micro-batch section: replays and double commits read at once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from report.batches import batch_rows, tables_of
+from report.report import render
+
+
+def test_a_replayed_batch_and_a_double_commit_are_named(tmp_path: Path) -> None:
+    (tmp_path / "persist").mkdir()
+    (tmp_path / "logs").mkdir()
+    doc = {
+        "tables": {
+            "data": {
+                "0": {"batch": None, "operation": "CREATE TABLE"},
+                "1": {"batch": 0, "operation": "MERGE"},
+                "2": {"batch": 1, "operation": "MERGE"},
+                "3": {"batch": 1, "operation": "MERGE"},
+            },
+            "errors": {
+                "1": {"batch": 0, "operation": "MERGE"},
+                "2": {"batch": 1, "operation": "MERGE"},
+            },
+        },
+        "batches": {"planned": [0, 1, 2], "committed": [0, 1]},
+    }
+    (tmp_path / "persist" / "versions.json").write_text(json.dumps(doc))
+    start = '{"batch": %d, "event": "batch_start"}\n'
+    (tmp_path / "logs" / "pipeline-0.log").write_text(start % 0 + start % 1)
+    (tmp_path / "logs" / "pipeline-1.log").write_text(start % 1 + "not json\n")
+    found = batch_rows(tmp_path)
+    assert found is not None
+    rows, counts = found
+    assert counts == {"batches": 3, "ran_more_than_once": 1, "committed_twice": 1}
+    assert rows[1] == [1, "yes", "yes", "2, 3", "2", "0, 1", "replayed; a table committed it twice"]
+    assert rows[2][-1] == "planned, never committed by Spark"
+    assert tables_of(tmp_path) == ["data", "errors"]
+    assert "Micro-batches and table versions" in render(tmp_path)
+
+
+def test_without_versions_there_is_no_section(tmp_path: Path) -> None:
+    assert batch_rows(tmp_path) is None
+    assert "Micro-batches" not in render(tmp_path)

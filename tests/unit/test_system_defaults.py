@@ -1,0 +1,43 @@
+"""A system under test's own run defaults, and what it refuses, at config time."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.config import ConfigError, load_config, to_flags
+
+
+def test_the_delta_job_brings_its_own_defaults_and_flags_still_win() -> None:
+    cfg = load_config(None, {"system": "delta-streaming"})
+    assert (cfg.nemesis_interval_s, cfg.duration_s, cfg.max_records_per_step) == (
+        20.0,
+        160.0,
+        20_000,
+    )
+    assert "lost-writes" not in cfg.nemeses  # its store is not on a lazy disk
+    mine = load_config(None, {"system": "delta-streaming", "nemesis_interval_s": 7.0})
+    assert mine.nemesis_interval_s == 7.0 and mine.duration_s == 160.0
+    # the reproduce line spells every setting, so a replay does not depend on the defaults
+    assert "--interval" in to_flags(cfg) or any("nemesis_interval_s" in f for f in to_flags(cfg))
+
+
+def test_the_pipeline_keeps_the_harness_defaults() -> None:
+    cfg = load_config(None, {})
+    assert (cfg.system, cfg.nemesis_interval_s, cfg.max_records_per_step) == (
+        "pipeline",
+        3.0,
+        2_000,
+    )
+
+
+def test_the_delta_job_on_containers_is_refused_in_one_line() -> None:
+    with pytest.raises(ConfigError, match="host-directory|directory of the host") as err:
+        load_config(None, {"system": "delta-streaming", "backend": "containers"})
+    assert "\n" not in str(err.value)
+
+
+def test_a_variant_of_the_delta_job_is_a_broken_mode() -> None:
+    cfg = load_config(None, {"system": "delta-streaming", "broken": "drop-duplicates"})
+    assert cfg.broken == "drop-duplicates"
+    with pytest.raises(ConfigError, match="reappend-after-restart"):
+        load_config(None, {"system": "pipeline", "broken": "drop-duplicates"})
