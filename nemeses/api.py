@@ -157,15 +157,27 @@ ARMED_STEPS = 2
 MAX_ARMED_S = 20.0
 
 
-def wait_fired(target: Target, waited_s: float, sealed_at_arm: int) -> float:
+def chance_s(window_s: float) -> float | None:
+    """How long an armed point may wait for the system to progress, when windows are longer
+    than the pipeline's (a system that needs 20 s to restart is given faults 20 s apart and
+    1.5 windows for a point to fire); None: :data:`MAX_ARMED_S`."""
+    longer = round(1.5 * window_s, 1)
+    return longer if longer > MAX_ARMED_S else None
+
+
+def wait_fired(
+    target: Target, waited_s: float, sealed_at_arm: int, max_s: float | None = None
+) -> float:
     """Wait until the armed point fires, or it has been armed :data:`MIN_ARMED_S` and the
     system has sealed :data:`ARMED_STEPS` steps since (``sealed_at_arm``: ``target.sealed()``
-    when it was armed), or :data:`MAX_ARMED_S` have passed; how long it has been armed."""
+    when it was armed), or ``max_s`` (default :data:`MAX_ARMED_S`) have passed; how long it
+    has been armed."""
     start = time.monotonic() - waited_s
+    limit = MAX_ARMED_S if max_s is None else max_s
     while target.failpoints.armed():
         armed_s = time.monotonic() - start
         progressed = target.sealed() >= sealed_at_arm + ARMED_STEPS
-        if armed_s >= MAX_ARMED_S or (armed_s >= MIN_ARMED_S and progressed):
+        if armed_s >= limit or (armed_s >= MIN_ARMED_S and progressed):
             return armed_s
         time.sleep(0.05)
     return time.monotonic() - start

@@ -11,8 +11,9 @@ failpoint fired with each exit.
 
 The fault is guaranteed: a failpoint that has not fired by the time the next fault is due
 (or the fault phase ends) — and has had its chance: armed 3 s and two steps sealed since, or
-20 s (:func:`nemeses.api.wait_fired`) — is disarmed and replaced by a kill at that moment, and
-the history's ``outcome`` op says which of the two happened.
+20 s (1.5 windows when windows are longer; :func:`nemeses.api.wait_fired`) — is disarmed
+and replaced by a kill at that moment, and the history's ``outcome`` op says which of the two
+happened.
 """
 
 from __future__ import annotations
@@ -21,7 +22,16 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled, wait_fired
+from nemeses.api import (
+    Action,
+    Mark,
+    Nemesis,
+    PlanInfo,
+    Target,
+    chance_s,
+    settled,
+    wait_fired,
+)
 
 
 class Failpoint(Nemesis):
@@ -51,7 +61,9 @@ class Failpoint(Nemesis):
             self._order = early + late
         point = self._order.pop(0)
         at = start_s + rng.uniform(0, window_s / 4)
-        return [self._act(at, "arm-failpoint", failpoint=point, restart=point in self.startup)]
+        more = {"chance_s": c} if (c := chance_s(window_s)) is not None else {}
+        restart = point in self.startup
+        return [self._act(at, "arm-failpoint", failpoint=point, restart=restart, **more)]
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Arm it; kill the pipeline too for a start-up point. Pending until it fires."""
@@ -66,7 +78,7 @@ class Failpoint(Nemesis):
         """Fired (the pipeline consumed the armed point by crashing there), or disarmed and
         replaced by a kill once it has had its chance (:func:`~nemeses.api.wait_fired`)."""
         point = action.value["failpoint"]
-        waited_s = wait_fired(target, waited_s, self._sealed_at_arm)
+        waited_s = wait_fired(target, waited_s, self._sealed_at_arm, action.value.get("chance_s"))
         if not target.failpoints.armed() or not target.failpoints.disarm():
             return {"outcome": "happened", "fired": point}
         killed = settled(

@@ -15,7 +15,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, wait_fired
+from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_fired
 
 
 class Indeterminate(Nemesis):
@@ -39,7 +39,8 @@ class Indeterminate(Nemesis):
             return []
         point = rng.choice(self.points)
         at = start_s + rng.uniform(0, window_s / 4)
-        return [self._act(at, "fail-commit-reply", failpoint=point)]
+        more = {"chance_s": c} if (c := chance_s(window_s)) is not None else {}
+        return [self._act(at, "fail-commit-reply", failpoint=point, **more)]
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Arm it; pending until the next write through it."""
@@ -50,7 +51,7 @@ class Indeterminate(Nemesis):
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
         """Happened when the armed point was consumed, else disarmed (once it has had its
         chance: :func:`~nemeses.api.wait_fired`)."""
-        waited_s = wait_fired(target, waited_s, self._sealed_at_arm)
+        waited_s = wait_fired(target, waited_s, self._sealed_at_arm, action.value.get("chance_s"))
         if not target.failpoints.armed() or not target.failpoints.disarm():
             return {"outcome": "happened", "fired": action.value["failpoint"]}
         return {

@@ -43,11 +43,14 @@ class Zombie(Nemesis):
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """Stall early in the window for 3.5-5 s — longer than a new incarnation takes to
         start and seal a step (~2 s with a Spark Connect server), so the new one writes first
-        and the zombie's write is the stale one."""
+        and the zombie's write is the stale one. Windows longer than 3 s (a system that
+        restarts slower) stretch the stall with them, up to 70% of the window."""
         if self.point is None:
             return []
         at = start_s + rng.uniform(0, window_s / 4)
         stall_s = rng.uniform(3.5, 5.0)
+        if window_s > 3.0:  # a system given longer windows restarts slower: stall longer
+            stall_s = min(stall_s * window_s / 3.0, 0.7 * window_s)
         return [
             self._act(at, "zombie-start", failpoint=self.point, stall_ms=int(stall_s * 1000)),
             self._act(at + stall_s, "zombie-release"),

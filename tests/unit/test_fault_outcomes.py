@@ -258,3 +258,22 @@ def test_a_failpoint_waits_for_the_system_to_progress_before_it_is_replaced(
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 0.0)
     assert done["outcome"] == "replaced-by-kill" and "within 4.0s" in done["why"]
+
+
+def test_longer_windows_give_an_armed_point_longer_to_fire_and_a_zombie_a_longer_stall() -> None:
+    """Windows of the pipeline (3 s) plan exactly as before; a system given 20 s windows
+    (it restarts slowly) gets 30 s for a point to fire and a stall of up to 14 s."""
+    import random
+
+    from nemeses.api import chance_s
+    from nemeses.zombie import Zombie
+
+    assert chance_s(3.0) is None and chance_s(20.0) == 30.0
+    info = PlanInfo(1, ("a.mid",), stall_failpoint="a.mid")
+    short = Failpoint(info).plan(random.Random(1), 0.0, 3.0)[0]
+    assert "chance_s" not in short.value
+    assert Failpoint(info).plan(random.Random(1), 0.0, 20.0)[0].value["chance_s"] == 30.0
+    start, release = Zombie(info).plan(random.Random(1), 0.0, 20.0)
+    assert 11.0 < release.at_s - start.at_s <= 14.0 + 1e-9
+    start, release = Zombie(info).plan(random.Random(1), 0.0, 3.0)
+    assert 3.5 <= release.at_s - start.at_s <= 5.0
