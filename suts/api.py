@@ -163,3 +163,21 @@ class SystemUnderTest(Protocol):
 
     def images(self) -> Sequence[Callable[[], str]]:
         """Builders of the container images it needs (``sealcheck setup --images``)."""
+
+
+def crash_failpoint(log_text: str) -> str | None:
+    """The failpoint the last ``{"event": "failpoint", "action": "crash"}`` line of an
+    incarnation's log names (None: none) — the failpoint contract's log line, for descriptors'
+    :meth:`SystemUnderTest.fired_failpoint`."""
+    import json
+
+    fired = None
+    for line in log_text.splitlines():
+        if line.startswith('{"') and '"event": "failpoint"' in line:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # the line being written when the process was killed
+            if event.get("action") == "crash":
+                fired = str(event.get("name"))
+    return fired

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +26,7 @@ from typing import Any
 from delta_job.failpoints import FAILPOINTS, FILE_ENV_VAR
 from delta_job.variants import VARIANTS
 from infra.node import Backend, Launch
-from suts.api import Disk, Progress, Settings
+from suts.api import Disk, Progress, Settings, crash_failpoint
 from suts.delta_streaming import layout
 
 #: The job's name for its transactions (Delta's ``txnAppId``).
@@ -68,16 +67,7 @@ class DeltaStreaming:
 
     def fired_failpoint(self, log_text: str) -> str | None:
         """The last ``{"event": "failpoint", "action": "crash"}`` line's failpoint."""
-        fired = None
-        for line in log_text.splitlines():
-            if line.startswith('{"') and '"event": "failpoint"' in line:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if event.get("action") == "crash":
-                    fired = str(event.get("name"))
-        return fired
+        return crash_failpoint(log_text)
 
     def images(self) -> Sequence[Callable[[], str]]:
         """None yet: the job runs as local processes (``host-directory``)."""

@@ -14,7 +14,6 @@ test: the first :class:`suts.api.SystemUnderTest`.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +23,7 @@ from infra.lazy_disk import LazyDisk
 from infra.node import Backend, Launch
 from pipeline.broken import BROKEN_MODES
 from pipeline.failpoints import FAILPOINTS, FILE_ENV_VAR
-from suts.api import Disk, Progress, Settings
+from suts.api import Disk, Progress, Settings, crash_failpoint
 from suts.upsert_pipeline import store
 from suts.upsert_pipeline.spark_server import SparkServer
 
@@ -58,16 +57,7 @@ class UpsertPipeline:
 
     def fired_failpoint(self, log_text: str) -> str | None:
         """The last ``{"event": "failpoint", "action": "crash"}`` line's failpoint."""
-        fired = None
-        for line in log_text.splitlines():
-            if line.startswith('{"') and '"event": "failpoint"' in line:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue  # the line being written when the process was killed
-                if event.get("action") == "crash":
-                    fired = str(event.get("name"))
-        return fired
+        return crash_failpoint(log_text)
 
     def images(self) -> Sequence[Callable[[], str]]:
         """The pipeline image."""

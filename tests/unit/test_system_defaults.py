@@ -31,7 +31,7 @@ def test_the_pipeline_keeps_the_harness_defaults() -> None:
 
 
 def test_the_delta_job_on_containers_is_refused_in_one_line() -> None:
-    with pytest.raises(ConfigError, match="host-directory|directory of the host") as err:
+    with pytest.raises(ConfigError, match=r"host-directory|directory of the host") as err:
         load_config(None, {"system": "delta-streaming", "backend": "containers"})
     assert "\n" not in str(err.value)
 
