@@ -81,3 +81,18 @@ def tables_of(run_dir: Path) -> list[str]:
     except (OSError, ValueError):
         return []
     return sorted(doc.get("tables", {}))
+
+
+def step_labels(run_dir: Path) -> dict[int, str]:
+    """Step -> "batch N: data v5, errors v5", the versions that belong to each batch, for
+    naming them beside an anomaly's step (empty without ``persist/versions.json``)."""
+    try:
+        doc = json.loads((run_dir / "persist" / "versions.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    found: dict[int, list[str]] = defaultdict(list)
+    for table, vs in sorted(doc.get("tables", {}).items()):
+        for v, meta in sorted(vs.items(), key=lambda kv: int(kv[0])):
+            if meta.get("batch") is not None:
+                found[int(meta["batch"])].append(f"{table} v{v}")
+    return {b: f"batch {b}: " + ", ".join(names) for b, names in found.items()}

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from report.batches import batch_rows, tables_of
+from report.batches import batch_rows, step_labels, tables_of
 from report.coverage import coverage, outcomes
 from report.timeline import Timeline, build_timeline
 from rundir.history import History, HistoryError
@@ -228,13 +228,14 @@ def render(run_dir: Path) -> str:
     )
     out.append(_chart(tl, "upper (sealed steps) per collection", tl.uppers, step=True))
     out.append("<h2>Anomalies</h2>")
+    labels = step_labels(run_dir)
     rows = [
         [
             n,
             a.get("kind"),
             a.get("collection"),
             a.get("key"),
-            a.get("step"),
+            f"{a.get('step')} ({labels[a['step']]})" if a.get("step") in labels else a.get("step"),
             a.get("expected"),
             a.get("found"),
             a.get("detail"),

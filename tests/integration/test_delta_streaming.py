@@ -154,22 +154,24 @@ def test_without_idempotent_writes_a_replayed_merge_commits_again_and_is_still_v
 
 
 @pytest.mark.parametrize(
-    ("variant", "caught_by", "kind"),
+    ("variant", "kind"),
     [
-        ("drop-duplicates", "sealed_state", "state-mismatch"),
-        ("no-tombstone-clause", "sealed_state", "state-mismatch"),
-        ("append-not-merge", "unique_key", "key-with-two-values"),
-        ("unrelated-errors-query", "frontiers", None),
+        ("drop-duplicates", "state-mismatch"),
+        ("no-tombstone-clause", "state-mismatch"),
+        ("append-not-merge", "key-with-two-values"),
+        # the dead-letter query's first batch holds 150 records, the data query's 300: the
+        # errors table at step 0 is not what the bindings of step 0 imply
+        ("unrelated-errors-query", "state-mismatch"),
     ],
 )
 def test_a_variant_people_write_is_caught_without_any_fault(
-    kafka: Any, tmp_path: Path, variant: str, caught_by: str, kind: str | None
+    kafka: Any, tmp_path: Path, variant: str, kind: str
 ) -> None:
     run_dir, _ = run_job(kafka, tmp_path, variant)
     res = check_run(run_dir)
     assert res.valid is False
-    bad = res.checkers[caught_by]
-    assert bad.valid is False, {n: (c.valid, c.anomaly_counts) for n, c in res.checkers.items()}
-    if kind is not None:
-        a = next(a for a in bad.anomalies if a.kind == kind)
-        assert a.key is not None and a.step is not None  # names the key and the batch
+    found = [a for c in res.checkers.values() for a in c.anomalies if a.kind == kind]
+    assert found, {n: (c.valid, c.anomaly_counts) for n, c in res.checkers.items()}
+    assert found[0].key is not None and found[0].step is not None  # names key and batch
+    if variant == "unrelated-errors-query":
+        assert {a.collection for a in found} == {"errors"}

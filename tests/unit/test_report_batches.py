@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from report.batches import batch_rows, tables_of
+from report.batches import batch_rows, step_labels, tables_of
 from report.report import render
 
 
@@ -38,6 +38,7 @@ def test_a_replayed_batch_and_a_double_commit_are_named(tmp_path: Path) -> None:
     assert rows[1] == [1, "yes", "yes", "2, 3", "2", "0, 1", "replayed; a table committed it twice"]
     assert rows[2][-1] == "planned, never committed by Spark"
     assert tables_of(tmp_path) == ["data", "errors"]
+    assert step_labels(tmp_path)[1] == "batch 1: data v2, data v3, errors v2"
     assert "Micro-batches and table versions" in render(tmp_path)
 
 
