@@ -142,6 +142,12 @@ class SystemUnderTest(Protocol):
         """Deliberately wrong variants (``--broken``): name -> what it does wrong."""
 
     @property
+    def harmless_modes(self) -> frozenset[str]:
+        """Broken modes that look wrong but are right (e.g. a MERGE replayed without
+        idempotent-write identifiers, which changes nothing): the self-test expects them
+        valid, like the correct system."""
+
+    @property
     def run_defaults(self) -> Mapping[str, Any]:
         """Run settings (``harness.config.TestConfig`` names) this system needs other than the
         harness's defaults, used where the user's config does not set them — e.g. a system

@@ -46,6 +46,8 @@ class DeltaStreaming:
     stall_failpoint = "batch.before_merge"
     refusal_exit_codes: frozenset[int] = frozenset()
     broken_modes: Mapping[str, str] = {name: v[0] for name, v in VARIANTS.items()}
+    #: a replayed MERGE of the same winners changes no row (docs/architecture.md)
+    harmless_modes = frozenset({"no-idempotent-writes"})
     requires = frozenset({"host-directory"})
     #: A killed driver is back after a JVM start, Spark, Delta and a first MERGE (15-30 s on
     #: 2 cores, against ~2 s for the pipeline), and a MERGE costs seconds whatever its size:

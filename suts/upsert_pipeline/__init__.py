@@ -41,6 +41,7 @@ class UpsertPipeline:
     stall_failpoint = "data.before_append"  # range read and diffed, data not yet appended
     broken_modes: Mapping[str, str] = BROKEN_MODES
     requires: frozenset[str] = frozenset()
+    harmless_modes: frozenset[str] = frozenset()
     #: the harness's defaults were chosen for this pipeline
     run_defaults: Mapping[str, Any] = {}
 

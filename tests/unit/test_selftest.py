@@ -98,3 +98,16 @@ def test_detection_takes_the_first_moment_the_history_showed_an_anomaly(tmp_path
     results["checkers"]["frontiers"]["anomalies"] = [{"context": {}}]  # no time: the run's end
     (tmp_path / "results.json").write_text(json.dumps(results))
     assert selftest.detection(tmp_path) == (False, ["frontiers"], 28.0)
+
+
+def test_a_harmless_variant_must_stay_valid_like_the_correct_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """delta-streaming's no-idempotent-writes is expected valid: caught, the self-test fails;
+    valid, it passes (the fake runs flag every variant but the correct one)."""
+    _fake_runs(monkeypatch)
+    args = _args(tmp_path, seeds=1)
+    args.system, args.variants = "delta-streaming", "drop-duplicates"
+    assert selftest.run_selftest(args) == 0
+    args.variants, args.runs = "no-idempotent-writes", str(tmp_path / "b")
+    assert selftest.run_selftest(args) == 1
