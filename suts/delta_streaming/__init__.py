@@ -49,9 +49,10 @@ class DeltaStreaming:
     #: a replayed MERGE of the same winners changes no row (docs/architecture.md)
     harmless_modes = frozenset({"no-idempotent-writes"})
     requires = frozenset({"host-directory"})
-    #: A killed driver is back after a JVM start, Spark, Delta and a first MERGE (15-30 s on
-    #: 2 cores, against ~2 s for the pipeline), and a MERGE costs seconds whatever its size:
-    #: faults 20 s apart, batches of up to 20,000 records, more time to catch up.
+    #: A killed driver is back after a JVM start, Spark, Delta and a first MERGE (~40 s on
+    #: 2 cores with a backlog, against ~2.7 s for the pipeline: bench/sut_compare.py), and a
+    #: MERGE costs seconds whatever its size: faults 20 s apart, batches of up to 20,000
+    #: records, more time to catch up.
     run_defaults: Mapping[str, Any] = {
         "nemesis_interval_s": 20.0,
         "duration_s": 160.0,
