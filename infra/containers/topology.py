@@ -262,6 +262,8 @@ class SutContainer:
             self.container.unpause()
         with contextlib.suppress(Exception):
             self.container.stop(timeout=int(timeout_s))
+        with contextlib.suppress(Exception):  # a service has nobody in wait_exit to save it
+            self.log_path.write_bytes(self.container.logs())
         return self._code
 
     def log_text(self) -> str:

@@ -17,14 +17,23 @@ from infra.containers.images import _build_context, base_image
 from infra.jars import jars_dir, pom_property, setup_jars
 from infra.paths import REPO_ROOT, cache_dir
 
-#: What the pipeline imports at run time (a subset of the project's dependencies).
+#: What the pipeline imports at run time (a subset of the project's dependencies) and the
+#: libraries PySpark's Connect client loads: each pinned to the version installed on the host
+#: (:func:`runtime_requirements`), so the image runs what the local backend runs. Unpinned, a
+#: rebuild once pulled pandas 3, which PySpark 4.0 does not support (pyproject pins ``<3``).
 RUNTIME = (
-    "pyspark[connect]==4.0.0",
-    "confluent-kafka>=2.16,<3",
-    "orjson>=3.10",
-    "tenacity>=9",
-    "psycopg[binary]>=3.2,<4",
-    "pyarrow>=17",
+    "pyspark[connect]",
+    "confluent-kafka",
+    "orjson",
+    "tenacity",
+    "psycopg[binary]",
+    "pyarrow",
+    "pandas",
+    "numpy",
+    "grpcio",
+    "grpcio-status",
+    "googleapis-common-protos",
+    "protobuf",
 )
 SOURCES = ("pipeline",)
 JARS_IN_IMAGE = "/opt/sealcheck/jars"
@@ -46,9 +55,28 @@ ENTRYPOINT ["python", "-m", "pipeline"]
 """
 
 
+def runtime_requirements() -> list[str]:
+    """:data:`RUNTIME`, each pinned (``==``) to the version installed here (``pip install -e
+    .`` put them there, within pyproject's bounds)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    pinned = []
+    for spec in RUNTIME:
+        name = spec.split("[")[0]
+        try:
+            pinned.append(f"{spec}=={version(name)}")
+        except PackageNotFoundError as exc:
+            raise RuntimeError(
+                f"{name!r} is not installed here, so the pipeline image cannot pin it; "
+                "run `pip install -e .` (or `make setup`) first"
+            ) from exc
+    return pinned
+
+
 def _wheels(directory: Path) -> list[str]:
     """Download or build the runtime wheels into ``directory``; their file names."""
-    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(directory), *RUNTIME]
+    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(directory)]
+    cmd += runtime_requirements()
     subprocess.run(cmd, check=True)
     return sorted(p.name for p in directory.glob("*.whl"))
 
@@ -59,7 +87,7 @@ def pipeline_image() -> str:
     setup_jars()
     spark_jars = jars_dir() / f"spark-kafka-{pom_property('spark.version')}"
     wheel_dir = cache_dir() / "pipeline-wheels"
-    requirements = " ".join(f"'{r}'" for r in RUNTIME)
+    requirements = " ".join(f"'{r}'" for r in runtime_requirements())
     dockerfile = _DOCKERFILE.format(base=base, requirements=requirements, jars=JARS_IN_IMAGE)
     # The tag hashes the requirements, not the wheels: pip (and PyPI) is consulted only when
     # the image has to be built.

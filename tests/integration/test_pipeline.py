@@ -76,16 +76,19 @@ def test_clean_run_matches_the_model_at_every_sealed_step(kafka: Any, tmp_path: 
     assert '"event": "sealed"' in proc.log_text()
 
 
-def _args_for(point: str) -> tuple[str, ...]:
-    return ("--retain-steps", "2", "--compact-every", "2") if point.startswith("compact") else ()
+def _args_for(point: str, spark_remote: str) -> tuple[str, ...]:
+    compact = ("--retain-steps", "2", "--compact-every", "2") if point.startswith("compact") else ()
+    return (*compact, "--spark-remote", spark_remote)
 
 
 @pytest.mark.parametrize("point", sorted(FAILPOINTS))
 def test_sigkill_at_failpoint_then_restart_loses_and_invents_nothing(
-    kafka: Any, tmp_path: Path, point: str
+    kafka: Any, spark_remote: str, tmp_path: Path, point: str
 ) -> None:
+    """Through one Spark Connect server, as the harness runs the pipeline: the killed client
+    and its successor share the server, so a session the crash left behind is in play too."""
     topic = fresh_topic(kafka, 4_000, seed=sorted(FAILPOINTS).index(point) + 10)
-    args = _args_for(point)
+    args = _args_for(point, spark_remote)
     if point == "rehydrate.mid":  # needs something to rehydrate: seal two steps first
         warm = pipeline(
             kafka,

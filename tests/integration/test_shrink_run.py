@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli_runs import ROOT, sealcheck_run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.nightly]  # nine real runs: 5 minutes
 
 
 def test_shrink_keeps_one_kill_and_replays(tmp_path: Path) -> None:
