@@ -28,7 +28,8 @@ _HELP = {
     + ",".join(NEMESES),
     "nemesis_interval_s": "seconds per fault window",
     "final_timeout_s": "seconds allowed to catch up after healing",
-    "broken": "run the pipeline with a deliberate bug (testing)",
+    "broken": "run the system under test with a deliberate bug or a variant people write "
+    "(an unknown name lists the known ones)",
     "runs_dir": "the archive where runs are stored (default store/; --store is the same)",
     "system": "the system under test (default pipeline)",
     "spark": "connect (one Spark Connect server per run, the default) or local (a driver in "
@@ -63,7 +64,7 @@ def add_commands(sub: Any) -> None:
     """Register ``run``, ``serve`` and ``cleanup`` on the top-level subparsers."""
     run = sub.add_parser(
         "run",
-        help="run a chaos test (real Kafka, the real pipeline, faults) and judge it",
+        help="run a chaos test (real Kafka, the real system under test, faults) and judge it",
         description="Run a Jepsen-style test; exit 0 valid, 1 invalid, 2 unknown, "
         "254 bad arguments, 255 the harness crashed. Flags override --config.",
     )

@@ -74,7 +74,7 @@ class Display:
         return (
             f"[{s.elapsed_s:7.1f}s] {s.phase}: writes ok {w.get('ok', 0)} info "
             f"{w.get('info', 0)} fail {w.get('fail', 0)}; uppers {s.uppers}; "
-            f"pipeline incarnation {s.incarnation}"
+            f"incarnation {s.incarnation}"
         )
 
     def _render(self) -> Table:
@@ -87,6 +87,6 @@ class Display:
             f"fail {s.writes.get('fail', 0)}",
         )
         table.add_row("sealed (uppers)", ", ".join(f"{k} {v}" for k, v in sorted(s.uppers.items())))
-        table.add_row("pipeline incarnation", str(s.incarnation))
+        table.add_row("incarnation", str(s.incarnation))
         table.add_row("last fault", s.last_action or "-")
         return table

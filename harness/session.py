@@ -328,7 +328,7 @@ class Session:
             refusing = sup.refusing(self.test.system.refusal_exit_codes, 3)
             if refusing:
                 reason = (
-                    f"liveness: the pipeline refuses to resume ({refusing}: its last 3 "
+                    f"liveness: {self.cfg.system} refuses to resume ({refusing}: its last 3 "
                     f"incarnations exited with a code that says the store cannot be resumed; "
                     f"sealed: {obs.last}, log end {end})"
                 )
@@ -337,7 +337,7 @@ class Session:
             time.sleep(0.25)
         else:
             reason = (
-                f"liveness: the pipeline did not seal the log end {end} within "
+                f"liveness: {self.cfg.system} did not seal the log end {end} within "
                 f"{self.cfg.final_timeout_s:.0f}s after healing (sealed: {obs.last})"
             )
         self.history.append("harness", "info", "not-caught-up", {"reason": reason})

@@ -66,7 +66,10 @@ class LazyDisk:
     """One lazy mount: ``mountpoint`` shows ``backing``; un-fsynced contents can be dropped."""
 
     def __init__(self, backing: Path, mountpoint: Path, log: Path) -> None:
-        self.backing, self.mountpoint, self.log = backing, mountpoint, log
+        # absolute: the kernel lists mounts by absolute path (a relative ``--store`` once
+        # made every run wait 20 s for a mount it could not see)
+        self.backing, self.mountpoint = backing.resolve(), mountpoint.resolve()
+        self.log = log
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 20.0) -> None:

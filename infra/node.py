@@ -29,7 +29,8 @@ CAPABILITIES = {
     "failpoints": "named failpoints in the system under test",
     "lazy-disk": "a store on a filesystem that can lose un-fsynced writes (FUSE; the local "
     "backend's SQLite store)",
-    "host-directory": "a directory of the host that incarnations read and write (local processes)",
+    "host-directory": "a directory of the host that incarnations read and write (local "
+    "processes; bind-mounted at the same path into containers)",
     "broker-lazy-disk": "brokers' log directories on filesystems that can lose un-fsynced "
     "writes (FUSE; the local backend)",
 }
@@ -87,7 +88,9 @@ class Launch:
     ``args`` are its arguments; locally they follow ``program`` (with ``env`` and ``local_env``
     added to the environment), in containers they are the command of ``image()``'s entrypoint
     — or of ``entrypoint`` when given — with ``env``. The backend tells an incarnation where
-    its failpoint file is through ``failpoint_env``."""
+    its failpoint file is through ``failpoint_env``. ``shared`` are host directories it reads
+    and writes at the same path (capability ``host-directory``: containers get them
+    bind-mounted)."""
 
     program: tuple[str, ...]
     args: tuple[str, ...]
@@ -96,6 +99,7 @@ class Launch:
     image: Callable[[], str] | None = None
     failpoint_env: str = "SEALCHECK_FAILPOINTS_FILE"
     entrypoint: tuple[str, ...] | None = None
+    shared: tuple[str, ...] = ()
 
 
 class Database(Protocol):

@@ -12,13 +12,13 @@ from rundir.history import History
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def sealcheck_run(store: Path, *flags: str) -> tuple[int, str, Path]:
+def sealcheck_run(store: Path, *flags: str, timeout_s: float = 600) -> tuple[int, str, Path]:
     """Exit code, output and run directory of one `sealcheck run` into ``store``."""
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "run", "--store", str(store), "--no-progress", *flags],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout_s,
         cwd=ROOT,
     )
     out = proc.stdout + proc.stderr

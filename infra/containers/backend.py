@@ -1,7 +1,8 @@
 """The containers backend: brokers, PostgreSQL and incarnations of the system under test in
 containers on the run's network, and what nemeses act on there — containers through the Docker
 API (kill, start, pause with the cgroup freezer) and real partitions with iptables inside a
-container's own network namespace (capabilities ``database`` and ``partition``)."""
+container's own network namespace (capabilities ``database`` and ``partition``), and host
+directories an incarnation shares with the harness bind-mounted (``host-directory``)."""
 
 from __future__ import annotations
 
@@ -188,7 +189,7 @@ class ContainersBackend:
     """The run's containers (see :mod:`infra.containers.topology`)."""
 
     name: ClassVar[str] = "containers"
-    capabilities: ClassVar[frozenset[str]] = frozenset({"database", "partition"})
+    capabilities: ClassVar[frozenset[str]] = frozenset({"database", "partition", "host-directory"})
     runs_images: ClassVar[bool] = True
 
     def __init__(self, brokers: int, work: Path, run_id: str) -> None:
@@ -243,7 +244,8 @@ class ContainersBackend:
         self, launch: Launch, name: str, log_path: Path, failpoint_file: Path
     ) -> SutContainer:
         """``launch`` as a container of its image on the run's network; its failpoint file's
-        directory is mounted inside, and network cuts follow it when it starts."""
+        directory and its shared directories are mounted inside, and network cuts follow it
+        when it starts."""
         if launch.image is None:
             raise ValueError(f"{name}: this system under test has no container image")
         env = {**launch.env, launch.failpoint_env: f"{FAILPOINT_DIR}/{failpoint_file.name}"}
@@ -261,6 +263,7 @@ class ContainersBackend:
             log_path,
             failpoint_file.parent,
             on_start=started,
+            shared=launch.shared,
         )
 
     def service(self, launch: Launch, name: str, log_path: Path) -> SutContainer:

@@ -150,10 +150,12 @@ class SutContainer:
         on_start: Callable[[SutContainer], None] | None = None,
         entrypoint: list[str] | None = None,
         hostname: str | None = None,
+        shared: tuple[str, ...] = (),
     ) -> None:
         self.topo, self.name, self.image, self.command = topo, name, image, command
         self.env, self.log_path, self.failpoints_dir = env, log_path, failpoints_dir
         self.on_start, self.entrypoint, self.hostname = on_start, entrypoint, hostname
+        self.shared = shared
         self.container: Any = None
         self._code: int | None = None
         self._pid: int | None = None
@@ -197,9 +199,12 @@ class SutContainer:
         if self.container is not None:
             return None
         extra: dict[str, Any] = {}
+        volumes = {d: {"bind": d, "mode": "rw"} for d in self.shared}  # same path inside
         if self.failpoints_dir is not None:
             self.failpoints_dir.mkdir(parents=True, exist_ok=True)
-            extra["volumes"] = {str(self.failpoints_dir): {"bind": FAILPOINT_DIR, "mode": "rw"}}
+            volumes[str(self.failpoints_dir)] = {"bind": FAILPOINT_DIR, "mode": "rw"}
+        if volumes:
+            extra["volumes"] = volumes
         if self.entrypoint is not None:
             extra["entrypoint"] = self.entrypoint
         if self.hostname is not None:  # other containers reach it by this name

@@ -2,12 +2,13 @@
 ``--system delta-streaming``.
 
 * Store: a directory under the run's ``work/`` holding the query's checkpoint and the two Delta
-  tables; incarnations and the harness share it (capability ``host-directory``: the local
-  backend).
+  tables; incarnations and the harness share it (capability ``host-directory``: locally the
+  same directory, in containers bind-mounted at the same path).
 * Incarnation: ``python -m delta_job`` with its own local-mode Spark driver, as the job runs in
   production (``--spark`` does not apply: a driver outside the incarnation would outlive a
   kill, and a killed driver is the fault that matters), Spark's Kafka connector and Delta on
-  its classpath.
+  its classpath; in containers the ``sealcheck-delta-job`` image
+  (:mod:`suts.delta_streaming.image`).
 * Failpoints: :data:`delta_job.failpoints.FAILPOINTS`, armed through the failpoint file.
 * Variants: :data:`delta_job.variants.VARIANTS` (``--broken NAME``).
 * Progress and export: the checkpoint and the Delta logs read as files
@@ -73,8 +74,10 @@ class DeltaStreaming:
         return crash_failpoint(log_text)
 
     def images(self) -> Sequence[Callable[[], str]]:
-        """None yet: the job runs as local processes (``host-directory``)."""
-        return []
+        """The job's image (on top of the pipeline's)."""
+        from suts.delta_streaming.image import delta_job_image
+
+        return [delta_job_image]
 
 
 class JobDeployment:
@@ -119,13 +122,17 @@ class JobDeployment:
         ]
         if s.broken:
             args += ["--variant", s.broken]
+        from suts.delta_streaming.image import delta_job_image
+
         jars = ":".join(str(p) for p in [*spark_connector_jars(), *delta_jars()])
         return Launch(
             program=(sys.executable, "-m", "delta_job"),
             args=tuple(args),
             env={"PYTHONUNBUFFERED": "1"},
             local_env={"SEALCHECK_SPARK_JARS": jars},
+            image=delta_job_image,
             failpoint_env=FILE_ENV_VAR,
+            shared=(str(self.root),),
         )
 
     def uppers(self) -> dict[str, int] | None:

@@ -75,6 +75,20 @@ def test_a_drop_loses_unsynced_commits_and_keeps_fsynced_ones(tmp_path: Path) ->
     assert _count(tmp_path / "durable" / "t.db") == (100, 99)  # the backing holds it all
 
 
+def test_relative_paths_mount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sealcheck run --store store-soak`` hands relative paths down to the lazy disk."""
+    monkeypatch.chdir(tmp_path)
+    disk = LazyDisk(Path("durable"), Path("mnt"), Path("lazyfs.log"))
+    disk.start(timeout_s=60)
+    try:
+        assert _mounted(tmp_path / "mnt")
+        (Path("mnt") / "x").write_text("kept")
+    finally:
+        disk.stop()
+    assert not _mounted(tmp_path / "mnt")
+    assert (tmp_path / "durable" / "x").read_text() == "kept"
+
+
 def test_the_mount_of_a_dead_harness_is_unmounted_by_cleanup(tmp_path: Path) -> None:
     harness = textwrap.dedent(
         f"""

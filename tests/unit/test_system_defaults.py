@@ -30,10 +30,17 @@ def test_the_pipeline_keeps_the_harness_defaults() -> None:
     )
 
 
-def test_the_delta_job_on_containers_is_refused_in_one_line() -> None:
-    with pytest.raises(ConfigError, match=r"host-directory|directory of the host") as err:
-        load_config(None, {"system": "delta-streaming", "backend": "containers"})
-    assert "\n" not in str(err.value)
+def test_the_delta_job_runs_on_containers_with_its_own_defaults() -> None:
+    cfg = load_config(None, {"system": "delta-streaming", "backend": "containers"})
+    assert (cfg.brokers, cfg.nemesis_interval_s) == (3, 20.0)
+    assert "lost-writes" not in cfg.nemeses  # a local-only fault is left out of the mix
+
+
+def test_a_fault_the_backend_cannot_host_is_refused_in_one_line() -> None:
+    raw = {"backend": "containers", "nemeses": ["lost-writes-kafka"]}
+    with pytest.raises(ConfigError, match="lost-writes-kafka") as err:
+        load_config(None, raw)
+    assert "\n" not in str(err.value) and "--backend local" in str(err.value)
 
 
 def test_a_variant_of_the_delta_job_is_a_broken_mode() -> None:

@@ -1,0 +1,51 @@
+"""The delta-streaming job on the containers backend: each incarnation a container of the
+``sealcheck-delta-job`` image whose job directory is the host's, bind-mounted at the same path;
+a killed driver, a paused one, a broker killed under it and its failpoints; the correct job is
+valid, and what the harness read it read from the host (delta-rs), not from Spark.
+
+Nightly: one run is about 8 minutes here (a cold Spark with Delta beside three brokers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import docker
+import pytest
+
+from infra.containers.kafka import RUN_LABEL
+from rundir.history import History
+from tests.cli_runs import sealcheck_run
+
+pytestmark = [pytest.mark.containers, pytest.mark.nightly]
+
+
+def _labelled() -> list[str]:
+    client = docker.from_env()
+    try:
+        boxes = [c.name for c in client.containers.list(all=True, filters={"label": RUN_LABEL})]
+        return boxes + [n.name for n in client.networks.list(filters={"label": RUN_LABEL})]
+    finally:
+        client.close()
+
+
+def test_the_delta_job_on_containers_is_valid_under_kills_and_a_broker_loss(
+    docker_engine: None, tmp_path: Path
+) -> None:
+    flags = ("--name", "c-delta", "--system", "delta-streaming", "--seed", "1")
+    faults = ("--nemesis", "failpoint,kill,pause,kill-kafka", "--duration", "120")
+    code, out, run_dir = sealcheck_run(
+        tmp_path, "--backend", "containers", "--rate", "200", *flags, *faults, timeout_s=1500
+    )
+    assert code == 0, out[-3000:]
+    history = History.load(run_dir / "history.jsonl").ops
+    done = [o for o in history if o["process"] == "nemesis" and o["type"] == "info"]
+    assert any(o["f"] == "kill-pipeline" and o["value"].get("killed") for o in done), done
+    assert any(o["f"] == "kill-broker" and o["value"].get("killed") for o in done), done
+    assert any(o["f"] == "caught-up" for o in history)
+    exits = [o["value"]["code"] for o in history if o["f"] == "pipeline-exit"]
+    assert -9 in exits, exits  # a driver died mid-run and a new container took over
+    assert (run_dir / "persist" / "versions.json").exists()  # the Delta log, read on the host
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["inputs"]["complete"] is True
+    assert _labelled() == []
