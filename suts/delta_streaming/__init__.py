@@ -52,11 +52,12 @@ class DeltaStreaming:
     requires = frozenset({"host-directory"})
     #: A killed driver is back after a JVM start, Spark, Delta and a first MERGE (~40 s on
     #: 2 cores with a backlog, against ~2.7 s for the pipeline: bench/sut_compare.py), and a
-    #: MERGE costs seconds whatever its size: faults 20 s apart, batches of up to 20,000
-    #: records, more time to catch up.
+    #: MERGE costs seconds whatever its size: faults 45 s apart (a window outlasts a
+    #: recovery, so the next fault hits a working job), batches of up to 20,000 records,
+    #: more time to catch up.
     run_defaults: Mapping[str, Any] = {
-        "nemesis_interval_s": 20.0,
-        "duration_s": 160.0,
+        "nemesis_interval_s": 45.0,
+        "duration_s": 180.0,
         "max_records_per_step": 20_000,
         "final_timeout_s": 300.0,
     }

@@ -10,13 +10,13 @@ from harness.config import ConfigError, load_config, to_flags
 def test_the_delta_job_brings_its_own_defaults_and_flags_still_win() -> None:
     cfg = load_config(None, {"system": "delta-streaming"})
     assert (cfg.nemesis_interval_s, cfg.duration_s, cfg.max_records_per_step) == (
-        20.0,
-        160.0,
+        45.0,
+        180.0,
         20_000,
     )
     assert "lost-writes" not in cfg.nemeses  # its store is not on a lazy disk
     mine = load_config(None, {"system": "delta-streaming", "nemesis_interval_s": 7.0})
-    assert mine.nemesis_interval_s == 7.0 and mine.duration_s == 160.0
+    assert mine.nemesis_interval_s == 7.0 and mine.duration_s == 180.0
     # the reproduce line spells every setting, so a replay does not depend on the defaults
     assert "--interval" in to_flags(cfg) or any("nemesis_interval_s" in f for f in to_flags(cfg))
 
@@ -32,7 +32,7 @@ def test_the_pipeline_keeps_the_harness_defaults() -> None:
 
 def test_the_delta_job_runs_on_containers_with_its_own_defaults() -> None:
     cfg = load_config(None, {"system": "delta-streaming", "backend": "containers"})
-    assert (cfg.brokers, cfg.nemesis_interval_s) == (3, 20.0)
+    assert (cfg.brokers, cfg.nemesis_interval_s) == (3, 45.0)
     assert "lost-writes" not in cfg.nemeses  # a local-only fault is left out of the mix
 
 
