@@ -88,6 +88,9 @@ class RunData:
     #: snapshots of the store as of some steps (``collection, ts, key, value``), when the
     #: export offers a second reading of it (:data:`rundir.files.ASOF`); None otherwise
     asof: Frame | None = None
+    #: step -> what the system calls it ("batch 3: data v7, errors v6"), when its export says
+    #: (:func:`rundir.files.step_labels`); anomalies at a step carry it as ``context["batch"]``
+    step_names: dict[int, str] = field(default_factory=dict)
 
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
     #: records bound at sealed steps (set by :meth:`winners`)
@@ -315,4 +318,5 @@ def load_run(run_dir: Path) -> RunData:
         refusals,
         notes,
         pl.scan_parquet(run_dir / files.ASOF) if (run_dir / files.ASOF).exists() else None,
+        files.step_labels(run_dir),
     )

@@ -75,6 +75,9 @@ def run_checkers(run: RunData, names: Iterable[str] | None = None) -> RunResult:
             result = CheckResult(name, None, error=f"{type(exc).__name__}: {exc}")
             result.traceback = traceback.format_exc()
         result.took_s = round(time.monotonic() - start, 3)
+        for anomaly in result.anomalies:  # name the step as the system does (batch, versions)
+            if anomaly.step in run.step_names:
+                anomaly.context.setdefault("batch", run.step_names[anomaly.step])
         results[name] = result
     if acks[0] is None and "acked" in run.memoised():
         acks = (run.acked().height, acks[1])

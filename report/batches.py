@@ -12,6 +12,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from rundir.files import step_labels
+
+__all__ = ["batch_rows", "step_labels", "tables_of"]
+
 _BATCH_EVENT = re.compile(r'^\{"batch": (\d+), "event": "batch_start"')
 _INCARNATION = re.compile(r"^pipeline-(\d+)\.log$")
 
@@ -81,18 +85,3 @@ def tables_of(run_dir: Path) -> list[str]:
     except (OSError, ValueError):
         return []
     return sorted(doc.get("tables", {}))
-
-
-def step_labels(run_dir: Path) -> dict[int, str]:
-    """Step -> "batch N: data v5, errors v5", the versions that belong to each batch, for
-    naming them beside an anomaly's step (empty without ``persist/versions.json``)."""
-    try:
-        doc = json.loads((run_dir / "persist" / "versions.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    found: dict[int, list[str]] = defaultdict(list)
-    for table, vs in sorted(doc.get("tables", {}).items()):
-        for v, meta in sorted(vs.items(), key=lambda kv: int(kv[0])):
-            if meta.get("batch") is not None:
-                found[int(meta["batch"])].append(f"{table} v{v}")
-    return {b: f"batch {b}: " + ", ".join(names) for b, names in found.items()}

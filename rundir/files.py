@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,8 @@ FRONTIERS = "persist/frontiers.json"
 #: Optional: the store read as of some sealed steps through a second path (``collection, ts,
 #: key, value``), for systems whose export offers one (the ``as_of`` checker).
 ASOF = "persist/asof.parquet"
+#: a micro-batch system's table versions per batch (optional; :func:`step_labels` reads it)
+VERSIONS = "persist/versions.json"
 #: Every file a checker reads, relative to the run directory.
 INPUT_FILES = (TOPIC, UPDATES, FRONTIERS)
 #: Where an export keeps whatever else it copied of the store (e.g. a SQLite file): recorded
@@ -140,3 +143,18 @@ def write_export(
             writer.write_table(pa.Table.from_arrays(arrays, schema=_EXPORT_SCHEMA))
     tmp.replace(updates)
     (run_dir / FRONTIERS).write_text(json.dumps(frontiers, indent=1, sort_keys=True))
+
+
+def step_labels(run_dir: Path) -> dict[int, str]:
+    """Step -> "batch N: data v5, errors v5": the table versions that belong to each step,
+    from :data:`VERSIONS` (empty without it), for naming them beside an anomaly's step."""
+    try:
+        doc = json.loads((run_dir / VERSIONS).read_text())
+    except (OSError, ValueError):
+        return {}
+    found: dict[int, list[str]] = defaultdict(list)
+    for table, vs in sorted(doc.get("tables", {}).items()):
+        for v, meta in sorted(vs.items(), key=lambda kv: int(kv[0])):
+            if meta.get("batch") is not None:
+                found[int(meta["batch"])].append(f"{table} v{v}")
+    return {b: f"batch {b}: " + ", ".join(names) for b, names in found.items()}

@@ -86,7 +86,7 @@ class JobDeployment:
 
     def __init__(self, backend: Backend, settings: Settings, work: Path) -> None:
         self.backend, self.settings = backend, settings
-        self.root = work / "delta-job"
+        self.root = (work / "delta-job").resolve()  # a bind mount needs an absolute path
 
     @property
     def store(self) -> str:

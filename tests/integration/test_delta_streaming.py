@@ -174,5 +174,7 @@ def test_a_variant_people_write_is_caught_without_any_fault(
     found = [a for c in res.checkers.values() for a in c.anomalies if a.kind == kind]
     assert found, {n: (c.valid, c.anomaly_counts) for n, c in res.checkers.items()}
     assert found[0].key is not None and found[0].step is not None  # names key and batch
+    # ... and the Delta versions of that batch
+    assert str(found[0].context.get("batch", "")).startswith(f"batch {found[0].step}: "), found[0]
     if variant == "unrelated-errors-query":
         assert {a.collection for a in found} == {"errors"}

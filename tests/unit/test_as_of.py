@@ -72,3 +72,13 @@ def test_a_snapshot_missing_a_key_is_caught(run: RunData) -> None:
     res = run_checkers(dataclasses.replace(run, asof=snaps), ["as_of"]).checkers["as_of"]
     assert res.valid is False
     assert res.anomalies[0].found is None and res.anomalies[0].step == 5
+
+
+def test_an_anomaly_names_the_batch_and_the_table_versions_of_its_step(run: RunData) -> None:
+    good = snapshot(run, "data", 3)
+    bad = good.filter(pl.col("key") != good["key"][0])  # a key missing as of step 3
+    names = {3: "batch 3: data v4, errors v4"}
+    judged = dataclasses.replace(run, asof=bad, step_names=names)
+    res = run_checkers(judged, ["as_of"]).checkers["as_of"]
+    assert res.valid is False
+    assert {a.context.get("batch") for a in res.anomalies} == {names[3]}
