@@ -1,0 +1,182 @@
+"""Sealcheck's pytest plugin (entry point ``pytest11``: installed with Sealcheck, active in
+every pytest session of that environment).
+
+* fixture ``sealcheck``: a factory, ``sealcheck(system="pipeline", seed=..., nemeses=[...],
+  **settings)``, that runs one chaos test and returns a
+  :class:`~sealcheck_pytest.result.ChaosResult` (verdict, failing checkers, anomalies, report
+  path, reproduce commands);
+* marker ``@pytest.mark.sealcheck(seeds=[1, 2], nemeses=[["kill"], ["pause", "zombie"]])``:
+  one test case per seed x nemesis set, handed to the factory through the ``sealcheck_case``
+  fixture (the factory uses it when ``seed``/``nemeses`` are not given);
+* fixture ``sealcheck_kafka``: a running local Kafka broker for the session (``.bootstrap``,
+  ``.create_topic(name, partitions)``), for a user's own tests beside the chaos runs;
+* JUnit XML (``pytest --junitxml``): every run records ``sealcheck_seed``,
+  ``sealcheck_verdict``, ``sealcheck_report`` and ``sealcheck_reproduce`` properties;
+* a failing test's report gets a ``sealcheck`` section: the verdict, the first anomalies, the
+  report path and the exact commands that repeat the run.
+
+Options: ``--sealcheck-runs DIR`` (keep runs there; default: pytest's temporary directory),
+``--sealcheck-backend local|containers``, ``--sealcheck-seeds 1-20`` (override every marker's
+seeds: a nightly job runs more seeds of the same tests), ``--sealcheck-timeout SEC``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sealcheck_pytest.result import ChaosResult
+from sealcheck_pytest.runner import Case, run_chaos, test_name
+
+_RESULTS = pytest.StashKey[list[ChaosResult]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The plugin's command-line options."""
+    group = parser.getgroup("sealcheck", "Sealcheck chaos runs")
+    group.addoption("--sealcheck-runs", default=None, help="keep runs in this directory")
+    group.addoption(
+        "--sealcheck-backend",
+        choices=("local", "containers"),
+        default=None,
+        help="backend of every run that does not name one (default local)",
+    )
+    group.addoption(
+        "--sealcheck-seeds",
+        default=None,
+        help="seeds for every @pytest.mark.sealcheck test, e.g. 1-20 or 1,5,9",
+    )
+    group.addoption(
+        "--sealcheck-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds one run may take before it is stopped (its verdict is then UNKNOWN)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker."""
+    config.addinivalue_line(
+        "markers",
+        "sealcheck(seeds=(1,), nemeses=(None,)): one case per seed x nemesis set (None: the "
+        "system's default mix); the `sealcheck` fixture runs each",
+    )
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``1-3,7`` -> ``[1, 2, 3, 7]``; a clear error for anything else."""
+    seeds: list[int] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo, _, hi = part.partition("-")
+        try:
+            first, last = int(lo), int(hi or lo)
+        except ValueError:
+            raise pytest.UsageError(
+                f"--sealcheck-seeds {text!r}: {part!r} is not a seed or a range; use e.g. 1-20 "
+                "or 1,5,9"
+            ) from None
+        if last < first:
+            raise pytest.UsageError(f"--sealcheck-seeds {text!r}: {part!r} is an empty range")
+        seeds += range(first, last + 1)
+    if not seeds:
+        raise pytest.UsageError(f"--sealcheck-seeds {text!r} names no seed; use e.g. 1-20")
+    return seeds
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise a marked test over its seeds x nemesis sets."""
+    marker = metafunc.definition.get_closest_marker("sealcheck")
+    if marker is None:
+        return
+    if "sealcheck_case" not in metafunc.fixturenames:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid} is marked @pytest.mark.sealcheck but uses neither "
+            "the sealcheck fixture nor sealcheck_case; add a `sealcheck` argument"
+        )
+    given = metafunc.config.getoption("sealcheck_seeds")
+    seeds: Sequence[int] = parse_seeds(given) if given else marker.kwargs.get("seeds", (1,))
+    sets: Sequence[Sequence[str] | None] = marker.kwargs.get("nemeses", (None,))
+    unknown = set(marker.kwargs) - {"seeds", "nemeses"}
+    if unknown:
+        raise pytest.UsageError(
+            f"@pytest.mark.sealcheck got {sorted(unknown)}; it takes seeds=[...] and "
+            "nemeses=[[...], ...] (other settings go to the sealcheck fixture)"
+        )
+    cases = [Case(int(s), tuple(n) if n else None) for n in sets for s in seeds]
+    metafunc.parametrize("sealcheck_case", cases, ids=[c.id for c in cases])
+
+
+@pytest.fixture
+def sealcheck_case(request: pytest.FixtureRequest) -> Case:
+    """This case's seed and nemesis set (seed 1 and the default mix outside the marker)."""
+    return getattr(request, "param", Case(1))
+
+
+@pytest.fixture
+def sealcheck(
+    request: pytest.FixtureRequest,
+    sealcheck_case: Case,
+    record_property: Callable[[str, object], None],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[..., ChaosResult]:
+    """A factory that runs one chaos test: ``sealcheck(system="pipeline", *, seed=None,
+    nemeses=None, backend=None, broken=None, duration=None, interval=None, config=None,
+    **settings)``. ``seed``/``nemeses`` default to the marker's case; ``settings`` are any
+    ``sealcheck run --set`` names (``final_timeout_s=120``, ``workload.keys=500``)."""
+    option = request.config.getoption
+    where = option("sealcheck_runs")
+    store = Path(where) if where else tmp_path_factory.mktemp("sealcheck")
+    results = request.node.stash.setdefault(_RESULTS, [])
+
+    def run(
+        system: str = "pipeline",
+        *,
+        seed: int | None = None,
+        nemeses: Sequence[str] | None = None,
+        **settings: Any,
+    ) -> ChaosResult:
+        chosen = sealcheck_case.seed if seed is None else seed
+        faults = nemeses if nemeses is not None else sealcheck_case.nemeses
+        settings.setdefault("backend", option("sealcheck_backend"))
+        name = test_name(request.node.nodeid) + (f"-{len(results)}" if results else "")
+        out = run_chaos(
+            store, name, chosen, faults, {"system": system, **settings}, option("sealcheck_timeout")
+        )
+        results.append(out)
+        record_property("sealcheck_seed", out.seed)
+        record_property("sealcheck_verdict", out.verdict)
+        record_property("sealcheck_report", str(out.report))
+        if out.reproduce:
+            record_property("sealcheck_reproduce", out.reproduce[0])
+        return out
+
+    return run
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failing test's report gets the ``sealcheck`` section: each run's summary."""
+    report = yield
+    runs = item.stash.get(_RESULTS, [])
+    if report.when == "call" and report.failed and runs:
+        report.sections.append(("sealcheck", "\n\n".join(r.summary() for r in runs)))
+    return report
+
+
+@pytest.fixture(scope="session")
+def sealcheck_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One local Kafka broker (KRaft) for the session: ``.bootstrap``,
+    ``.create_topic(name, partitions=...)``; stopped at the end of the session."""
+    from infra.kafka_local import KafkaCluster
+
+    cluster = KafkaCluster(tmp_path_factory.mktemp("sealcheck-kafka"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -1,0 +1,122 @@
+"""What one chaos run gave a pytest test: :class:`ChaosResult`, read back from the run
+directory the harness wrote (``results.json``, ``test.json``), so a test sees exactly what a
+person sees in the report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: results.json's encoding of a verdict -> the word people read
+VERDICTS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN", None: "UNKNOWN"}
+
+
+@dataclass(frozen=True)
+class AnomalySummary:
+    """One example anomaly of a failing checker, as the report lists it."""
+
+    checker: str
+    kind: str
+    key: str | None
+    step: int | None
+    where: str
+
+    def line(self) -> str:
+        """``checker: kind at step S (batch …) key K``."""
+        parts = [f"{self.checker}: {self.kind}"]
+        if self.step is not None:
+            parts.append(f"at step {self.step}" + (f" ({self.where})" if self.where else ""))
+        if self.key is not None:
+            parts.append(f"key {self.key}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class ChaosResult:
+    """How one chaos run ended: its verdict (``VALID``, ``INVALID``, ``UNKNOWN``), the checkers
+    that failed, example anomalies, why the verdict is unknown if it is, where the report is
+    and the commands that repeat the run."""
+
+    verdict: str
+    run_dir: Path
+    seed: int
+    exit_code: int
+    failing_checkers: tuple[str, ...] = ()
+    anomalies: tuple[AnomalySummary, ...] = ()
+    problems: tuple[str, ...] = ()
+    reproduce: tuple[str, ...] = ()
+    output: str = field(default="", repr=False)
+
+    @property
+    def valid(self) -> bool:
+        """Whether the verdict is VALID (UNKNOWN is not valid)."""
+        return self.verdict == "VALID"
+
+    @property
+    def report(self) -> Path:
+        """The run's HTML report."""
+        return self.run_dir / "report.html"
+
+    def summary(self) -> str:
+        """The verdict, what failed, the first anomalies, the report and how to repeat it:
+        what a failing test prints."""
+        lines = [f"sealcheck verdict: {self.verdict} (seed {self.seed})"]
+        if self.failing_checkers:
+            lines.append("failing checkers: " + ", ".join(self.failing_checkers))
+        lines += [f"  {a.line()}" for a in self.anomalies[:5]]
+        lines += [f"  unknown because: {p}" for p in self.problems[:5]]
+        if not (self.run_dir / "results.json").exists():
+            tail = "\n".join(self.output.strip().splitlines()[-15:])
+            lines.append(f"the run was not judged (harness exit {self.exit_code}):\n{tail}")
+        lines.append(f"report: {self.report}")
+        lines += [f"reproduce: {cmd}" for cmd in self.reproduce]
+        return "\n".join(lines)
+
+    def assert_valid(self) -> None:
+        """Fail the calling test (with :meth:`summary`) unless the verdict is VALID."""
+        if not self.valid:
+            raise AssertionError(self.summary())
+
+    def assert_invalid(self, *checkers: str) -> None:
+        """Fail unless the verdict is INVALID (and, if given, each of ``checkers`` failed):
+        for tests that prove a broken system is caught."""
+        if self.verdict != "INVALID":
+            raise AssertionError(f"expected INVALID\n{self.summary()}")
+        missing = [c for c in checkers if c not in self.failing_checkers]
+        if missing:
+            raise AssertionError(f"expected {missing} to fail\n{self.summary()}")
+
+
+def read_result(run_dir: Path, seed: int, exit_code: int, output: str) -> ChaosResult:
+    """The result of the run stored in ``run_dir`` (UNKNOWN, saying why, when it was not
+    judged: a run that crashed is never taken as valid)."""
+    try:
+        results: dict[str, Any] = json.loads((run_dir / "results.json").read_text())
+    except (OSError, ValueError) as exc:
+        why = (f"no results.json: {exc}",)
+        return ChaosResult("UNKNOWN", run_dir, seed, exit_code, problems=why, output=output)
+    try:
+        meta: dict[str, Any] = json.loads((run_dir / "test.json").read_text())
+    except (OSError, ValueError):
+        meta = {}
+    failing, examples = [], []
+    for name, r in sorted(results.get("checkers", {}).items()):
+        if r.get("valid") is not True:
+            failing.append(name)
+        for a in r.get("anomalies", [])[:3]:
+            where = str((a.get("context") or {}).get("batch", ""))
+            examples.append(AnomalySummary(name, a["kind"], a.get("key"), a.get("step"), where))
+    inputs = results.get("inputs", {})
+    return ChaosResult(
+        VERDICTS.get(results.get("valid"), "UNKNOWN"),
+        run_dir,
+        seed,
+        exit_code,
+        tuple(failing),
+        tuple(examples),
+        tuple(inputs.get("problems", [])),
+        tuple(meta.get("reproduce", [])),
+        output,
+    )

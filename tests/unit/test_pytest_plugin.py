@@ -1,0 +1,176 @@
+"""The pytest plugin's mechanics, through pytester with a stand-in for the chaos run (the real
+runs are in tests/integration/test_pytest_example.py): the marker's cases, the seeds option,
+the failure message, the JUnit properties, the errors for bad use, and reading a run back."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from sealcheck_pytest.result import read_result
+from sealcheck_pytest.runner import command
+
+pytest_plugins = ["pytester"]
+
+STAND_IN = '''
+import pytest
+import sealcheck_pytest.plugin as plugin
+from sealcheck_pytest.result import AnomalySummary, ChaosResult
+
+
+@pytest.fixture(autouse=True)
+def stand_in(monkeypatch, tmp_path):
+    """A run that is INVALID exactly when a broken mode is asked for."""
+
+    def fake(store, name, seed, nemeses, options, timeout_s):
+        broken = options.get("broken")
+        bad = AnomalySummary("unique_key", "key-with-two-values", "k7", 4, "batch 4: data v9")
+        return ChaosResult(
+            "INVALID" if broken else "VALID",
+            tmp_path / name,
+            seed,
+            1 if broken else 0,
+            failing_checkers=("unique_key",) if broken else (),
+            anomalies=(bad,) if broken else (),
+            reproduce=(f"sealcheck run --seed {seed} --nemesis {','.join(nemeses or [])}",),
+        )
+
+    monkeypatch.setattr(plugin, "run_chaos", fake)
+'''
+
+
+def test_the_marker_makes_one_case_per_seed_and_nemesis_set(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(STAND_IN)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.sealcheck(seeds=[1, 2], nemeses=[["kill"], ["pause", "zombie"]])
+        def test_job(sealcheck, sealcheck_case):
+            result = sealcheck("pipeline")
+            assert result.seed == sealcheck_case.seed
+            result.assert_valid()
+        """
+    )
+    res = pytester.runpytest("-v")
+    res.assert_outcomes(passed=4)
+    res.stdout.fnmatch_lines(["*test_job?seed1-kill?*PASSED*", "*test_job?seed2-pause+zombie?*"])
+
+
+def test_the_seeds_option_overrides_every_marker(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(STAND_IN)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.sealcheck(seeds=[1])
+        def test_job(sealcheck):
+            sealcheck("pipeline").assert_valid()
+        """
+    )
+    pytester.runpytest("--sealcheck-seeds", "5-7,9").assert_outcomes(passed=4)
+
+
+def test_a_failing_run_prints_anomalies_report_and_reproduce(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(STAND_IN)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.sealcheck(seeds=[3], nemeses=[["kill"]])
+        def test_job(sealcheck):
+            sealcheck("pipeline", broken="reappend-after-restart").assert_valid()
+        """
+    )
+    res = pytester.runpytest()
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines(
+        [
+            "*sealcheck verdict: INVALID (seed 3)*",
+            "*failing checkers: unique_key*",
+            "*unique_key: key-with-two-values at step 4 (batch 4: data v9) key k7*",
+            "*report: *report.html*",
+            "*reproduce: sealcheck run --seed 3 --nemesis kill*",
+        ]
+    )
+
+
+def test_junit_xml_carries_seed_verdict_report_and_reproduce(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(STAND_IN)
+    pytester.makepyfile(
+        """
+        def test_job(sealcheck):
+            sealcheck("pipeline", seed=11).assert_valid()
+        """
+    )
+    xml = pytester.path / "out.xml"
+    pytester.runpytest(f"--junitxml={xml}").assert_outcomes(passed=1)
+    props = {p.get("name"): p.get("value") for p in ET.parse(xml).iter("property")}
+    assert props["sealcheck_seed"] == "11" and props["sealcheck_verdict"] == "VALID"
+    assert props["sealcheck_report"].endswith("report.html")
+    assert props["sealcheck_reproduce"].startswith("sealcheck run --seed 11")
+
+
+@pytest.mark.parametrize(
+    ("mark", "args", "said"),
+    [
+        ("@pytest.mark.sealcheck(seed=[1])", (), "takes seeds=[...] and nemeses="),
+        ("@pytest.mark.sealcheck(seeds=[1])", ("--sealcheck-seeds", "x"), "is not a seed"),
+        ("@pytest.mark.sealcheck(seeds=[1])", ("--sealcheck-seeds", "5-2"), "empty range"),
+    ],
+)
+def test_bad_use_is_one_clear_line(
+    pytester: pytest.Pytester, mark: str, args: tuple[str, ...], said: str
+) -> None:
+    pytester.makeconftest(STAND_IN)
+    pytester.makepyfile(f"import pytest\n\n{mark}\ndef test_job(sealcheck):\n    pass\n")
+    res = pytester.runpytest(*args)
+    assert res.ret != 0
+    assert said in res.stdout.str() + res.stderr.str()
+
+
+def test_the_command_spells_flags_and_settings() -> None:
+    argv = command(
+        Path("/runs"),
+        "t",
+        4,
+        ["kill", "pause"],
+        {"system": "pipeline", "duration": 15, "final_timeout_s": 90, "workload.tag": 'a"b'},
+    )
+    text = " ".join(argv[1:])
+    assert "run --no-progress --store /runs --name t --seed 4 --nemesis kill,pause" in text
+    assert "--system pipeline --duration 15 --set final_timeout_s=90" in text
+    assert argv[-1] == 'workload.tag="a\\"b"'
+
+
+def test_a_run_that_was_not_judged_is_unknown_never_valid(tmp_path: Path) -> None:
+    res = read_result(tmp_path, 1, 255, "Traceback ...\nboom")
+    assert res.verdict == "UNKNOWN" and not res.valid
+    assert "not judged (harness exit 255)" in res.summary() and "boom" in res.summary()
+
+
+def test_results_are_read_as_the_report_shows_them(tmp_path: Path) -> None:
+    anomaly = {"kind": "state-mismatch", "key": "k1", "step": 2, "context": {"batch": "batch 2"}}
+    results = {
+        "valid": False,
+        "inputs": {"problems": []},
+        "checkers": {
+            "sealed_state": {"valid": False, "anomalies": [anomaly]},
+            "unique_key": {"valid": True, "anomalies": []},
+        },
+    }
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    (tmp_path / "test.json").write_text(json.dumps({"reproduce": ["sealcheck run --seed 2"]}))
+    res = read_result(tmp_path, 2, 1, "")
+    assert (res.verdict, res.failing_checkers, res.reproduce) == (
+        "INVALID",
+        ("sealed_state",),
+        ("sealcheck run --seed 2",),
+    )
+    assert res.anomalies[0].line() == "sealed_state: state-mismatch at step 2 (batch 2) key k1"
+    unknown = {**results, "valid": "unknown", "inputs": {"problems": ["history cut short"]}}
+    (tmp_path / "results.json").write_text(json.dumps(unknown))
+    assert read_result(tmp_path, 2, 2, "").verdict == "UNKNOWN"
