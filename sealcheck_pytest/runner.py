@@ -5,6 +5,7 @@ its own, read back as a :class:`~sealcheck_pytest.result.ChaosResult`."""
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -90,19 +91,30 @@ def run_chaos(
     back as the harness's own one-line error (exit 254), a time-out as UNKNOWN."""
     store.mkdir(parents=True, exist_ok=True)
     argv = command(store, name, seed, nemeses, options)
+
+    def run_dir() -> Path:
+        """The newest run of this test (``store/latest`` is shared by every test)."""
+        mine = sorted((store / name).glob("*/test.json"))
+        return mine[-1].parent if mine else store / name
+
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        output, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)  # the harness tears down on Ctrl-C, leaving nothing
+        try:
+            output, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # its leftovers are removed by the next run's cleanup
+            output, _ = proc.communicate()
         return ChaosResult(
             "UNKNOWN",
-            (store / "latest").resolve(),
+            run_dir(),
             seed,
-            -1,
+            proc.returncode,
             problems=(f"the run took longer than {timeout_s:.0f}s and was stopped",),
-            output=out,
+            output=output,
         )
-    output = proc.stdout + proc.stderr
     if proc.returncode == 254:  # bad settings: nothing ran
         raise ValueError(f"sealcheck run refused the settings: {output.strip()}")
-    return read_result((store / "latest").resolve(), seed, proc.returncode, output)
+    return read_result(run_dir(), seed, proc.returncode, output)
