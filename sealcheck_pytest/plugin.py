@@ -3,7 +3,7 @@ every pytest session of that environment).
 
 * fixture ``sealcheck``: a factory, ``sealcheck(system="pipeline", seed=..., nemeses=[...],
   **settings)``, that runs one chaos test and returns a
-  :class:`~sealcheck_pytest.result.ChaosResult` (verdict, failing checkers, anomalies, report
+  :class:`~harness.verdicts.ChaosResult` (verdict, failing checkers, anomalies, report
   path, reproduce commands);
 * marker ``@pytest.mark.sealcheck(seeds=[1, 2], nemeses=[["kill"], ["pause", "zombie"]])``:
   one test case per seed x nemesis set, handed to the factory through the ``sealcheck_case``
@@ -28,8 +28,9 @@ from typing import Any
 
 import pytest
 
-from sealcheck_pytest.result import ChaosResult
-from sealcheck_pytest.runner import Case, run_chaos, test_name
+from harness.child_run import run_chaos
+from harness.verdicts import ChaosResult
+from sealcheck_pytest.runner import Case, test_name
 
 _RESULTS = pytest.StashKey[list[ChaosResult]]()
 

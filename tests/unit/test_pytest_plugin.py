@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from sealcheck_pytest.result import read_result
-from sealcheck_pytest.runner import command
+from harness.child_run import command
+from harness.verdicts import read_result
 
 pytest_plugins = ["pytester"]
 
 STAND_IN = '''
 import pytest
 import sealcheck_pytest.plugin as plugin
-from sealcheck_pytest.result import AnomalySummary, ChaosResult
+from harness.verdicts import AnomalySummary, ChaosResult
 
 
 @pytest.fixture(autouse=True)

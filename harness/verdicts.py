@@ -1,6 +1,6 @@
-"""What one chaos run gave a pytest test: :class:`ChaosResult`, read back from the run
-directory the harness wrote (``results.json``, ``test.json``), so a test sees exactly what a
-person sees in the report."""
+"""What one stored run concluded, for a caller that ran it as a child (a pytest test, a suite):
+:class:`ChaosResult`, read back from the run directory (``results.json``, ``test.json``), so
+the caller sees exactly what a person sees in the report."""
 
 from __future__ import annotations
 
