@@ -177,9 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_command(sub)
 
-    from harness import shrink
+    from harness import shrink, suite
 
     shrink.add_command(sub)
+    suite.add_command(sub)
 
     sub.add_parser(
         "pipeline",
