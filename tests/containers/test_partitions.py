@@ -173,7 +173,7 @@ def test_lose_commit_reply_cuts_the_reply_of_a_commit_that_happened(
 ) -> None:
     """A client in the stand-in incarnation's namespace creates a table and reads it (replies
     come), then commits a write: PostgreSQL commits it but its reply never arrives (the client
-    times out); resolving says it happened; after the blackout (6 s from the commit) the link
+    times out); resolving says it happened; after the blackout (10 s from the commit) the link
     works again, and healing removes every rule."""
     import subprocess
     import sys
