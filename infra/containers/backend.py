@@ -111,6 +111,7 @@ class ContainerPartitions:
         self.topo, self.current = topo, current
         self.tag = f"sealcheck:{topo.run_id}"
         self.cuts: dict[tuple[str, int], Cut] = {}
+        self._serial = 0  # numbers the commit-reply cuts (each has its own recent-list)
 
     def _cut(self, kind: str, broker: int) -> Cut | None:
         if kind == "broker":
@@ -127,7 +128,8 @@ class ContainerPartitions:
         else:
             peers = [container_ip(self.topo.postgres.container.get_wrapped_container())]
         if kind == "commit-reply":
-            return CommitReplyCut(pid, tuple(peers), self.tag)
+            self._serial += 1
+            return CommitReplyCut(pid, tuple(peers), self.tag, serial=self._serial)
         return Cut(pid, tuple(peers), self.tag)
 
     def cut(self, kind: str, broker: int) -> dict[str, Any]:

@@ -80,13 +80,14 @@ def can_connect(pid: int, ip: str, port: int, timeout_s: float = 2.0) -> bool:
     return out.returncode == 0
 
 
-#: The recent-list (xt_recent, one per network namespace) of :class:`CommitReplyCut`.
+#: The prefix of a :class:`CommitReplyCut`'s recent-list (xt_recent, per network namespace).
 _COMMITTED = "sealcheck_committed"
 #: Seconds the database's packets are dropped after the commit that armed the cut: twice a
 #: client's time-out (the pipeline gives up after 5 s of unacknowledged data), so the reply is
-#: surely lost even when the client's retransmission timer fires late on a loaded machine (6 s
-#: left the pipeline waiting the blackout out in 3 of 5 runs), then the link works again — a
-#: client that reconnects (its SYNs are retried at 1, 3 and 7 s) and retries gets through.
+#: surely lost even when the client's retransmission timer fires late on a loaded machine (with
+#: 6 s the pipeline sat the blackout out in 2 of the 4 runs where a cut fired), then the link
+#: works again — a client that reconnects (its SYNs are retried at 1, 3 and 7 s) and retries
+#: gets through.
 BLACKOUT_S = 10
 
 
@@ -103,15 +104,24 @@ class CommitReplyCut(Cut):
     fifth execution), whose text is never sent again, while ``COMMIT`` always goes as text. A
     system under test that commits read-only transactions can be caught at one of those."""
 
+    #: its own recent-list: a fresh cut in a namespace where an earlier one fired must not
+    #: find that one's entry (it would count as fired at once and never arm)
+    serial: int = 0
+
+    @property
+    def list_name(self) -> str:
+        """The cut's xt_recent list in its namespace."""
+        return f"{_COMMITTED}_{self.serial}"
+
     def apply(self) -> None:
         """Add the two rules (recorded one by one, so a failure half-way heals cleanly)."""
         for db in self.peers:
             rules = [
                 ("OUTPUT", "-d", db, "-p", "tcp", "-m", "string", "--string", "COMMIT",
-                 "--algo", "bm", "-m", "recent", "!", "--rcheck", "--name", _COMMITTED,
-                 "--rdest", "-m", "recent", "--set", "--name", _COMMITTED, "--rdest"),
+                 "--algo", "bm", "-m", "recent", "!", "--rcheck", "--name", self.list_name,
+                 "--rdest", "-m", "recent", "--set", "--name", self.list_name, "--rdest"),
                 ("INPUT", "-s", db, "-m", "recent", "--rcheck", "--seconds",
-                 str(BLACKOUT_S), "--name", _COMMITTED, "--rsource", "-j", "DROP"),
+                 str(BLACKOUT_S), "--name", self.list_name, "--rsource", "-j", "DROP"),
             ]  # fmt: skip
             for rule in rules:
                 spec = (*rule, "-m", "comment", "--comment", self.tag)
@@ -120,6 +130,7 @@ class CommitReplyCut(Cut):
 
     def fired(self) -> bool:
         """Whether a commit has gone out since the cut was applied (replies are dropped)."""
-        cmd = ["nsenter", "-t", str(self.pid), "-n", "cat", f"/proc/net/xt_recent/{_COMMITTED}"]
+        path = f"/proc/net/xt_recent/{self.list_name}"
+        cmd = ["nsenter", "-t", str(self.pid), "-n", "cat", path]
         out = subprocess.run(cmd, capture_output=True, text=True, check=False)
         return out.returncode == 0 and bool(out.stdout.strip())

@@ -203,6 +203,9 @@ def test_lose_commit_reply_cuts_the_reply_of_a_commit_that_happened(
     assert rules_in(pipe, target.partitions.tag)  # it stays with the incarnation it caught
     pg = container_ip(backend.topo.postgres.container.get_wrapped_container())
     assert can_connect(pipe, pg, 5432, timeout_s=10.0)  # ... but lets replies through again
+    # the spent cut is replaced by a fresh one that waits for a commit of its own
+    again = nemesis.invoke(cut, target)  # type: ignore[arg-type]
+    assert again["outcome"] == "pending" and not target.partitions.fired("commit-reply")
     assert nemesis.heal(target) == ["removed the commit-reply cut (2 rules)"]  # type: ignore[arg-type]
     assert rules_in(pipe, target.partitions.tag) == []
     assert can_connect(pipe, pg, 5432)
