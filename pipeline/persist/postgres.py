@@ -65,12 +65,22 @@ class PostgresPersist:
             db.execute("SET synchronous_commit = off")
         return db
 
-    def reconnect(self) -> None:
-        """A new connection in place of a broken one (used only by a deliberately broken
-        variant that retries writes whose outcome it does not know)."""
+    def reconnect(self, within_s: float = 30.0) -> None:
+        """A new connection in place of a broken one, trying for up to ``within_s`` seconds as
+        a retrying client would (used only by a deliberately broken variant that retries
+        writes whose outcome it does not know; a lost reply's blackout lasts 10 s)."""
+        from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
         with contextlib.suppress(Exception):
             self._db.close()
-        self._db = self._connect()
+        for attempt in Retrying(
+            retry=retry_if_exception_type(psycopg.OperationalError),
+            stop=stop_after_delay(within_s),
+            wait=wait_fixed(1.0),
+            reraise=True,
+        ):
+            with attempt:
+                self._db = self._connect()
 
     # -- frontiers -------------------------------------------------------------------
     def _frontier(self, collection: str, lock: bool = False) -> tuple[int, int]:
