@@ -83,11 +83,9 @@ def can_connect(pid: int, ip: str, port: int, timeout_s: float = 2.0) -> bool:
 #: The prefix of a :class:`CommitReplyCut`'s recent-list (xt_recent, per network namespace).
 _COMMITTED = "sealcheck_committed"
 #: Seconds the database's packets are dropped after the commit that armed the cut: twice a
-#: client's time-out (the pipeline gives up after 5 s of unacknowledged data), so the reply is
-#: surely lost even when the client's retransmission timer fires late on a loaded machine (with
-#: 6 s the pipeline sat the blackout out in 2 of the 4 runs where a cut fired), then the link
-#: works again — a client that reconnects (its SYNs are retried at 1, 3 and 7 s) and retries
-#: gets through.
+#: client's time-out (the pipeline's connection may give up after 5 s of unacknowledged data;
+#: whether it does varies, see docs/architecture.md), then the link works again — a client
+#: that reconnects and retries for a while gets through.
 BLACKOUT_S = 10
 
 
