@@ -217,6 +217,9 @@ class SutContainer:
             labels=self.topo.labels,
             environment=self.env,
             mem_limit="2g",
+            # Docker's init as PID 1: a process that is PID 1 of its namespace ignores a
+            # SIGKILL it sends itself, so a crash failpoint would log and carry on
+            init=True,
             **extra,
         )
         pid = self.pid  # remember the host pid while the container runs
