@@ -12,50 +12,44 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.config import ConfigError, TestConfig, load_config, to_flags
 from harness.verdicts import ChaosResult, read_result
 
-#: ``sealcheck run`` flags by keyword; anything else goes through ``--set name=value``
-_FLAGS = {
-    "system": "--system",
-    "backend": "--backend",
-    "broken": "--broken",
-    "duration": "--duration",
-    "interval": "--interval",
-    "brokers": "--brokers",
-    "rate": "--rate",
-    "keys": "--keys",
-    "config": "--config",
+__all__ = ["ALIASES", "ConfigError", "command", "config_for", "run_chaos"]
+
+#: short names callers may use for settings (``sealcheck(duration=15)``, a suite's
+#: ``duration = 30``) -> the config's names; any other name is a config name as it stands
+ALIASES = {
+    "duration": "duration_s",
+    "interval": "nemesis_interval_s",
+    "rate": "workload.rate",
+    "keys": "workload.keys",
 }
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return str(value)
-
-
-def command(
+def config_for(
     store: Path,
     name: str,
     seed: int,
     nemeses: Sequence[str] | None,
     options: Mapping[str, Any],
-) -> list[str]:
-    """The ``sealcheck run`` command line for one run."""
-    argv = [sys.executable, "-m", "harness", "run", "--no-progress", "--store", str(store)]
-    argv += ["--name", name, "--seed", str(seed)]
+) -> TestConfig:
+    """The checked config of one run (``options``: settings by config name or alias, and
+    ``config``: a TOML file under them). Bad settings raise :class:`ConfigError` here, in the
+    caller, before anything starts."""
+    opts = {k: v for k, v in options.items() if v is not None}
+    path = opts.pop("config", None)
+    raw = {ALIASES.get(k, k): v for k, v in opts.items()}
+    raw.update(name=name, seed=seed, runs_dir=str(store))
     if nemeses:
-        argv += ["--nemesis", ",".join(nemeses)]
-    for key, value in options.items():
-        if value is None:
-            continue
-        if key in _FLAGS:
-            argv += [_FLAGS[key], str(value)]
-        else:
-            argv += ["--set", f"{key}={_toml(value)}"]
-    return argv
+        raw["nemeses"] = list(nemeses)
+    return load_config(Path(path) if path else None, raw)
+
+
+def command(cfg: TestConfig) -> list[str]:
+    """The ``sealcheck run`` command line of ``cfg``: every setting spelled out, as in a run's
+    ``reproduce`` line (:func:`harness.config.to_flags`)."""
+    return [sys.executable, "-m", "harness", "run", "--no-progress", *to_flags(cfg)]
 
 
 def run_chaos(
@@ -66,10 +60,10 @@ def run_chaos(
     options: Mapping[str, Any],
     timeout_s: float,
 ) -> ChaosResult:
-    """Run one chaos test into ``store/<name>/`` and read its verdict back. Bad settings come
-    back as the harness's own one-line error (exit 254), a time-out as UNKNOWN."""
+    """Run one chaos test into ``store/<name>/`` and read its verdict back. Bad settings raise
+    :class:`ConfigError` before anything starts; a time-out gives UNKNOWN."""
+    argv = command(config_for(store, name, seed, nemeses, options))
     store.mkdir(parents=True, exist_ok=True)
-    argv = command(store, name, seed, nemeses, options)
 
     def run_dir() -> Path:
         """The newest run of this test (``store/latest`` is shared by every test)."""

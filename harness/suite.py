@@ -19,18 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.child_run import run_chaos
-from harness.config import ConfigError, load_config
+from harness.child_run import ConfigError, config_for, run_chaos
 from harness.suite_spec import SuiteCase, SuiteError, SuiteSpec
 from harness.verdicts import ChaosResult
+from rundir.archive import write_json
 
-#: short names a suite may use for settings, as the plugin's factory does
-ALIASES = {
-    "duration": "duration_s",
-    "interval": "nemesis_interval_s",
-    "rate": "workload.rate",
-    "keys": "workload.keys",
-}
 SUMMARY = "summary.json"
 
 
@@ -53,14 +46,15 @@ def check_cases(spec: SuiteSpec) -> None:
     """Refuse the suite (SuiteError naming the case) if any case's settings would be refused
     by ``sealcheck run`` — before anything runs."""
     for case in spec.cases:
-        raw: dict[str, Any] = {ALIASES.get(k, k): v for k, v in case.settings}
-        raw.update(system=case.system, backend=case.backend, seed=case.seed)
-        if case.nemeses is not None:
-            raw["nemeses"] = list(case.nemeses)
         try:
-            load_config(None, raw)
+            config_for(Path("store"), case.run_name, case.seed, case.nemeses, _options(case))
         except ConfigError as exc:
             raise SuiteError(f"case {case.id}: {exc}") from None
+
+
+def _options(case: SuiteCase) -> dict[str, Any]:
+    """A case's settings for :mod:`harness.child_run`."""
+    return {"system": case.system, "backend": case.backend, **dict(case.settings)}
 
 
 def failed_cases(previous: Path) -> set[str]:
@@ -93,7 +87,8 @@ def rates(runs: Iterable[CaseRun]) -> dict[str, dict[str, int]]:
 
 def write_summaries(out: Path, spec: SuiteSpec, runs: list[CaseRun], done: bool) -> None:
     """summary.json, junit.xml and index.html for the runs so far (each written to a
-    temporary name and renamed, so a reader never sees half a file)."""
+    temporary name and renamed, so a reader never sees half a file: ``write_json`` for the
+    JSON)."""
     from report.suite_index import render_suite_index
 
     doc = {
@@ -104,7 +99,7 @@ def write_summaries(out: Path, spec: SuiteSpec, runs: list[CaseRun], done: bool)
         "rates": rates(runs),
         "exit_code": exit_code(runs),
     }
-    _replace(out / SUMMARY, json.dumps(doc, indent=1))
+    write_json(out / SUMMARY, doc)
     _replace(out / "junit.xml", _junit(spec, runs))
     _replace(out / "index.html", render_suite_index(doc, out))
 
@@ -174,10 +169,10 @@ def run_suite(
                 say(f"{case.id}: skipped ({why})")
                 continue
             began = time.monotonic()
-            options: dict[str, Any] = {"system": case.system, "backend": case.backend}
-            options.update(case.settings)
-            name = case.id + (f"-r{n}" if repeat > 1 else "")
-            res = run_chaos(out / "runs", name, case.seed, case.nemeses, options, case_timeout_s)
+            name = case.run_name + (f"-r{n}" if repeat > 1 else "")
+            res = run_chaos(
+                out / "runs", name, case.seed, case.nemeses, _options(case), case_timeout_s
+            )
             runs.append(_case_run(case, n, res, time.monotonic() - began))
             say(f"{case.id}{f' [{n}]' if repeat > 1 else ''}: {res.verdict} "
                 f"({time.monotonic() - began:.0f}s) {res.report}")  # fmt: skip

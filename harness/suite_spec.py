@@ -46,6 +46,12 @@ class SuiteCase:
         faults = "+".join(self.nemeses) if self.nemeses else "default"
         return f"{self.system}-{self.backend}-{faults}-seed{self.seed}"
 
+    @property
+    def run_name(self) -> str:
+        """The id as a run name (``sealcheck run --name``: no ``+``, which Docker refuses in
+        the names of the run's network and containers)."""
+        return self.id.replace("+", "_")
+
 
 @dataclass(frozen=True)
 class SuiteSpec:
@@ -56,20 +62,30 @@ class SuiteSpec:
     cases: tuple[SuiteCase, ...]
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``"1-3,7"`` -> ``[1, 2, 3, 7]`` (a suite's ``seeds``, the plugin's
+    ``--sealcheck-seeds``); :class:`SuiteError` naming the part that is wrong."""
+    seeds: list[int] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo, _, hi = part.partition("-")
+        if not (lo.strip().isdigit() and (not hi or hi.strip().isdigit())):
+            raise SuiteError(f"{part!r} is not a seed or a range; write e.g. 1-20 or 1,5,9")
+        first, last = int(lo), int(hi or lo)
+        if last < first:
+            raise SuiteError(f"{part!r} is an empty range; write the lower seed first")
+        seeds += range(first, last + 1)
+    if not seeds:
+        raise SuiteError(f"{text!r} names no seed; write e.g. 1-20")
+    return seeds
+
+
 def _seeds(value: Any, where: str) -> list[int]:
     if isinstance(value, list) and value and all(isinstance(s, int) for s in value):
         return list(value)
-    if isinstance(value, str):
-        out: list[int] = []
-        for part in filter(None, (p.strip() for p in value.split(","))):
-            lo, _, hi = part.partition("-")
-            if not (lo.isdigit() and (hi.isdigit() or not hi)):
-                break
-            out += range(int(lo), int(hi or lo) + 1)
-        else:
-            if out:
-                return out
-    raise SuiteError(f'{where}: seeds = {value!r}; write a list of integers or a range like "1-5"')
+    try:
+        return parse_seeds(value) if isinstance(value, str) else parse_seeds("")
+    except SuiteError as exc:
+        raise SuiteError(f"{where}: seeds = {value!r}: {exc} (or a list of integers)") from None
 
 
 def _names(value: Any, where: str, field: str) -> list[str]:

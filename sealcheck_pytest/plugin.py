@@ -29,8 +29,9 @@ from typing import Any
 import pytest
 
 from harness.child_run import run_chaos
+from harness.suite_spec import SuiteError, parse_seeds
 from harness.verdicts import ChaosResult
-from sealcheck_pytest.runner import Case, test_name
+from sealcheck_pytest.runner import Case, run_name
 
 _RESULTS = pytest.StashKey[list[ChaosResult]]()
 
@@ -67,24 +68,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``1-3,7`` -> ``[1, 2, 3, 7]``; a clear error for anything else."""
-    seeds: list[int] = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        lo, _, hi = part.partition("-")
-        try:
-            first, last = int(lo), int(hi or lo)
-        except ValueError:
-            raise pytest.UsageError(
-                f"--sealcheck-seeds {text!r}: {part!r} is not a seed or a range; use e.g. 1-20 "
-                "or 1,5,9"
-            ) from None
-        if last < first:
-            raise pytest.UsageError(f"--sealcheck-seeds {text!r}: {part!r} is an empty range")
-        seeds += range(first, last + 1)
-    if not seeds:
-        raise pytest.UsageError(f"--sealcheck-seeds {text!r} names no seed; use e.g. 1-20")
-    return seeds
+def _seeds_option(text: str) -> list[int]:
+    """``--sealcheck-seeds`` as seeds (the suite file's syntax); a usage error if wrong."""
+    try:
+        return parse_seeds(text)
+    except SuiteError as exc:
+        raise pytest.UsageError(f"--sealcheck-seeds {text!r}: {exc}") from None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -98,7 +87,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             "the sealcheck fixture nor sealcheck_case; add a `sealcheck` argument"
         )
     given = metafunc.config.getoption("sealcheck_seeds")
-    seeds: Sequence[int] = parse_seeds(given) if given else marker.kwargs.get("seeds", (1,))
+    seeds: Sequence[int] = _seeds_option(given) if given else marker.kwargs.get("seeds", (1,))
     sets: Sequence[Sequence[str] | None] = marker.kwargs.get("nemeses", (None,))
     unknown = set(marker.kwargs) - {"seeds", "nemeses"}
     if unknown:
@@ -142,7 +131,7 @@ def sealcheck(
         chosen = sealcheck_case.seed if seed is None else seed
         faults = nemeses if nemeses is not None else sealcheck_case.nemeses
         settings.setdefault("backend", option("sealcheck_backend"))
-        name = test_name(request.node.nodeid) + (f"-{len(results)}" if results else "")
+        name = run_name(request.node.nodeid) + (f"-{len(results)}" if results else "")
         out = run_chaos(
             store, name, chosen, faults, {"system": system, **settings}, option("sealcheck_timeout")
         )

@@ -20,7 +20,8 @@ class Case:
         return f"seed{self.seed}" + (f"-{'+'.join(self.nemeses)}" if self.nemeses else "")
 
 
-def test_name(nodeid: str) -> str:
-    """A run name (letters, digits, ``._-``) from a pytest node id."""
+def run_name(nodeid: str) -> str:
+    """A run name (letters, digits, ``._-``; at most 56 characters, so a counter suffix
+    stays within the 64 a run name may have) from a pytest node id."""
     tail = nodeid.split("::", 1)[-1]
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", tail).strip("-")[:80] or "pytest"
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", tail).strip("-")[:56] or "pytest"

@@ -12,16 +12,9 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 
 @pytest.fixture(scope="session")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One local KRaft broker for the whole session."""
-    from infra.kafka_local import KafkaCluster
-
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka"))
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def kafka(sealcheck_kafka: Any) -> Any:
+    """One local KRaft broker for the whole session (the plugin's ``sealcheck_kafka``)."""
+    return sealcheck_kafka
 
 
 @pytest.fixture(scope="session")

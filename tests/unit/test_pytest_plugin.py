@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.child_run import command
+from harness.child_run import ConfigError, command, config_for
 from harness.verdicts import read_result
+from sealcheck_pytest.runner import run_name
 
 pytest_plugins = ["pytester"]
 
@@ -133,17 +134,21 @@ def test_bad_use_is_one_clear_line(
 
 
 def test_the_command_spells_flags_and_settings() -> None:
-    argv = command(
+    cfg = config_for(
         Path("/runs"),
         "t",
         4,
         ["kill", "pause"],
-        {"system": "pipeline", "duration": 15, "final_timeout_s": 90, "workload.tag": 'a"b'},
+        {"system": "pipeline", "duration": 15, "final_timeout_s": 90, "workload.keys": 300},
     )
-    text = " ".join(argv[1:])
-    assert "run --no-progress --store /runs --name t --seed 4 --nemesis kill,pause" in text
-    assert "--system pipeline --duration 15 --set final_timeout_s=90" in text
-    assert argv[-1] == 'workload.tag="a\\"b"'
+    text = " ".join(command(cfg)[1:])
+    assert text.startswith("-m harness run --no-progress ")
+    for spelled in ("--name t", "--seed 4", "--nemesis kill,pause", "--runs /runs"):
+        assert spelled in text, text
+    for spelled in ("--system pipeline", "--duration 15.0", "--final-timeout 90.0", "--keys 300"):
+        assert spelled in text, text
+    with pytest.raises(ConfigError, match=r"workload\.tag|tag"):  # refused before anything runs
+        config_for(Path("/runs"), "t", 4, None, {"workload.tag": 'a"b'})
 
 
 def test_a_run_that_was_not_judged_is_unknown_never_valid(tmp_path: Path) -> None:
@@ -174,3 +179,9 @@ def test_results_are_read_as_the_report_shows_them(tmp_path: Path) -> None:
     unknown = {**results, "valid": "unknown", "inputs": {"problems": ["history cut short"]}}
     (tmp_path / "results.json").write_text(json.dumps(unknown))
     assert read_result(tmp_path, 2, 2, "").verdict == "UNKNOWN"
+
+
+def test_a_long_parametrised_test_gets_a_run_name_the_harness_accepts() -> None:
+    nodeid = "tests/test_x.py::test_" + "very_long_name_" * 6 + "[seed12-kill+pause+zombie]"
+    name = run_name(nodeid) + "-3"  # the third run of the same test
+    assert config_for(Path("/runs"), name, 1, None, {}).name == name

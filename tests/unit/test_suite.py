@@ -105,7 +105,7 @@ def test_summaries_name_each_run_and_the_worst_verdict(stand_in: list[str], tmp_
     assert props["sealcheck_seed"] == "1" and props["sealcheck_verdict"] == "VALID"
     html = (tmp_path / "out" / "index.html").read_text()
     assert "&lt;script&gt;" in html and "<script>" not in html  # text, never markup
-    assert 'href="runs/pipeline-local-kill+pause-seed1/20260101T000000/report.html"' in html
+    assert 'href="runs/pipeline-local-kill_pause-seed1/20260101T000000/report.html"' in html
 
 
 def test_a_killed_suite_leaves_a_summary_of_what_ran(
