@@ -212,11 +212,17 @@ class PlanInfo:
 @dataclass(frozen=True)
 class Mark:
     """How the report's timeline draws one kind of action: an ``instant`` (a line), or the
-    ``start`` / ``end`` of an interval (shaded); an end names the ``opens`` action it closes."""
+    ``start`` / ``end`` of an interval (shaded); an end names the ``opens`` action it closes.
+    ``group`` is the legend entry it is drawn under (:data:`GROUPS`)."""
 
     kind: str
     label: str
     opens: str | None = None
+    group: str = "storage"
+
+
+#: The report's legend groups a :class:`Mark` may name: each has its own colour and lane.
+GROUPS = ("kill", "failpoint", "pause", "partition", "outage", "zombie", "storage")
 
 
 class Nemesis:

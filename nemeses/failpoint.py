@@ -49,7 +49,7 @@ class Failpoint(Nemesis):
     @property
     def marks(self) -> Mapping[str, Mark]:
         """Arming is an instant (the crash it causes shows as a restart)."""
-        return {"arm-failpoint": Mark("instant", "failpoint armed")}
+        return {"arm-failpoint": Mark("instant", "failpoint armed", group="failpoint")}
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """Arm the next point of the seeded cover early in the window."""

@@ -48,9 +48,12 @@ class Kill(Nemesis):
         """A pipeline kill is an instant; a broker or database outage an interval."""
         kill, start = f"kill-{self.noun}", f"start-{self.noun}"
         if self.role == "pipeline":
-            return {kill: Mark("instant", "kill")}
+            return {kill: Mark("instant", "kill", group="kill")}
         down = f"{self.noun} down"
-        return {kill: Mark("start", down), start: Mark("end", down, opens=kill)}
+        return {
+            kill: Mark("start", down, group="outage"),
+            start: Mark("end", down, opens=kill, group="outage"),
+        }
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """The pipeline: one kill in the window's first half. Others: a kill early in the

@@ -101,8 +101,8 @@ class LostBrokerWrites(Nemesis):
         """An interval: from the power cut to the broker serving again."""
         down = "broker power cut"
         return {
-            "power-cut-broker": Mark("start", down),
-            "power-on-broker": Mark("end", down, opens="power-cut-broker"),
+            "power-cut-broker": Mark("start", down, group="outage"),
+            "power-on-broker": Mark("end", down, opens="power-cut-broker", group="outage"),
         }
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:

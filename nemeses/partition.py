@@ -21,8 +21,8 @@ class Partition(Nemesis):
     def marks(self) -> Mapping[str, Mark]:
         """An interval: cut until restored."""
         return {
-            "start-partition": Mark("start", "partition"),
-            "end-partition": Mark("end", "partition", opens="start-partition"),
+            "start-partition": Mark("start", "partition", group="partition"),
+            "end-partition": Mark("end", "partition", opens="start-partition", group="partition"),
         }
 
     def __init__(self, info: PlanInfo) -> None:

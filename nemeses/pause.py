@@ -26,7 +26,10 @@ class Pause(Nemesis):
         """An interval: frozen until thawed."""
         label = f"{self.role} frozen"
         pause, resume = f"pause-{self.role}", f"resume-{self.role}"
-        return {pause: Mark("start", label), resume: Mark("end", label, opens=pause)}
+        return {
+            pause: Mark("start", label, group="pause"),
+            resume: Mark("end", label, opens=pause, group="pause"),
+        }
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """One freeze and its thaw (the pipeline stays frozen longer: 20-60% of the window)."""

@@ -36,8 +36,8 @@ class Zombie(Nemesis):
     def marks(self) -> Mapping[str, Mark]:
         """An interval: two incarnations alive (the old one stalled)."""
         return {
-            "zombie-start": Mark("start", "zombie writer"),
-            "zombie-release": Mark("end", "zombie writer", opens="zombie-start"),
+            "zombie-start": Mark("start", "zombie writer", group="zombie"),
+            "zombie-release": Mark("end", "zombie writer", opens="zombie-start", group="zombie"),
         }
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:

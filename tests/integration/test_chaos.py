@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,9 +108,8 @@ def test_the_schedule_is_the_one_planned_from_the_seed(valid_run: tuple[int, str
     assert any("--seed 3" in c for c in meta["reproduce"])
 
 
-def test_the_report_renders_in_headless_chromium(
-    valid_run: tuple[int, str, Path], tmp_path: Path
-) -> None:
+def _in_chromium(report: Path, tmp_path: Path) -> tuple[str, Any]:
+    """The DOM chromium builds from ``report`` and its screenshot (1280 x 1600, RGB)."""
     from PIL import Image
 
     browser = subprocess.run(
@@ -117,24 +117,42 @@ def test_the_report_renders_in_headless_chromium(
     )
     assert browser.returncode == 0, browser.stderr
     chromium = browser.stdout.strip().splitlines()[-1]
-    report = (valid_run[2] / "report.html").as_uri()
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
     shot = tmp_path / "report.png"
     subprocess.run(
-        [chromium, *flags, "--window-size=1280,1600", f"--screenshot={shot}", report],
+        [chromium, *flags, "--window-size=1280,1600", f"--screenshot={shot}", report.as_uri()],
         capture_output=True,
         timeout=120,
         check=True,
     )
     dom = subprocess.run(
-        [chromium, *flags, "--dump-dom", report], capture_output=True, text=True, timeout=120
+        [chromium, *flags, "--dump-dom", report.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout
-    assert 'id="verdict"' in dom and ">VALID<" in dom
-    image = Image.open(shot).convert("L")
-    lo, hi = image.getextrema()
+    return dom, Image.open(shot).convert("RGB")
+
+
+def _pixels_near(image: Any, hex_color: str, tolerance: int = 24) -> int:
+    """How many pixels of ``image`` are within ``tolerance`` of ``hex_color`` per channel."""
+    want = tuple(int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return sum(
+        n
+        for n, rgb in image.getcolors(maxcolors=1 << 22) or []
+        if all(abs(a - b) <= tolerance for a, b in zip(rgb, want, strict=True))
+    )
+
+
+def test_the_report_renders_in_headless_chromium(
+    valid_run: tuple[int, str, Path], tmp_path: Path
+) -> None:
+    dom, image = _in_chromium(valid_run[2] / "report.html", tmp_path)
+    assert 'id="verdict"' in dom and ">VALID<" in dom and 'id="legend"' in dom
+    lo, hi = image.convert("L").getextrema()
     assert hi - lo > 100  # not blank: dark text and the green banner on white
-    colors = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20) or []
-    assert len(colors) > 50
+    assert len(image.getcolors(maxcolors=1 << 20) or []) > 50
+    assert _pixels_near(image, "#1a7f37") > 5000  # the VALID banner is on screen
 
 
 def test_a_broken_pipeline_is_caught(tmp_path: Path) -> None:
@@ -165,6 +183,12 @@ def test_a_broken_pipeline_is_caught(tmp_path: Path) -> None:
     assert example["collection"] == "data" and example["found"] == 2
     assert "last_pipeline_start" in example["context"]
     assert results["checkers"]["sealed_state"]["valid"] is False
+    # the on-call report: verdict, legend and an anomaly marker visible in a real browser
+    dom, image = _in_chromium(run_dir / "report.html", tmp_path)
+    assert ">INVALID<" in dom and 'id="legend"' in dom and "legend-anomaly" in dom
+    assert "mark mark-anomaly" in dom and "records in Kafka" in dom  # the failing key's story
+    assert _pixels_near(image, "#cf222e") > 5000  # the INVALID banner
+    assert _pixels_near(image, "#bf3989", 16) > 100  # anomaly markers beside the legend swatch
 
 
 def test_a_killed_harness_leaves_nothing_after_cleanup(tmp_path: Path) -> None:

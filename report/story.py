@@ -1,0 +1,121 @@
+"""The failing keys' story: for the first keys an anomaly names, every input record of that
+key (partition, offset, value or tombstone, when it was acknowledged, the step that bound it)
+and every persisted update of it (collection, value, step, diff, sealed or not), in order —
+what an on-call engineer reads first to see where a record was lost, doubled or invented.
+
+It reads the same files as the checkers (through :func:`checkers.load_run`) and never the
+system under test. Any failure to read gives a one-line reason instead of a story.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from checkers import RunData
+
+#: keys told, and rows shown per key and side (the rest are counted)
+MAX_KEYS, MAX_ROWS = 3, 40
+
+
+@dataclass
+class KeyStory:
+    """One key: its records in Kafka and its updates in the store."""
+
+    key: str
+    why: str
+    #: the step of the first anomaly on this key (its rows are highlighted)
+    step: int | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    more_records: int = 0
+    more_updates: int = 0
+
+
+def _text(raw: bytes | None, limit: int = 90) -> str:
+    if raw is None:
+        return "(tombstone)"
+    text = raw.decode("utf-8", errors="replace")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def failing_keys(anomalies: list[dict[str, Any]]) -> list[tuple[str, str, int | None]]:
+    """The first :data:`MAX_KEYS` distinct keys anomalies name, each with the first reason
+    and its step."""
+    out: dict[str, tuple[str, str, int | None]] = {}
+    for a in anomalies:
+        key, step = a.get("key"), a.get("step")
+        if isinstance(key, str) and key not in out and a.get("collection") != "bindings":
+            at = step if isinstance(step, int) else None
+            out[key] = (key, f"{a.get('kind')} at step {step}", at)
+        if len(out) == MAX_KEYS:
+            break
+    return list(out.values())
+
+
+def stories(run_dir: Path, anomalies: list[dict[str, Any]]) -> tuple[list[KeyStory], str]:
+    """The stories of the failing keys, and why there are none when there are none."""
+    keys = failing_keys(anomalies)
+    if not keys:
+        return [], "no anomaly names a key"
+    try:
+        from checkers import load_run
+        from checkers.replay import binding_ranges
+
+        run = load_run(run_dir)
+        ranges = binding_ranges(run.collection("bindings"), run.uppers.get("bindings", 0))
+        return [_story(run, ranges, *k) for k in keys], ""
+    except Exception as exc:  # a report must render whatever the files hold
+        return [], f"the stored run could not be read for the story: {type(exc).__name__}: {exc}"
+
+
+def _story(run: RunData, ranges: pl.DataFrame, key: str, why: str, step: int | None) -> KeyStory:
+    from checkers.replay import assign_steps
+
+    raw = key.encode("utf-8")
+    records = run.topic.lazy().filter(pl.col("key") == raw).sort("offset", "partition").collect()
+    steps = assign_steps(records, ranges) if records.height else pl.Series("step", [], pl.Int64)
+    acked = run.history.collect(
+        run.history.acked.lazy().filter(pl.col("key") == raw).select("time", "partition", "offset")
+    )
+    acks = {
+        (int(r["partition"]), int(r["offset"])): r["time"] / 1e9
+        for r in acked.iter_rows(named=True)
+    }
+    story = KeyStory(key, why, step)
+    for r, step in zip(records.iter_rows(named=True), steps.to_list(), strict=True):
+        pos = (int(r["partition"]), int(r["offset"]))
+        story.records.append(
+            {
+                "partition": pos[0],
+                "offset": pos[1],
+                "value": _text(r["value"]),
+                "acked": f"{acks[pos]:.2f} s" if pos in acks else "not acknowledged",
+                "step": "not bound" if step is None else step,
+            }
+        )
+    updates = (
+        run.updates.lazy()
+        .filter(pl.col("key") == raw, pl.col("collection") != "bindings")
+        .sort("ts", "diff")
+        .collect()
+    )
+    for u in updates.iter_rows(named=True):
+        upper = run.uppers.get(u["collection"], 0)
+        story.updates.append(
+            {
+                "collection": u["collection"],
+                "value": _text(u["value"]),
+                "step": u["ts"],
+                "diff": u["diff"],
+                "sealed": "sealed" if u["ts"] < upper else f"not sealed (upper {upper})",
+            }
+        )
+    story.more_records = max(0, len(story.records) - MAX_ROWS)
+    story.more_updates = max(0, len(story.updates) - MAX_ROWS)
+    story.records, story.updates = story.records[:MAX_ROWS], story.updates[:MAX_ROWS]
+    return story
