@@ -101,7 +101,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return EXIT_BAD_ARGS
     result = check_run(run_dir, args.checker or None)
     write_json(run_dir / "results.json", result.to_json())
-    report = write_report(run_dir) if (run_dir / "test.json").exists() else None
+    report = write_report(run_dir)  # never leave a report saying an older verdict
     for name, r in result.checkers.items():
         kinds = ", ".join(f"{k} x{n}" for k, n in sorted(r.anomaly_counts.items()))
         extra = f" ({kinds})" if kinds else (f" ({r.error})" if r.error else "")
@@ -111,8 +111,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"  note: {note}")
     print(f"verdict: {verdict_text(result.valid)}  ({run_dir / 'results.json'})")
-    if report is not None:
-        print(f"report: {report}")
+    print(f"report: {report}")
     return {True: EXIT_VALID, False: EXIT_INVALID, None: EXIT_UNKNOWN}[result.valid]
 
 

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from jinja2 import Environment, PackageLoader, select_autoescape
 
 from report import chart
 from report.batches import batch_rows, step_labels, tables_of
 from report.coverage import coverage, outcomes
 from report.explain import context_lines, schedule_rows
 from report.story import stories
+from report.templating import render as render_template
 from report.timeline import build_timeline
 from rundir.history import History, HistoryError
 
@@ -40,11 +40,6 @@ MEANING = {
     "checker could not run. The reasons are below; rerun or fix the inputs.",
 }
 SERIES = {"bindings": "#8250df", "data": "#0969da", "errors": "#bc4c00", "writes/s": "#1a7f37"}
-_ENV = Environment(
-    loader=PackageLoader("report", "templates"),
-    autoescape=select_autoescape(["html", "j2"]),
-    keep_trailing_newline=True,
-)
 
 
 def _ranges(run_dir: Path) -> pl.DataFrame | None:
@@ -136,7 +131,8 @@ def render(run_dir: Path) -> str:
     exits = [o for o in ops if o.get("f") == "pipeline-exit"]
     batches = batch_rows(run_dir)
     lag = tl.lag_s
-    page = _ENV.get_template("report.html.j2").render(
+    return render_template(
+        "report.html.j2",
         name=cfg.get("name", "run"),
         seed=cfg.get("seed"),
         system=cfg.get("system", "pipeline"),
@@ -205,7 +201,6 @@ def render(run_dir: Path) -> str:
         config=[(k, _text(v)) for k, v in sorted(cfg.items())],
         versions=sorted(meta.get("versions", {}).items()),
     )
-    return str(page)
 
 
 def _more(results: dict[str, Any]) -> str:

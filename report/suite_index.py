@@ -9,13 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from report.templating import render
 
-_ENV = Environment(
-    loader=PackageLoader("report", "templates"),
-    autoescape=select_autoescape(["html", "j2"]),
-    keep_trailing_newline=True,
-)
 _WORST = {0: "VALID", 1: "INVALID", 2: "UNKNOWN"}
 
 
@@ -28,7 +23,8 @@ def render_suite_index(summary: dict[str, Any], out: Path) -> str:
         if r.get("report") and Path(r["report"]).exists():
             link = os.path.relpath(r["report"], out)
         runs.append({**r, "link": link})
-    return _ENV.get_template("suite_index.html.j2").render(
+    return render(
+        "suite_index.html.j2",
         suite=summary["suite"],
         cases=summary["cases"],
         done=summary["done"],

@@ -65,6 +65,10 @@ def test_sealcheck_check_writes_results_and_exits_with_the_verdict(
     write_history(run_dir, src.records(), load_run(run_dir).uppers)
     assert cli.main(["check", str(run_dir)]) == cli.EXIT_VALID
     assert cli.main(["check", str(run_dir), "--checker", "sealed_state"]) == cli.EXIT_VALID
+    (run_dir / "report.html").write_text("<div id='verdict'>UNKNOWN</div>")  # an older verdict
+    assert cli.main(["check", str(run_dir)]) == cli.EXIT_VALID
+    page = (run_dir / "report.html").read_text()
+    assert 'id="verdict"' in page and ">VALID<small>" in page and "UNKNOWN</div>" not in page
     assert cli.main(["check", str(tmp_path / "nope")]) == cli.EXIT_BAD_ARGS
     assert cli.main(["check", str(run_dir), "--checker", "nope"]) == cli.EXIT_BAD_ARGS
     assert "unknown checker 'nope'" in capsys.readouterr().err
