@@ -37,14 +37,19 @@ _HELP = {
     "checkers": "comma-separated checkers that judge the run (default: every one)",
     "workload.rate": "records per second",
     "workload.distribution": "uniform or zipf",
+    "leave_running": "after the verdict and the report, keep Kafka, the store and a last "
+    "incarnation of the system under test running (local backend) and print how to reach "
+    "them; `sealcheck cleanup` ends them",
 }
-#: Flags that may be given with --replay: they change where the run goes, not what it is.
-_REPLAY_OK = ("runs_dir",)
+#: Flags that may be given with --replay: they change where the run goes or how it ends, not
+#: what it is.
+_REPLAY_OK = ("runs_dir", "leave_running")
 
 
 def _add_setting_flags(run: Any) -> None:
-    """One flag per entry of :data:`harness.config.FLAGS`, typed like the setting."""
-    from harness.config import FLAGS, TestConfig, settings
+    """One flag per entry of :data:`harness.config.FLAGS`, typed like the setting, and one
+    without a value per entry of :data:`harness.config.HARNESS_FLAGS`."""
+    from harness.config import FLAGS, HARNESS_FLAGS, TestConfig, settings
 
     defaults = dict(settings(TestConfig()))
     for name, flag in FLAGS.items():
@@ -58,6 +63,8 @@ def _add_setting_flags(run: Any) -> None:
             kind = int
         aliases = ["--store"] if flag == "--runs" else []  # the old name of --runs
         run.add_argument(flag, *aliases, dest=name, type=kind, help=_HELP.get(name))
+    for name, flag in HARNESS_FLAGS.items():  # None unless given, like the others
+        run.add_argument(flag, dest=name, action="store_const", const=True, help=_HELP.get(name))
 
 
 def add_commands(sub: Any) -> None:
@@ -73,8 +80,8 @@ def add_commands(sub: Any) -> None:
         "--replay",
         type=Path,
         metavar="RUN_DIR",
-        help="repeat a stored run exactly: its saved config and fault schedule (only --runs "
-        "and --no-progress may be given with it)",
+        help="repeat a stored run exactly: its saved config and fault schedule (only --runs, "
+        "--leave-running and --no-progress may be given with it)",
     )
     _add_setting_flags(run)
     run.add_argument(
@@ -93,19 +100,33 @@ def add_commands(sub: Any) -> None:
     serve.add_argument("--port", type=int, default=8080, help="0 picks a free port")
     serve.set_defaults(func=cmd_serve)
 
-    clean = sub.add_parser("cleanup", help="remove processes left by runs whose harness died")
+    clean = sub.add_parser(
+        "cleanup",
+        help="end runs left running (--leave-running) and remove what runs whose harness died "
+        "left behind",
+    )
+    clean.add_argument(
+        "--runs",
+        "--store",
+        dest="runs_dir",
+        type=Path,
+        default=Path("store"),
+        help="also end the left-running runs recorded in this archive whose processes are "
+        "gone already (default store/)",
+    )
     clean.set_defaults(func=cmd_cleanup)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The settings given on the command line: flags and ``--set`` (each at most once)."""
-    from harness.config import FLAGS, ConfigError, parse_set
+    from harness.config import FLAGS, HARNESS_FLAGS, ConfigError, parse_set
 
-    out = {name: getattr(args, name) for name in FLAGS if getattr(args, name) is not None}
+    given = [*FLAGS, *HARNESS_FLAGS]
+    out = {name: getattr(args, name) for name in given if getattr(args, name) is not None}
     for item in args.settings or []:
         name, value = parse_set(item)
         if name in out:
-            flag = FLAGS.get(name, f"--set {name}")
+            flag = {**FLAGS, **HARNESS_FLAGS}.get(name, f"--set {name}")
             raise ConfigError(f"--set {item!r}: {name} is already given ({flag}); give it once")
         out[name] = value
     return out
@@ -124,8 +145,8 @@ def _replay(args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, l
     if extra:
         raise ConfigError(
             f"--replay repeats {args.replay} exactly as saved, so {', '.join(extra)} cannot be "
-            "given with it (only --runs and --no-progress can); to change settings, run "
-            "without --replay"
+            "given with it (only --runs, --leave-running and --no-progress can); to change "
+            "settings, run without --replay"
         )
     meta_path = args.replay / "test.json"
     try:
@@ -161,6 +182,8 @@ def _replay(args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, l
         schedule.append(action)
     if "runs_dir" in overrides:
         cfg = dataclasses.replace(cfg, runs_dir=str(overrides["runs_dir"]))
+    if overrides.get("leave_running") is not None:
+        cfg = build_config({**cfg.to_json(), "leave_running": overrides["leave_running"]})
     return cfg, schedule
 
 
@@ -189,6 +212,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"final phase: {outcome.reason}")
     print(f"verdict: {words[outcome.valid]}  (took {outcome.took_s:.0f}s)")
     print(f"report: {outcome.run_dir / 'report.html'}")
+    for line in outcome.left.lines() if outcome.left is not None else ():
+        print(line)
     return VERDICT_EXIT[outcome.valid]
 
 
@@ -223,9 +248,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    """Kill leftover processes of dead runs; list what was removed."""
-    from infra.cleanup import cleanup, cleanup_containers, cleanup_mounts
+    """End runs left running, kill leftover processes of dead runs; list what was removed.
+    Idempotent, and goes on past errors (each is printed)."""
+    from infra.cleanup import (
+        cleanup,
+        cleanup_containers,
+        cleanup_mounts,
+        end_left_running,
+        left_running_runs,
+    )
 
+    ended = [end_left_running(run) for run in left_running_runs([args.runs_dir])]
+    for run in ended:
+        print(f"ended left-running run {run.run_dir}:")
+        for what in run.processes:
+            print(f"  stopped {what}")
+        for where in run.mounts:
+            print(f"  unmounted {where}")
+        if run.removed:
+            print(f"  removed {run.removed}")
+        for error in run.errors:
+            print(f"  warning: {error}")
     gone = cleanup()
     for item in gone:
         print(f"killed pid {item.pid} of run {item.run}: {item.command}")
@@ -236,7 +279,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     for what in boxes:
         print(f"removed {what}")
     print(
-        f"cleanup: {len(gone)} leftover processes, {len(mounts)} mounts, "
-        f"{len(boxes)} containers/networks removed"
+        f"cleanup: {len(ended)} left-running runs ended, {len(gone)} leftover processes, "
+        f"{len(mounts)} mounts, {len(boxes)} containers/networks removed"
     )
     return 0

@@ -91,12 +91,19 @@ class TestConfig:
     checkers: tuple[str, ...] = ()  # the checkers that judge the run (empty: every one)
     runs_dir: str = "store"  # the archive of runs (rundir.archive), not the system's store
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    # After the verdict, keep Kafka, the store and a last incarnation running until
+    # `sealcheck cleanup` (harness.leave). How the run ends, not what it is: see HARNESS_FLAGS.
+    leave_running: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (lists for tuples)."""
+        """A JSON-ready dict of what the test is (lists for tuples); the settings of
+        :data:`HARNESS_FLAGS`, which only say how the harness ends the run, are left out, so a
+        saved config, a replay and a reproduce line never carry them."""
         out = dataclasses.asdict(self)
         out["nemeses"] = list(self.nemeses)
         out["checkers"] = list(self.checkers)
+        for name in HARNESS_FLAGS:
+            del out[name]
         return out
 
 
@@ -171,6 +178,13 @@ def _check(cfg: TestConfig) -> None:
     )
     unknown = [c for c in cfg.checkers if c not in CHECKERS]
     need(not unknown, f"checkers: {unknown} unknown; known: {', '.join(CHECKERS)}")
+    need(
+        not (cfg.leave_running and cfg.backend == "containers"),
+        f"leave_running=true (--leave-running) with backend={cfg.backend!r}: it works on the "
+        "local backend only (every run removes the containers of finished harnesses, and an "
+        "incarnation's log lives in Docker); run with --backend local --leave-running, or "
+        "without --leave-running (the containers' logs are kept in the run's logs/)",
+    )
     need(cfg.brokers in (1, 3), f"brokers={cfg.brokers!r}: use 1 or 3")
     need(1 <= cfg.partitions <= 64, f"partitions={cfg.partitions!r}: use 1 to 64")
     need(cfg.duration_s > 0, f"duration_s={cfg.duration_s!r}: must be positive")
@@ -213,7 +227,10 @@ def _build(kind: type, values: Any, where: str) -> Any:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if dataclasses.is_dataclass(default):
             continue  # a nested table, built by the caller
-        if isinstance(default, tuple):
+        if isinstance(default, bool):  # before int: a bool is an int to Python
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}.{key}={value!r}: expected true or false")
+        elif isinstance(default, tuple):
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{where}.{key}={value!r}: expected a list of names")
             value = tuple(value)
@@ -326,6 +343,11 @@ FLAGS: dict[str, str] = {
     "workload.distribution": "--distribution",
     "workload.concurrency": "--concurrency",
 }
+
+
+#: Settings of how the harness ends a run, not of the test (each a flag without a value):
+#: not saved in ``test.json``'s config, not in reproduce lines, not taken from a replayed run.
+HARNESS_FLAGS: dict[str, str] = {"leave_running": "--leave-running"}
 
 
 def settings(cfg: TestConfig) -> list[tuple[str, Any]]:

@@ -1,5 +1,6 @@
 """One whole test, Jepsen style: set up, run the workload under a planned fault schedule,
-heal, let the system under test catch up, tear down, judge, store.
+heal, let the system under test catch up, tear down, judge, store — and with
+``--leave-running``, leave Kafka, the store and a last incarnation running (:mod:`harness.leave`).
 
 Phases (each printed and recorded): plan (the :class:`~harness.test.Test` is built: every
 seed and the whole schedule, before anything starts) → Kafka and the topic → incarnations
@@ -21,9 +22,10 @@ from typing import Any
 
 from harness.config import TestConfig, to_flags
 from harness.progress import Display
-from harness.session import Session, Teardown
+from harness.session import TOPIC, Session, Teardown
 from harness.test import Test
 from infra import cleanup, procs
+from infra.left_running import LEFT_RUNNING, LeftRunning
 from nemeses import describe
 from rundir.archive import new_run_dir, point_latest, write_json
 from rundir.history import HistoryWriter
@@ -37,6 +39,7 @@ class Outcome:
     valid: bool | None
     reason: str
     took_s: float
+    left: LeftRunning | None = None  # what --leave-running left, and how to reach it
 
 
 def _versions() -> dict[str, str]:
@@ -93,23 +96,34 @@ def run_test(test: Test, display: Display) -> Outcome:
     display.console.print(f"fault schedule (seed {cfg.seed}): {len(test.schedule)} actions")
     for line in describe(test.schedule):
         display.console.print("  " + line)
-    procs.mark_children(run_dir)
+    procs.mark_children(run_dir, detached=cfg.leave_running)
     history = HistoryWriter(run_dir / "history.jsonl")
     teardown = Teardown(display)
     teardown.push("close the history", history.close)
-    reason = ""
+    session = Session(test, run_dir, history, display, teardown)
+    left = None
     try:
-        reason = Session(test, run_dir, history, display, teardown).run()
+        try:
+            reason = session.run()
+        finally:
+            teardown.run()
+        meta["took_s"] = round(time.monotonic() - started, 1)
+        meta["final_phase"] = reason or "caught up"
+        write_json(run_dir / "test.json", meta)
+        valid = _judge(run_dir, test, display)
+        _print_coverage(run_dir, meta, test, display)
+        point_latest(archive, run_dir)
+        if session.kept is not None:
+            left = session.kept.leave(run_dir, test.system.name, TOPIC)
+        else:
+            shutil.rmtree(run_dir / "work", ignore_errors=True)
     finally:
-        teardown.run()
-    meta["took_s"] = round(time.monotonic() - started, 1)
-    meta["final_phase"] = reason or "caught up"
-    write_json(run_dir / "test.json", meta)
-    valid = _judge(run_dir, test, display)
-    _print_coverage(run_dir, meta, test, display)
-    point_latest(archive, run_dir)
-    shutil.rmtree(run_dir / "work", ignore_errors=True)
-    return Outcome(run_dir, valid, reason, time.monotonic() - started)
+        if cfg.leave_running and left is None:  # an error or Ctrl-C: leave nothing behind
+            if session.kept is not None:
+                session.kept.stop()
+            cleanup.end_owned()  # detached children do not die with the harness
+            (run_dir / LEFT_RUNNING).unlink(missing_ok=True)
+    return Outcome(run_dir, valid, reason, time.monotonic() - started, left)
 
 
 def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Display) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.leave import STOP_KAFKA, STOP_SERVICES, Kept
 from harness.observer import Observer
 from harness.producers import Producers
 from harness.progress import Display
@@ -121,6 +122,7 @@ class Session:
         self.test, self.cfg, self.run_dir = test, test.spec, run_dir
         self.history, self.display, self.teardown = history, display, teardown
         self.work = run_dir / "work"
+        self.kept: Kept | None = None  # with --leave-running, once the run is over
 
     def run(self) -> str:
         """Run everything; return why the final phase failed ("" when it caught up)."""
@@ -133,7 +135,7 @@ class Session:
             for image in test.system.images():
                 display.log(f"image: {image()}")
         logs = self.run_dir / "logs"
-        self.teardown.push("stop Kafka and the store", lambda: backend.stop(logs))
+        self.teardown.push(STOP_KAFKA, lambda: backend.stop(logs))
         needs = set().union(*(n.requires for n in test.nemeses.values()))
         backend.start(TOPIC, cfg.partitions, lazy_brokers="broker-lazy-disk" in needs)
         settings = Settings(
@@ -146,7 +148,7 @@ class Session:
             lazy_store="lazy-disk" in needs,
         )
         deployment = test.system.deploy(backend, settings, self.work, logs)
-        self.teardown.push("stop the system's services", deployment.stop)
+        self.teardown.push(STOP_SERVICES, deployment.stop)
         display.update(phase="starting the system's services")
         deployment.start()
         history.append(
@@ -208,6 +210,9 @@ class Session:
         write_topic(dump_topic(backend.bootstrap, TOPIC), self.run_dir / TOPIC_FILE)
         deployment.export(self.run_dir)
         record_inputs(history, self.run_dir)
+        if cfg.leave_running:  # Kafka and the services outlive the teardown (harness.leave)
+            last = supervisor.incarnations
+            self.kept = Kept.take(self.teardown, backend, deployment, incarnation, last, fp, logs)
         for e in producers.errors:
             display.log(f"producer: {e}")
         return reason
@@ -240,6 +245,8 @@ class Session:
         an action left ``pending`` (an armed failpoint) is settled when the next action is
         due and when the fault phase ends, so each planned fault happens or says why not."""
         start = time.monotonic()
+        # the schedule's zero on the history's clock (the report draws planned times from it)
+        self.history.append("harness", "info", "faults-start", {"duration_s": self.cfg.duration_s})
         pending: list[tuple[int, Action, float]] = []
         todo = list(enumerate(self.test.schedule))
         self.display.update(phase="workload and faults")

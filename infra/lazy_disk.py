@@ -80,7 +80,7 @@ class LazyDisk:
         self.backing.mkdir(parents=True, exist_ok=True)
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "infra.lazyfs", str(self.backing), str(self.mountpoint)]
-        self._proc = procs.spawn([*argv, procs.owner_token()], self.log)
+        self._proc = procs.spawn([*argv, procs.owner()], self.log)
         deadline = time.monotonic() + timeout_s
         while not _mounted(self.mountpoint):
             if self._proc.poll() is not None:
@@ -127,14 +127,14 @@ class LazyDisk:
 
 @dataclass(frozen=True)
 class StaleMount:
-    """A lazyfs mount whose harness is gone."""
+    """A lazyfs mount and the harness that owns it (:func:`stale_mounts`: one that is gone)."""
 
     mountpoint: str
     owner: str
 
 
-def stale_mounts() -> list[StaleMount]:
-    """lazyfs mounts whose owner (harness) no longer runs."""
+def lazy_mounts() -> list[StaleMount]:
+    """Every lazyfs mount on this machine, with the harness that owns it."""
     try:
         lines = Path("/proc/self/mounts").read_text().splitlines()
     except OSError:
@@ -144,10 +144,20 @@ def stale_mounts() -> list[StaleMount]:
         source, mountpoint, fstype, *_ = [*line.split(), "", "", ""]
         if fstype != f"fuse.{FSNAME}" or "@" not in source:
             continue
-        owner = source.partition("@")[2]
-        if not procs.owner_alive(owner):
-            found.append(StaleMount(mountpoint.replace("\\040", " "), owner))
+        found.append(StaleMount(mountpoint.replace("\\040", " "), source.partition("@")[2]))
     return found
+
+
+def stale_mounts() -> list[StaleMount]:
+    """lazyfs mounts whose owner (harness) no longer runs, except those of a run left running
+    on purpose (``--leave-running``: :mod:`infra.left_running`; ``sealcheck cleanup`` ends them)."""
+    from infra.left_running import left_running_root
+
+    return [
+        m
+        for m in lazy_mounts()
+        if not procs.owner_alive(m.owner) and left_running_root(Path(m.mountpoint)) is None
+    ]
 
 
 def unmount_stale() -> list[str]:

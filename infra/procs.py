@@ -14,6 +14,12 @@ that lives as long as the child (the main thread, or the supervisor's own thread
 Ownership: every process a run starts inherits ``SEALCHECK_RUN`` (the run directory) and
 ``SEALCHECK_OWNER`` (:func:`owner_token` of the harness), so :mod:`infra.cleanup` can find what
 a dead harness left behind.
+
+A run with ``--leave-running`` spawns *detached* children (:func:`mark_children`): their own
+session still, but no ``PR_SET_PDEATHSIG``, so what the harness leaves running outlives it; their
+owner is not the harness but its keeper (:mod:`infra.keeper`), which stays while the run is left
+running and kills them if the harness dies any other way. Such a run stops everything itself on
+every other way out, too (teardown, then :func:`infra.cleanup.end_owned`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ _PR_SET_PDEATHSIG = 1
 RUN_ENV = "SEALCHECK_RUN"
 OWNER_ENV = "SEALCHECK_OWNER"
 
+_detached = False  # set by mark_children: spawn children that outlive the harness
+_owner: str | None = None  # set by mark_children: the owner token children carry
+
 
 def _start_time(pid: int) -> str | None:
     try:
@@ -42,16 +51,38 @@ def _start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]  # field 22: start time in clock ticks
 
 
+def start_time(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot, as text; None: no such process); with
+    the pid it names one process for good, as :func:`owner_token` does."""
+    return _start_time(pid)
+
+
 def owner_token(pid: int | None = None) -> str:
     """``<pid>:<start time>`` of a process (this one by default)."""
     pid = os.getpid() if pid is None else pid
     return f"{pid}:{_start_time(pid)}"
 
 
-def mark_children(run_dir: Path) -> None:
-    """Tag every process this harness starts from now on as belonging to ``run_dir``."""
+def mark_children(run_dir: Path, detached: bool = False) -> None:
+    """Tag every process this harness starts from now on as belonging to ``run_dir``; with
+    ``detached``, they survive the harness (no ``PR_SET_PDEATHSIG``; ``--leave-running``) and
+    are owned by a keeper started now (:mod:`infra.keeper`) instead of the harness."""
+    global _detached, _owner
     os.environ[RUN_ENV] = str(run_dir)
-    os.environ[OWNER_ENV] = owner_token()
+    os.environ.pop(OWNER_ENV, None)  # the keeper carries no owner: no cleanup takes it
+    _detached = detached
+    _owner = owner_token()
+    if detached:
+        argv = [sys.executable, "-m", "infra.keeper", _owner, str(run_dir.absolute())]
+        keeper = spawn(argv, run_dir / "logs" / "keeper.log", env=os.environ)
+        _owner = owner_token(keeper.pid)
+    os.environ[OWNER_ENV] = _owner
+
+
+def owner() -> str:
+    """The owner token this harness's children carry: its own, or its keeper's
+    (:func:`mark_children`); this process's own before any run."""
+    return _owner or owner_token()
 
 
 def owner_alive(token: str) -> bool:
@@ -77,7 +108,8 @@ def spawn(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` as an owned child logging to ``log_path`` (appended to)."""
+    """Start ``argv`` as an owned child logging to ``log_path`` (appended to); it dies with
+    the harness unless :func:`mark_children` asked for detached children."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         return subprocess.Popen(
@@ -88,7 +120,7 @@ def spawn(
             env=dict(env) if env is not None else None,
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=None if _detached else _die_with_parent,
         )
 
 
