@@ -32,8 +32,9 @@ _HELP = {
     "(an unknown name lists the known ones)",
     "runs_dir": "the archive where runs are stored (default store/; --store is the same)",
     "system": "the system under test (default pipeline)",
-    "spark": "connect (one Spark Connect server per run, the default) or local (a driver in "
-    "every incarnation)",
+    "spark": "connect (one Spark Connect server per run, the default), local (a driver in "
+    "every incarnation) or cluster (that server drives a Spark standalone cluster: a master and "
+    "two workers; nemeses kill-spark-worker, kill-executor, pause-spark-worker)",
     "checkers": "comma-separated checkers that judge the run (default: every one)",
     "workload.rate": "records per second",
     "workload.distribution": "uniform or zipf",

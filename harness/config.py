@@ -108,7 +108,7 @@ class TestConfig:
 
 
 #: Where a system's Spark driver may run (see ``TestConfig.spark``).
-SPARK_MODES = ("connect", "local")
+SPARK_MODES = ("connect", "local", "cluster")
 
 #: The longest run a schedule is planned for (the whole schedule is planned up front).
 MAX_DURATION_S = 7 * 24 * 3600.0
@@ -125,6 +125,8 @@ def _hostable(cfg: TestConfig) -> tuple[str, ...]:
     if cfg.backend not in NAMES or cfg.system not in SYSTEMS:
         return cfg.nemeses  # _check says what is wrong
     offered = capabilities(cfg.backend) | system(cfg.system).offers(cfg.backend)
+    if cfg.spark != "cluster":
+        offered -= {"spark-cluster"}
     return tuple(n for n in cfg.nemeses if n not in NEMESES or requirements(n) <= offered)
 
 
@@ -148,8 +150,17 @@ def _check(cfg: TestConfig) -> None:
     need(cfg.spark in SPARK_MODES, f"spark={cfg.spark!r}: use " + " or ".join(SPARK_MODES))
     sut = system(cfg.system)
     offered = capabilities(cfg.backend) | sut.offers(cfg.backend)
+    need(
+        cfg.spark != "cluster" or "spark-cluster" in offered,
+        f"spark='cluster': {cfg.system!r} cannot submit to a Spark cluster yet; use --spark "
+        "local, or --system pipeline",
+    )
     for n in cfg.nemeses:
         need(n in NEMESES, f"nemesis {n!r} is unknown; known: {', '.join(NEMESES)}")
+        need(
+            cfg.spark == "cluster" or "spark-cluster" not in requirements(n),
+            f"nemesis {n!r} acts on a Spark cluster's workers; add --spark cluster",
+        )
         lacking = sorted(requirements(n) - offered)
         where = [b for b in NAMES if not set(lacking) - capabilities(b) - sut.offers(b)]
         need(

@@ -65,15 +65,20 @@ class RunTarget:
         fp: FailpointFile,
         disks: Mapping[str, Any] | None = None,
         sealed: Callable[[], int] = lambda: 0,
+        own: Callable[[str], Sequence[Node]] = lambda role: [],
     ) -> None:
         self.backend, self.pipeline, self._failpoints = backend, pipeline, fp
+        self._own = own
         self._sealed = sealed
         self._partitions = backend.partitions()
         self._disks = dict(disks or {})
 
     def nodes(self, role: str) -> Sequence[Node]:
-        """``pipeline`` is the supervised incarnation; other roles are the backend's."""
-        return [self.pipeline] if role == "pipeline" else self.backend.nodes(role)
+        """``pipeline`` is the supervised incarnation; other roles are the system's own
+        (a Spark cluster's workers) or the backend's."""
+        if role == "pipeline":
+            return [self.pipeline]
+        return self._own(role) or self.backend.nodes(role)
 
     @property
     def failpoints(self) -> FailpointFile:
@@ -191,6 +196,7 @@ class Session:
             fp,
             disks,
             lambda: min(observer.last.values(), default=0),
+            deployment.nodes,
         )
         for n in test.nemeses.values():
             n.setup(target)

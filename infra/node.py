@@ -33,6 +33,8 @@ CAPABILITIES = {
     "processes; bind-mounted at the same path into containers)",
     "broker-lazy-disk": "brokers' log directories on filesystems that can lose un-fsynced "
     "writes (FUSE; the local backend)",
+    "spark-cluster": "a Spark standalone cluster (master and workers) the system under test's "
+    "Spark submits to (--spark cluster)",
 }
 
 

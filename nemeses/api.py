@@ -207,6 +207,8 @@ class PlanInfo:
     #: a failpoint right before a write, where an incarnation that stalls holds a decision made
     #: from state that may go stale (the zombie writer); None: the system has none
     stall_failpoint: str | None = None
+    #: workers of the Spark cluster (``--spark cluster``), one executor each
+    spark_workers: int = 2
 
 
 @dataclass(frozen=True)

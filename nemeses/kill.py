@@ -21,7 +21,22 @@ ROLES = {
     "pipeline": ("pipeline", None),
     "broker": ("broker", None),
     "database": ("postgres", "database"),
+    "spark-worker": ("spark-worker", "spark-cluster"),
+    "spark-executor": ("executor", "spark-cluster"),
 }
+#: roles whose node comes back by itself after a kill (the supervisor restarts the pipeline,
+#: a worker launches a new executor): a kill of theirs is an instant, not an outage
+SELF_HEALING = ("pipeline", "spark-executor")
+
+
+def index_key(role: str) -> str | None:
+    """The action value's key that says which node of a role with several (None: one)."""
+    return {"broker": "broker", "spark-worker": "worker", "spark-executor": "worker"}.get(role)
+
+
+def count(role: str, info: PlanInfo) -> int:
+    """How many nodes of ``role`` the run has."""
+    return {"broker": info.brokers}.get(role, info.spark_workers if "spark" in role else 1)
 
 
 def start_node(node: Node, running: str, **where: Any) -> dict[str, Any]:
@@ -41,14 +56,16 @@ class Kill(Nemesis):
         self.name, self.role = name, role
         self.noun, need = ROLES[role]
         self.requires = frozenset({need} if need else ())
-        self.count = info.brokers if role == "broker" else 1
+        self.count, self.key = count(role, info), index_key(role)
 
     @property
     def marks(self) -> Mapping[str, Mark]:
-        """A pipeline kill is an instant; a broker or database outage an interval."""
+        """A pipeline or executor kill is an instant; a broker, database or worker outage an
+        interval."""
         kill, start = f"kill-{self.noun}", f"start-{self.noun}"
-        if self.role == "pipeline":
-            return {kill: Mark("instant", "kill", group="kill")}
+        if self.role in SELF_HEALING:
+            label = "kill" if self.role == "pipeline" else f"{self.noun} killed"
+            return {kill: Mark("instant", label, group="kill")}
         down = f"{self.noun} down"
         return {
             kill: Mark("start", down, group="outage"),
@@ -58,18 +75,19 @@ class Kill(Nemesis):
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """The pipeline: one kill in the window's first half. Others: a kill early in the
         window, its restart after 20-50% of it."""
-        if self.role == "pipeline":
-            return [self._act(start_s + rng.uniform(0, window_s / 2), f"kill-{self.noun}")]
+        if self.role in SELF_HEALING:  # (draws in this order: schedules of old seeds hold)
+            at = start_s + rng.uniform(0, window_s / 2)
+            which: dict[str, Any] = {self.key: rng.randrange(self.count)} if self.key else {}
+            return [self._act(at, f"kill-{self.noun}", **which)]
         on, off = f"kill-{self.noun}", f"start-{self.noun}"
-        if self.role == "broker":
-            return self._interval(rng, start_s, window_s, on, off, broker=rng.randrange(self.count))
-        return self._interval(rng, start_s, window_s, on, off)
+        which = {self.key: rng.randrange(self.count)} if self.key else {}
+        return self._interval(rng, start_s, window_s, on, off, **which)
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Kill, or start again."""
-        index = int(action.value.get("broker", 0))
+        index = int(action.value.get(self.key, 0)) if self.key else 0
         node = target.nodes(self.role)[index]
-        where = {"broker": index} if "broker" in action.value else {}
+        where = {self.key: index} if self.key and self.key in action.value else {}
         if action.f.startswith("kill-"):
             nothing = f"no {self.noun} was running" + (
                 " (even after waiting for one)" if self.role == "pipeline" else ""
@@ -78,7 +96,8 @@ class Kill(Nemesis):
         return start_node(node, f"the {self.noun} was running", **where)
 
     def heal(self, target: Target) -> list[str]:
-        """Start every node of the role that is down (the supervisor restarts the pipeline)."""
-        if self.role == "pipeline":
+        """Start every node of the role that is down (the supervisor restarts the pipeline, a
+        worker its executor)."""
+        if self.role in SELF_HEALING:
             return []
         return [f"started {n.name}" for n in target.nodes(self.role) if n.start() is not None]

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
+from nemeses.kill import count, index_key
 
 
 class Pause(Nemesis):
@@ -19,7 +20,8 @@ class Pause(Nemesis):
 
     def __init__(self, name: str, role: str, info: PlanInfo) -> None:
         self.name, self.role = name, role
-        self.count = info.brokers if role == "broker" else 1
+        self.count, self.key = count(role, info), index_key(role)
+        self.requires = frozenset({"spark-cluster"} if role.startswith("spark") else ())
 
     @property
     def marks(self) -> Mapping[str, Mark]:
@@ -36,13 +38,14 @@ class Pause(Nemesis):
         on, off = f"pause-{self.role}", f"resume-{self.role}"
         if self.role == "pipeline":
             return self._interval(rng, start_s, window_s, on, off, share=(0.2, 0.6))
-        return self._interval(rng, start_s, window_s, on, off, broker=rng.randrange(self.count))
+        which: dict[str, Any] = {self.key: rng.randrange(self.count)} if self.key else {}
+        return self._interval(rng, start_s, window_s, on, off, **which)
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Freeze or thaw."""
-        index = int(action.value.get("broker", 0))
+        index = int(action.value.get(self.key, 0)) if self.key else 0
         node = target.nodes(self.role)[index]
-        where = {"broker": index} if "broker" in action.value else {}
+        where = {self.key: index} if self.key and self.key in action.value else {}
         if action.f.startswith("pause-"):
             return settled(
                 {**where, "paused": node.pause()}, "paused", f"no {self.role} was running"

@@ -31,6 +31,9 @@ NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "lose-commit-reply": LoseCommitReply,
     "lost-writes": LostWrites,
     "lost-writes-kafka": LostBrokerWrites,
+    "kill-spark-worker": lambda info: Kill("kill-spark-worker", "spark-worker", info),
+    "kill-executor": lambda info: Kill("kill-executor", "spark-executor", info),
+    "pause-spark-worker": lambda info: Pause("pause-spark-worker", "spark-worker", info),
 }
 
 

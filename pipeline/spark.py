@@ -62,9 +62,14 @@ def connect_server_command(
     cores: int = 2,
     driver_memory: str = "1g",
     spark_submit: str | None = None,
+    master: str | None = None,
+    driver_host: str | None = None,
 ) -> list[str]:
-    """The command that runs a Spark Connect server (the one bundled with PySpark) in local
-    mode on ``host:port``, with the Kafka connector's jars from ``jars_dir`` on its classpath."""
+    """The command that runs a Spark Connect server (the one bundled with PySpark) on
+    ``host:port``, with the Kafka connector's jars from ``jars_dir`` on its classpath: in local
+    mode, or as the driver of the standalone cluster at ``master`` (``spark://host:port``),
+    whose executors (``cores`` of one core each) find the jars at the same path and reach the
+    driver at ``driver_host``."""
     if spark_submit is None:
         import pyspark
 
@@ -81,8 +86,21 @@ def connect_server_command(
         "spark.sql.adaptive.enabled": "false",
         "spark.driver.extraJavaOptions": "-XX:+UseG1GC -Dio.netty.tryReflectionSetAccessible=true",
     }
+    if master is not None:
+        conf |= {
+            "spark.executor.extraClassPath": f"{jars_dir}/*",
+            "spark.executor.memory": "512m",
+            "spark.executor.cores": "1",
+            "spark.cores.max": str(cores),
+            # a lost worker is noticed in seconds, and its tasks run again elsewhere
+            "spark.network.timeout": "30s",
+            "spark.network.timeoutInterval": "10s",
+            "spark.executor.heartbeatInterval": "3s",
+        }
+        if driver_host is not None:
+            conf |= {"spark.driver.host": driver_host, "spark.driver.bindAddress": "0.0.0.0"}
     args = [spark_submit, "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
-    args += ["--name", "sealcheck-spark", "--master", f"local[{cores}]"]
+    args += ["--name", "sealcheck-spark", "--master", master or f"local[{cores}]"]
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
     return [*args, "spark-internal"]

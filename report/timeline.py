@@ -101,7 +101,7 @@ def _faults(ops: list[dict[str, Any]], tl: Timeline) -> None:
         if op.get("process") != "nemesis" or op.get("type") != "invoke" or f not in drawn:
             continue
         mark = drawn[f]
-        which = " ".join(str(value[k]) for k in ("broker", "kind") if k in value)
+        which = " ".join(str(value[k]) for k in ("broker", "worker", "kind") if k in value)
         label = f"{mark.label} {which}".strip()
         if mark.kind == "start":
             opened[(f, which)] = (t, label, mark.group)

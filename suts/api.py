@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from infra.node import Backend, Launch
+from infra.node import Backend, Launch, Node
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,10 @@ class Deployment(Protocol):
     def disks(self) -> Mapping[str, Disk]:
         """Its lazy filesystems by name (``store``), when ``Settings.lazy_store`` asked for
         one; empty otherwise."""
+
+    def nodes(self, role: str) -> Sequence[Node]:
+        """Nodes of its own that nemeses act on by role (``spark-worker``, ``spark-executor``
+        of a Spark cluster); empty for roles it has none of."""
 
 
 class SystemUnderTest(Protocol):

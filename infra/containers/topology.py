@@ -195,9 +195,14 @@ class SutContainer:
         return container_ip(self.container)
 
     def start(self) -> int | None:
-        """Start the container on the run's network."""
+        """Start the container on the run's network; a service container that was killed
+        starts again as itself (same name and address). None when it runs."""
         if self.container is not None:
-            return None
+            if self.alive:
+                return None
+            self.container.start()  # a removed incarnation raises: it is never restarted
+            self._pid, self._code, self._frozen = None, None, False
+            return self.pid
         extra: dict[str, Any] = {}
         volumes = {d: {"bind": d, "mode": "rw"} for d in self.shared}  # same path inside
         if self.failpoints_dir is not None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from delta_job.failpoints import FAILPOINTS, FILE_ENV_VAR
 from delta_job.variants import VARIANTS
-from infra.node import Backend, Launch
+from infra.node import Backend, Launch, Node
 from suts.api import Disk, Progress, Settings, crash_failpoint
 from suts.delta_streaming import layout
 
@@ -103,6 +103,10 @@ class JobDeployment:
     def disks(self) -> Mapping[str, Disk]:
         """None: the job keeps no store on a lazy disk."""
         return {}
+
+    def nodes(self, role: str) -> Sequence[Node]:
+        """None: the job's Spark runs inside each incarnation."""
+        return []
 
     def launch(self, incarnation: int) -> Launch:
         """``python -m delta_job`` with the run's settings."""

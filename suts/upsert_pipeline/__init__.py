@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from infra.lazy_disk import LazyDisk
-from infra.node import Backend, Launch
+from infra.node import Backend, Launch, Node
 from pipeline.broken import BROKEN_MODES
 from pipeline.failpoints import FAILPOINTS, FILE_ENV_VAR
 from suts.api import Disk, Progress, Settings, crash_failpoint
+from suts.spark_cluster import SparkCluster
 from suts.upsert_pipeline import store
 from suts.upsert_pipeline.spark_server import SparkServer
 
@@ -46,8 +47,10 @@ class UpsertPipeline:
     run_defaults: Mapping[str, Any] = {}
 
     def offers(self, backend: str) -> frozenset[str]:
-        """Failpoints everywhere; a lazy disk under the SQLite store of the local backend."""
-        return frozenset({"failpoints", "lazy-disk"} if backend == "local" else {"failpoints"})
+        """Failpoints everywhere; a lazy disk under the SQLite store of the local backend; a
+        Spark standalone cluster on both (used with ``--spark cluster``)."""
+        here = {"failpoints", "spark-cluster"}
+        return frozenset(here | {"lazy-disk"} if backend == "local" else here)
 
     def deploy(
         self, backend: Backend, settings: Settings, work: Path, logs: Path
@@ -72,7 +75,14 @@ class PipelineDeployment:
 
     def __init__(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> None:
         self.backend, self.settings = backend, settings
-        self.spark = SparkServer(backend, logs) if settings.spark == "connect" else None
+        self.cluster = SparkCluster(backend, logs) if settings.spark == "cluster" else None
+        master = self.cluster.url if self.cluster is not None else None
+        workers = len(self.cluster.workers) if self.cluster is not None else 2
+        self.spark = (
+            SparkServer(backend, logs, master=master, executors=workers)
+            if settings.spark in ("connect", "cluster")
+            else None
+        )
         db = backend.database()
         self.disk: LazyDisk | None = None
         if db is None and settings.lazy_store:
@@ -98,17 +108,28 @@ class PipelineDeployment:
         ``connect`` mode)."""
         if self.disk is not None:
             self.disk.start()
+        if self.cluster is not None:
+            self.cluster.start()
         if self.spark is not None:
             self.spark.ensure()
 
     def stop(self) -> None:
-        """Stop the Spark Connect server; unmount the lazy disk."""
+        """Stop the Spark Connect server and the cluster; unmount the lazy disk."""
         try:
             if self.spark is not None:
                 self.spark.stop()
         finally:
-            if self.disk is not None:
-                self.disk.stop()
+            try:
+                if self.cluster is not None:
+                    self.cluster.stop()
+            finally:
+                if self.disk is not None:
+                    self.disk.stop()
+
+    def nodes(self, role: str) -> Sequence[Node]:
+        """The Spark cluster's ``spark-worker`` and ``spark-executor`` nodes (``--spark
+        cluster``); nothing otherwise."""
+        return self.cluster.nodes(role) if self.cluster is not None else []
 
     def disks(self) -> Mapping[str, Disk]:
         """``store`` when the store is on a lazy disk."""

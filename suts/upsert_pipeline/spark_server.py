@@ -27,19 +27,33 @@ CONTAINER_PORT = 15002
 class SparkServer:
     """A Spark Connect server on ``backend`` (start, wait until it serves, keep it running)."""
 
-    def __init__(self, backend: Backend, logs: Path, timeout_s: float = 180.0) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        logs: Path,
+        timeout_s: float = 180.0,
+        master: str | None = None,
+        executors: int = 2,
+    ) -> None:
         self.backend, self.timeout_s = backend, timeout_s
         self.log_path = logs / "spark-server.log"
         port = CONTAINER_PORT if backend.runs_images else free_ports(1)[0]
         host_jars = str(jars_dir() / f"spark-kafka-{pom_property('spark.version')}")
+        cores = executors if master else 2  # executors of one core each, or local[2]
         self.launch = Launch(
-            program=tuple(connect_server_command(host_jars, port)),
+            program=tuple(connect_server_command(host_jars, port, cores=cores, master=master)),
             args=(),
             local_env={"SPARK_LOCAL_IP": "127.0.0.1"},
             image=pipeline_image,
             entrypoint=tuple(
                 connect_server_command(
-                    JARS_IN_IMAGE, port, host="0.0.0.0", spark_submit=SPARK_SUBMIT_IN_IMAGE
+                    JARS_IN_IMAGE,
+                    port,
+                    host="0.0.0.0",
+                    spark_submit=SPARK_SUBMIT_IN_IMAGE,
+                    cores=cores,
+                    master=master,
+                    driver_host=backend.address("spark") if master else None,
                 )
             ),
         )
