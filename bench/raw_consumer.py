@@ -36,9 +36,12 @@ def read_to_end(bootstrap: str, topic: str, ends: dict[int, int], step: int) -> 
     remaining = {p: e for p, e in ends.items() if e > 0}
     consumer.assign([TopicPartition(topic, p, 0) for p in remaining])
     records, payload, steps = 0, 0, []
+    nxt: dict[int, int] = {}
     try:
         while remaining:
-            for msg in consumer.consume(10_000, timeout=0.5):
+            # never more than what is left: consume() waits for its count or the timeout
+            left = sum(e - nxt.get(p, 0) for p, e in remaining.items())
+            for msg in consumer.consume(max(1, min(10_000, left)), timeout=0.5):
                 if msg.error() is not None:
                     raise RuntimeError(f"reading {topic!r}: {msg.error()}")
                 p, o = msg.partition(), msg.offset()
@@ -48,6 +51,7 @@ def read_to_end(bootstrap: str, topic: str, ends: dict[int, int], step: int) -> 
                 key, value = msg.key(), msg.value()
                 payload += (len(key) if key else 0) + (len(value) if value else 0)
                 records += 1
+                nxt[p] = o + 1
                 if records % step == 0:
                     steps.append(time.monotonic())
                 if o + 1 >= remaining[p]:

@@ -169,13 +169,13 @@ def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) ->
         out["steady_records_per_s"] = args.records / max(total - first, 1e-9)
         out["catch_up_rss"] = {"peak_rss_mib": round(rss.peak / MIB, 1)}
         out["catch_up_rss"]["each_mib"] = {k: round(v / MIB, 1) for k, v in rss.each.items()}
+        out["stop_exit"] = inc.stop(60)  # its log now holds the last step's event
         events = log_events(inc.log_text())
         seals = [e for e in events if e.get("event") == "sealed"]
         out["steps"] = len(seals)
         out["sealed_took_s_sum"] = sum(float(e.get("took_s", 0)) for e in seals)
         out["live_keys"] = seals[-1].get("keys") if seals else None
         out["compactions"] = sum(e.get("event") == "compacted" for e in events)
-        out["stop_exit"] = inc.stop(60)
         out["store_bytes"] = store_bytes(Path(dep.store))
         t = time.monotonic()
         inc = backend.incarnation(dep.launch(1), "pipeline-1", logs / "1.log", work / "fp")

@@ -54,9 +54,9 @@ def dump_topic(bootstrap: str, topic: str, ends: dict[int, int], path: Path) -> 
             )
             consumer.assign([TopicPartition(topic, p, 0)])
             try:
-                done = False
-                while not done:
-                    for msg in consumer.consume(10_000, timeout=1.0):
+                done, nxt = False, 0
+                while not done:  # consume() waits for its count: never ask past the end
+                    for msg in consumer.consume(max(1, min(10_000, end - nxt)), timeout=1.0):
                         if msg.error() is not None:
                             raise RuntimeError(f"dumping {topic!r}: {msg.error()}")
                         o = msg.offset()
@@ -67,7 +67,8 @@ def dump_topic(bootstrap: str, topic: str, ends: dict[int, int], path: Path) -> 
                         for c, v in zip(cols, (p, o, msg.key(), msg.value()), strict=True):
                             c.append(v)
                         rows += 1
-                        done = o + 1 >= end
+                        nxt = o + 1
+                        done = nxt >= end
                     if len(cols[0]) >= 500_000:
                         flush(writer)
             finally:
