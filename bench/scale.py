@@ -328,7 +328,7 @@ def print_pipeline(p: dict[str, Any], args: argparse.Namespace) -> None:
         f"{p['records_per_s']:,.0f} records/s ({p['steady_records_per_s']:,.0f} after the first "
         f"step)\n  {p['steps']} steps of up to {args.max_records_per_step:,} records (step time "
         f"p50 {p['step_p50_s'] or 0:.2f}s, p99 {p['step_p99_s'] or 0:.2f}s; the incarnation's "
-        f"own took_s sums to {p['sealed_took_s_sum']:.1f}s), {p['live_keys']:,} live keys, "
+        f"own took_s sums to {p['sealed_took_s_sum']:.1f}s), {p['live_keys'] or 0:,} live keys, "
         f"{p['compactions']} compactions (retain {args.retain_steps}, every "
         f"{args.compact_every})\n  store on disk {p['store_bytes'] / MIB:,.0f} MiB; peak RSS of "
         f"the tree catching up {p['catch_up_rss']['peak_rss_mib']:,.0f} MiB, with the restart "
