@@ -1,11 +1,13 @@
 """Measuring helpers shared by the benches: waiting for a condition, the peak RSS of a
 process tree, the times between sealed steps, percentiles.
 
-Peak RSS (:class:`TreeRss`): every ``interval_s`` the resident set size the kernel reports
-(``/proc/<pid>/statm``, resident pages) of every descendant of this process, minus the
-subtrees named by ``exclude`` (the Kafka brokers), summed; the peak is the largest sum seen.
-A page shared by two processes is counted in each (what ``ps`` shows); a peak that lasts
-less than ``interval_s`` can be missed.
+Peak RSS (:class:`TreeRss`): every ``interval_s`` the proportional set size the kernel
+reports (``Pss`` of ``/proc/<pid>/smaps_rollup``: resident pages, each shared page divided
+among the processes sharing it; ``statm``'s resident pages where that file cannot be read) of
+every descendant of this process, minus the subtrees named by ``exclude`` (the Kafka brokers),
+summed; the peak is the largest sum seen. PSS, not RSS: a JVM that forks a helper (Hadoop's
+``chmod`` under Delta) would otherwise be counted twice while the child shares its pages. A
+peak that lasts less than ``interval_s`` can be missed.
 
 Step times (:class:`StepClock`): an upper (the lower of ``data`` and ``errors``) sampled every
 ``interval_s``; each time it moves, the time since it last moved is one step's time (split
@@ -62,6 +64,17 @@ def _processes() -> dict[int, tuple[int, str, int]]:
     return out
 
 
+def _pss(pid: int, rss: int) -> int:
+    """``pid``'s proportional set size in bytes (``rss`` when it cannot be read)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return rss
+
+
 def tree_rss(root: int, exclude: Iterable[int] = ()) -> dict[str, int]:
     """Resident bytes of ``root``'s descendants (not ``root`` itself, nor the subtrees of
     ``exclude``), summed per command name."""
@@ -75,7 +88,7 @@ def tree_rss(root: int, exclude: Iterable[int] = ()) -> dict[str, int]:
     while todo:
         pid = todo.pop()
         _, comm, rss = procs[pid]
-        out[comm] = out.get(comm, 0) + rss
+        out[comm] = out.get(comm, 0) + _pss(pid, rss)
         todo.extend(c for c in children.get(pid, []) if c not in skip)
     return out
 
