@@ -1,0 +1,178 @@
+"""Measuring helpers shared by the benches: waiting for a condition, the peak RSS of a
+process tree, the times between sealed steps, percentiles.
+
+Peak RSS (:class:`TreeRss`): every ``interval_s`` the proportional set size the kernel
+reports (``Pss`` of ``/proc/<pid>/smaps_rollup``: resident pages, each shared page divided
+among the processes sharing it; ``statm``'s resident pages where that file cannot be read) of
+every descendant of this process, minus the subtrees named by ``exclude`` (the Kafka brokers),
+summed; the peak is the largest sum seen. PSS, not RSS: a JVM that forks a helper (Hadoop's
+``chmod`` under Delta) would otherwise be counted twice while the child shares its pages. A
+peak that lasts less than ``interval_s`` can be missed.
+
+Step times (:class:`StepClock`): an upper (the lower of ``data`` and ``errors``) sampled every
+``interval_s``; each time it moves, the time since it last moved is one step's time (split
+evenly when one sample saw it move by more than one step). So a step's time is the wall time
+between two consecutive sealed steps as seen from outside, at ``interval_s`` resolution.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+MIB = 1024 * 1024
+
+
+def wait(cond: Callable[[], bool], timeout_s: float, what: str, every_s: float = 0.1) -> float:
+    """Seconds until ``cond()`` holds (sampled every ``every_s``); raises after ``timeout_s``."""
+    start = time.monotonic()
+    while not cond():
+        if time.monotonic() - start > timeout_s:
+            raise TimeoutError(f"{what} not within {timeout_s:.0f}s")
+        time.sleep(every_s)
+    return time.monotonic() - start
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100) by nearest rank; None for no values."""
+    xs = sorted(values)
+    if not xs:
+        return None
+    return xs[min(len(xs) - 1, max(0, math.ceil(q / 100 * len(xs)) - 1))]
+
+
+def _processes() -> dict[int, tuple[int, str, int]]:
+    """pid -> (parent pid, command name, resident bytes) of every process readable now."""
+    out: dict[int, tuple[int, str, int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            statm = Path(f"/proc/{entry}/statm").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        head, _, tail = stat.rpartition(")")
+        comm = head.partition("(")[2]
+        out[int(entry)] = (int(tail.split()[1]), comm, int(statm.split()[1]) * PAGE)
+    return out
+
+
+def _pss(pid: int, rss: int) -> int:
+    """``pid``'s proportional set size in bytes (``rss`` when it cannot be read)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return rss
+
+
+def tree_rss(root: int, exclude: Iterable[int] = ()) -> dict[str, int]:
+    """Resident bytes of ``root``'s descendants (not ``root`` itself, nor the subtrees of
+    ``exclude``), summed per command name."""
+    procs = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    skip = set(exclude)
+    out: dict[str, int] = {}
+    todo = [c for c in children.get(root, []) if c not in skip]
+    while todo:
+        pid = todo.pop()
+        _, comm, rss = procs[pid]
+        out[comm] = out.get(comm, 0) + _pss(pid, rss)
+        todo.extend(c for c in children.get(pid, []) if c not in skip)
+    return out
+
+
+def vm_hwm() -> int:
+    """This process's peak resident bytes (``VmHWM`` of ``/proc/self/status``; unlike
+    ``getrusage``'s ``ru_maxrss``, not inherited from the parent across ``exec``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+class TreeRss(threading.Thread):
+    """Samples :func:`tree_rss` of this process every ``interval_s`` until :meth:`stop`;
+    :attr:`peak` is the largest sum (bytes), :attr:`parts` its split per command name, and
+    :attr:`each` the peak of each command name on its own."""
+
+    def __init__(self, exclude: Callable[[], Iterable[int]], interval_s: float = 0.2) -> None:
+        super().__init__(daemon=True)
+        self.exclude, self.interval_s = exclude, interval_s
+        self.peak, self.samples = 0, 0
+        self.parts: dict[str, int] = {}
+        #: per command name, the largest sum of its processes seen in any sample
+        self.each: dict[str, int] = {}
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        """Sample until stopped."""
+        root = os.getpid()
+        while not self._halt.is_set():
+            parts = tree_rss(root, self.exclude())
+            self.samples += 1
+            for comm, rss in parts.items():
+                self.each[comm] = max(self.each.get(comm, 0), rss)
+            if sum(parts.values()) > self.peak:
+                self.peak, self.parts = sum(parts.values()), parts
+            self._halt.wait(self.interval_s)
+
+    def stop(self) -> dict[str, Any]:
+        """Stop sampling; the peak in MiB with its split per command name."""
+        self._halt.set()
+        self.join()
+        return {
+            "peak_rss_mib": round(self.peak / MIB, 1),
+            "peak_rss_parts_mib": {k: round(v / MIB, 1) for k, v in sorted(self.parts.items())},
+            "peak_rss_each_mib": {k: round(v / MIB, 1) for k, v in sorted(self.each.items())},
+            "rss_samples": self.samples,
+        }
+
+
+class StepClock:
+    """The times between consecutive moves of an upper (see the module's docstring)."""
+
+    def __init__(self, upper: Callable[[], int], interval_s: float = 0.05) -> None:
+        self.upper, self.interval_s = upper, interval_s
+        self.start = time.monotonic()
+        self.first: float | None = None  # when the first step was seen sealed
+        self.step_s: list[float] = []
+        self._last_t, self._last_u = self.start, 0
+
+    def sample(self) -> int:
+        """Read the upper now and account for any steps sealed since the last sample."""
+        u, now = self.upper(), time.monotonic()
+        if u > self._last_u:
+            if self.first is None:
+                self.first = now - self.start
+            elif self._last_u > 0:
+                k = u - self._last_u
+                self.step_s.extend([(now - self._last_t) / k] * k)
+            self._last_t, self._last_u = now, u
+        return u
+
+    def until(self, cond: Callable[[], bool], timeout_s: float, what: str) -> float:
+        """Sample until ``cond()`` holds; seconds since this clock started."""
+        wait(lambda: self.sample() >= 0 and cond(), timeout_s, what, self.interval_s)
+        return time.monotonic() - self.start
+
+
+def step_stats(step_s: list[float]) -> dict[str, Any]:
+    """n, p50, p99 and max of step times (seconds)."""
+    return {
+        "steps_timed": len(step_s),
+        "step_p50_s": percentile(step_s, 50),
+        "step_p99_s": percentile(step_s, 99),
+        "step_max_s": max(step_s, default=None),
+    }

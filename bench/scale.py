@@ -1,0 +1,358 @@
+"""Scale: ``--records`` upserts over ``--keys`` keys through our pipeline end to end, then the
+checkers — times, the store's size, memory, and the verdict.
+
+    .venv/bin/python bench/scale.py [--records 10000000] [--keys 1000000]
+        [--max-records-per-step 100000] [--retain-steps 20] [--compact-every 2] [--seed 1]
+        [--work /tmp/sealcheck-scale] [--json PATH]
+
+1. **produce**: one local broker, a topic of 3 partitions, the records (numpy, seeded by
+   ``--seed``: uniform keys ``k<n>``, 5% tombstones, 2% bad records — a null key, a value that
+   is not JSON, a value that is not UTF-8; JSON values of ~32 bytes) with ``acks=all`` and
+   idempotence; a key's partition is ``n % 3``. Every acknowledgement's offset is kept.
+2. **pipeline**: deployed by its descriptor as a chaos run deploys it (SQLite store, Spark
+   Connect server), one incarnation from an empty store until ``data`` and ``errors`` seal a
+   step whose bindings reach the log end; uppers sampled every 0.05 s, each change kept as the
+   observer's ``uppers`` op.
+   Peak RSS of its tree (incarnation + Spark Connect JVM, sampled every 0.2 s from ``/proc``),
+   the store's size on disk. Then **rehydration**: the incarnation stopped, a new one started,
+   its ``rehydrated`` event timed (the state of every live key read back from the store).
+3. **run directory**, laid out as the harness lays out a run: ``topic.parquet`` (the topic
+   read back from Kafka, partition by partition), ``persist/`` (the descriptor's export) and
+   ``history.jsonl`` (an ``ok`` op per acknowledged write, the observer's uppers, ``log-end``,
+   ``caught-up`` and the final ``inputs`` manifest).
+4. **checkers**: in a child process (its peak RSS is theirs alone): reading the inputs
+   (``load_run`` + ``prepare``) and judging (``run_checkers``) — ``checkers.check_run`` in two
+   timed halves. The verdict must be VALID; anything else is printed with its reasons.
+
+Prints every number; ``--json`` writes them; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import multiprocessing
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+from measure import MIB, StepClock, TreeRss, step_stats, vm_hwm  # noqa: E402
+from scale_run import dump_topic, write_history  # noqa: E402
+
+from infra.local import LocalBackend  # noqa: E402
+from infra.topic import log_end  # noqa: E402
+from suts import system  # noqa: E402
+from suts.api import Settings  # noqa: E402
+
+TOPIC = "scale"
+PARTITIONS = 3
+GOOD, TOMBSTONE, NULL_KEY, NOT_JSON, NOT_UTF8 = range(5)
+
+
+def workload(records: int, keys: int, seed: int) -> pl.DataFrame:
+    """The records: ``n, kind, partition`` and ``key``/``value`` as text (``key_s``,
+    ``value_s``; ``value_hex`` for a value that is not UTF-8) and as bytes."""
+    rng = np.random.default_rng(seed)
+    kid = rng.integers(0, keys, records)
+    roll = rng.random(records)
+    kind = np.select(
+        [roll < 0.05, roll < 0.05 + 0.02 / 3, roll < 0.05 + 0.04 / 3, roll < 0.07],
+        [TOMBSTONE, NULL_KEY, NOT_JSON, NOT_UTF8],
+        GOOD,
+    )
+    part = np.where(kind == NULL_KEY, rng.integers(0, PARTITIONS, records), kid % PARTITIONS)
+    n, k = pl.col("n").cast(pl.String), pl.col("kind")
+    frame = pl.DataFrame({"n": np.arange(records), "kid": kid, "kind": kind, "partition": part})
+    return frame.with_columns(
+        pl.when(k != NULL_KEY).then(pl.lit("k") + pl.col("kid").cast(pl.String)).alias("key_s"),
+        pl.when(k == GOOD)
+        .then(pl.lit('{"i": ') + n + pl.lit(', "p": "xxxxxxxxxxxxxxxx"}'))
+        .when(k == NULL_KEY)
+        .then(pl.lit('{"i": ') + n + pl.lit("}"))
+        .when(k == NOT_JSON)
+        .then(pl.lit("{not json ") + n)
+        .alias("value_s"),
+        pl.when(k == NOT_UTF8).then(pl.lit("fffe") + n.str.encode("hex")).alias("value_hex"),
+    ).with_columns(
+        pl.col("key_s").cast(pl.Binary).alias("key"),
+        pl.coalesce(pl.col("value_s").cast(pl.Binary), pl.col("value_hex").str.decode("hex")).alias(
+            "value"
+        ),
+    )
+
+
+def produce(bootstrap: str, frame: pl.DataFrame, t0_ns: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Produce every record; per record its offset (-1: not acknowledged) and the time of its
+    acknowledgement (ns since ``t0_ns``), and how many failed. Delivery reports of a partition
+    come in the order its records were produced (idempotence), which pairs them up."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 20,
+            "compression.type": "none",
+            "queue.buffering.max.messages": 500_000,
+        }
+    )
+    offsets = np.full(frame.height, -1, np.int64)
+    acked = np.zeros(frame.height, np.int64)
+    pending: list[collections.deque[int]] = [collections.deque() for _ in range(PARTITIONS)]
+    failed = 0
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        nonlocal failed
+        i = pending[msg.partition()].popleft()
+        if err is not None:
+            failed += 1
+        else:
+            offsets[i] = msg.offset()
+            acked[i] = time.monotonic_ns() - t0_ns
+
+    for chunk in frame.select("n", "partition", "key", "value").iter_slices(200_000):
+        for i, p, key, value in chunk.iter_rows():
+            pending[p].append(i)
+            while True:
+                try:
+                    producer.produce(TOPIC, value, key, p, on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+        producer.poll(0)
+    left = producer.flush(300)
+    return offsets, acked, failed + left
+
+
+def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Catch up from an empty store, then restart once (rehydration); numbers and the
+    observer's samples (``observed``: ``(ns since start, uppers)``)."""
+    ends = log_end(backend.bootstrap, TOPIC)
+    settings = Settings(TOPIC, args.max_records_per_step, args.retain_steps, args.compact_every)
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    rss = TreeRss(lambda: [pid for b in backend.brokers if (pid := b.ident) is not None])
+    rss.start()
+    dep = system("pipeline").deploy(backend, settings, work / "pipeline", logs)
+    out: dict[str, Any] = {"log_end": ends}
+    t = time.monotonic()
+    dep.start()
+    out["spark_server_ready_s"] = time.monotonic() - t
+    incs: list[Any] = []
+    observed: list[tuple[int, dict[str, int]]] = []
+    try:
+        inc = backend.incarnation(dep.launch(0), "pipeline-0", logs / "0.log", work / "fp")
+        clock = StepClock(lambda: sealed(dep.uppers()))
+        inc.start()
+        incs.append(inc)
+
+        def caught_up() -> bool:
+            if (u := dep.uppers()) and (not observed or observed[-1][1] != u):
+                observed.append((time.monotonic_ns(), u))
+                return (p := dep.progress()) is not None and p.covers(ends)
+            return False
+
+        timeout = max(900.0, args.records / 2_000)
+        total = clock.until(caught_up, timeout, "the log end sealed")
+        first = clock.first or total
+        out.update(to_first_step_s=first, catch_up_s=total, **step_stats(clock.step_s))
+        out["records_per_s"] = args.records / total
+        out["steady_records_per_s"] = args.records / max(total - first, 1e-9)
+        out["catch_up_rss"] = {"peak_rss_mib": round(rss.peak / MIB, 1)}
+        out["catch_up_rss"]["each_mib"] = {k: round(v / MIB, 1) for k, v in rss.each.items()}
+        out["stop_exit"] = inc.stop(60)  # its log now holds the last step's event
+        events = log_events(inc.log_text())
+        seals = [e for e in events if e.get("event") == "sealed"]
+        out["steps"] = len(seals)
+        out["sealed_took_s_sum"] = sum(float(e.get("took_s", 0)) for e in seals)
+        out["live_keys"] = seals[-1].get("keys") if seals else None
+        out["compactions"] = sum(e.get("event") == "compacted" for e in events)
+        out["store_bytes"] = store_bytes(Path(dep.store))
+        t = time.monotonic()
+        inc = backend.incarnation(dep.launch(1), "pipeline-1", logs / "1.log", work / "fp")
+        inc.start()
+        incs.append(inc)
+        while not (done := [e for e in log_events(inc.log_text()) if e["event"] == "rehydrated"]):
+            if not inc.alive or time.monotonic() - t > 600:
+                raise RuntimeError(f"no rehydrated event; log:\n{inc.log_text()[-2000:]}")
+            time.sleep(0.1)
+        out["restart_to_rehydrated_s"] = time.monotonic() - t
+        out["rehydrate"] = {k: done[0].get(k) for k in ("took_s", "keys", "errors", "t")}
+        inc.stop(60)
+    finally:
+        for i in incs:
+            i.stop(10)
+        dep.stop()
+        out["rss"] = rss.stop()
+    out["observed"] = observed
+    out["deployment"] = dep
+    return out
+
+
+def sealed(uppers: dict[str, int] | None) -> int:
+    """The lower of the ``data`` and ``errors`` uppers (0 while there is no store)."""
+    return min(uppers.get("data", 0), uppers.get("errors", 0)) if uppers else 0
+
+
+def log_events(text: str) -> list[dict[str, Any]]:
+    """The JSON events of an incarnation's log (a torn last line skipped)."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith('{"'):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return [e for e in out if isinstance(e, dict) and "event" in e]
+
+
+def store_bytes(db: Path) -> int:
+    """The SQLite store's bytes on disk (the database, its WAL and shared memory)."""
+    return sum(p.stat().st_size for p in db.parent.glob(db.name + "*") if p.is_file())
+
+
+def judge(run_dir: Path) -> dict[str, Any]:
+    """In a child process: read the inputs, run every checker; times, verdict, peak RSS."""
+    from checkers import RunInputError, load_run, run_checkers
+
+    t0 = time.monotonic()
+    try:
+        run = load_run(run_dir)
+        run.prepare()
+    except RunInputError as exc:
+        return {"verdict": "unknown", "why": [str(exc)], "peak_rss_mib": vm_hwm() / MIB}
+    load_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    result = run_checkers(run)
+    check_s = time.monotonic() - t0
+    verdict = {True: "VALID", False: "INVALID", None: "UNKNOWN"}[result.valid]
+    why = list(result.input_problems)
+    for name, r in result.checkers.items():
+        if r.valid is not True:
+            why.append(f"{name}: valid={r.valid} {r.anomaly_counts} {r.error or ''}".strip())
+            why += [f"  {a.kind} key={a.key} step={a.step} {a.detail}" for a in r.anomalies[:3]]
+    return {
+        "verdict": verdict,
+        "why": why,
+        "load_s": load_s,
+        "check_s": check_s,
+        "checkers": {n: {"took_s": r.took_s, "valid": r.valid} for n, r in result.checkers.items()},
+        "records": run.classified().height,
+        "peak_rss_mib": vm_hwm() / MIB,
+    }
+
+
+def main() -> int:
+    """Produce, catch up, lay out the run, judge; print every number."""
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--records", type=int, default=10_000_000)
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--max-records-per-step", type=int, default=100_000)
+    ap.add_argument("--retain-steps", type=int, default=20, help="0: never compact")
+    ap.add_argument("--compact-every", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/sealcheck-scale"))
+    ap.add_argument("--json", type=Path, help="write the numbers here")
+    args = ap.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    run_dir = args.work / "run"
+    run_dir.mkdir(parents=True)
+    out: dict[str, Any] = {"settings": {k: str(v) for k, v in vars(args).items()}}
+    t0_ns = time.monotonic_ns()
+    frame = workload(args.records, args.keys, args.seed)
+    out["generate_s"] = (time.monotonic_ns() - t0_ns) / 1e9
+    backend = LocalBackend(1, args.work, "scale")
+    backend.start(TOPIC, PARTITIONS)
+    try:
+        t = time.monotonic()
+        offsets, acked, failed = produce(backend.bootstrap, frame, t0_ns)
+        out["produce_s"] = time.monotonic() - t
+        out["failed_writes"] = failed
+        print(
+            f"produce: {args.records:,} records over {args.keys:,} keys in {out['produce_s']:.1f}s"
+            f" = {args.records / out['produce_s']:,.0f} records/s ({failed} not acknowledged;"
+            f" generating them {out['generate_s']:.1f}s)",
+            flush=True,
+        )
+        pipe = run_pipeline(backend, args.work, args)
+        print_pipeline(pipe, args)
+        t = time.monotonic()
+        rows = dump_topic(backend.bootstrap, TOPIC, pipe["log_end"], run_dir / "topic.parquet")
+        out["topic_dump_s"] = time.monotonic() - t
+    finally:
+        backend.stop(args.work)
+    t = time.monotonic()
+    pipe.pop("deployment").export(run_dir)
+    out["export_s"] = time.monotonic() - t
+    updates = pl.scan_parquet(run_dir / "persist" / "updates.parquet").select(pl.len()).collect()
+    print(
+        f"run dir: topic dump {rows:,} rows in {out['topic_dump_s']:.1f}s; export "
+        f"{updates.item():,} updates in {out['export_s']:.1f}s",
+        flush=True,
+    )
+    t = time.monotonic()
+    frame = frame.with_columns(pl.Series("offset", offsets), pl.Series("acked_ns", acked))
+    write_history(run_dir, frame, pipe.pop("observed"), pipe["log_end"], pipe["catch_up_s"], t0_ns)
+    out["history_s"] = time.monotonic() - t
+    out["history_mb"] = (run_dir / "history.jsonl").stat().st_size / 1e6
+    print(f"history: {out['history_mb']:,.0f} MB in {out['history_s']:.1f}s", flush=True)
+    del frame
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        judged = pool.apply(judge, (run_dir,))
+    out["pipeline"], out["checkers"] = pipe, judged
+    print_checkers(judged)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=str) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def print_pipeline(p: dict[str, Any], args: argparse.Namespace) -> None:
+    """The pipeline's numbers."""
+    alone = sorted(p["rss"]["peak_rss_each_mib"].items())
+    each = ", ".join(f"{k} {v:,.0f}" for k, v in alone if v >= 1)  # not a spark-submit's getconf
+    print(
+        f"pipeline: Spark Connect server ready in {p['spark_server_ready_s']:.1f}s; first step "
+        f"{p['to_first_step_s']:.1f}s; log end sealed in {p['catch_up_s']:.1f}s = "
+        f"{p['records_per_s']:,.0f} records/s ({p['steady_records_per_s']:,.0f} after the first "
+        f"step)\n  {p['steps']} steps of up to {args.max_records_per_step:,} records (step time "
+        f"p50 {p['step_p50_s'] or 0:.2f}s, p99 {p['step_p99_s'] or 0:.2f}s; the incarnation's "
+        f"own took_s sums to {p['sealed_took_s_sum']:.1f}s), {p['live_keys'] or 0:,} live keys, "
+        f"{p['compactions']} compactions (retain {args.retain_steps}, every "
+        f"{args.compact_every})\n  store on disk {p['store_bytes'] / MIB:,.0f} MiB; peak RSS of "
+        f"the tree catching up {p['catch_up_rss']['peak_rss_mib']:,.0f} MiB, with the restart "
+        f"{p['rss']['peak_rss_mib']:,.0f} MiB (each alone: {each})\n  rehydration: restart -> "
+        f"rehydrated {p['restart_to_rehydrated_s']:.1f}s, of which reading the state "
+        f"{p['rehydrate']['took_s']}s for {p['rehydrate']['keys']:,} keys",
+        flush=True,
+    )
+
+
+def print_checkers(j: dict[str, Any]) -> None:
+    """The checkers' numbers and the verdict (with its reasons unless VALID)."""
+    if "checkers" in j:
+        for name, c in j["checkers"].items():
+            print(f"  {name:<16} {c['took_s']:6.2f}s  valid={c['valid']}")
+        total = j["load_s"] + j["check_s"]
+        print(
+            f"checkers: reading the inputs {j['load_s']:.1f}s ({j['records']:,} records), judging "
+            f"{j['check_s']:.1f}s, together {total:.1f}s; peak RSS {j['peak_rss_mib']:,.0f} MiB"
+        )
+    print(f"verdict: {j['verdict']}")
+    for line in j["why"]:
+        print(f"  {line}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

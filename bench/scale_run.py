@@ -1,0 +1,130 @@
+"""The run directory of ``bench/scale.py``, laid out as the harness lays out a run
+(``harness/session.py``), at a size where the harness's own helpers would hold every record as
+a Python object: the topic read back from Kafka partition by partition straight into
+``topic.parquet``, and ``history.jsonl`` written by polars (one ``ok`` op per acknowledged
+write, as ``bench/checkers_bench.py`` writes it), then the observer's, the final phase's and the
+final ``inputs`` ops in the history's format (``rundir/history.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rundir.files import describe
+
+_SCHEMA = pa.schema(
+    [
+        ("partition", pa.int64()),
+        ("offset", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+    ]
+)
+
+
+def dump_topic(bootstrap: str, topic: str, ends: dict[int, int], path: Path) -> int:
+    """Every record of ``topic`` below ``ends`` into ``path`` (``rundir.files.write_topic``'s
+    format, in partition and offset order); the number of rows."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    rows = 0
+    cols: list[list[Any]] = [[], [], [], []]
+
+    def flush(writer: pq.ParquetWriter) -> None:
+        writer.write_table(pa.Table.from_arrays([pa.array(c) for c in cols], schema=_SCHEMA))
+        for c in cols:
+            c.clear()
+
+    with pq.ParquetWriter(path, _SCHEMA) as writer:
+        for p, end in sorted(ends.items()):
+            if end <= 0:
+                continue
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": "sealcheck-scale-dump",
+                    "enable.auto.commit": False,
+                }
+            )
+            consumer.assign([TopicPartition(topic, p, 0)])
+            try:
+                done, nxt = False, 0
+                while not done:  # consume() waits for its count: never ask past the end
+                    for msg in consumer.consume(max(1, min(10_000, end - nxt)), timeout=1.0):
+                        if msg.error() is not None:
+                            raise RuntimeError(f"dumping {topic!r}: {msg.error()}")
+                        o = msg.offset()
+                        assert o is not None
+                        if o >= end:
+                            done = True
+                            break
+                        for c, v in zip(cols, (p, o, msg.key(), msg.value()), strict=True):
+                            c.append(v)
+                        rows += 1
+                        nxt = o + 1
+                        done = nxt >= end
+                    if len(cols[0]) >= 500_000:
+                        flush(writer)
+            finally:
+                consumer.close()
+        flush(writer)
+    return rows
+
+
+def write_history(
+    run_dir: Path,
+    frame: pl.DataFrame,
+    observed: list[tuple[int, dict[str, int]]],
+    ends: dict[int, int],
+    catch_up_s: float,
+    t0_ns: int,
+) -> None:
+    """``history.jsonl``: an ``ok`` op per acknowledged record of ``frame`` (``offset`` >= 0,
+    in the order of ``acked_ns``), the observer's ``uppers`` (``observed``: monotonic ns and
+    uppers), ``log-end``, ``caught-up`` and, after the topic dump and export already in
+    ``run_dir``, the ``inputs`` manifest. Times are ns since ``t0_ns``."""
+    acks = frame.filter(pl.col("offset") >= 0).sort("acked_ns")
+    writes = acks.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("index"),
+        pl.col("acked_ns").alias("time"),
+        pl.lit("w0").alias("process"),
+        pl.lit("ok").alias("type"),
+        pl.lit("write").alias("f"),
+        pl.struct(
+            pl.col("key_s").alias("key"),
+            pl.col("value_s").alias("value"),
+            "value_hex",
+            "partition",
+            "offset",
+        ).alias("value"),
+    )
+    last = int(acks.select(pl.col("acked_ns").max()).item() or 0)
+    ops: list[dict[str, Any]] = []
+    for mono_ns, uppers in observed:
+        last = max(last, mono_ns - t0_ns)
+        ops.append({"process": "observer", "f": "uppers", "value": uppers, "time": last})
+    ops.append(
+        {"process": "harness", "f": "log-end", "value": {str(p): o for p, o in ends.items()}}
+    )
+    ops.append({"process": "harness", "f": "caught-up", "value": {"took_s": catch_up_s}})
+    files = describe(run_dir)  # topic.parquet and persist/, already there
+    ops.append(
+        {
+            "process": "harness",
+            "f": "inputs",
+            "value": {"files": files, "writes": {"ok": acks.height}},
+        }
+    )
+    with open(run_dir / "history.jsonl", "wb") as fh:
+        writes.write_ndjson(fh)
+        for i, op in enumerate(ops):
+            last = max(last, int(op.pop("time", last)))
+            head = {"index": acks.height + i, "time": last, "process": op.pop("process")}
+            line = {**head, "type": "info", **op}
+            fh.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
