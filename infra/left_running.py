@@ -203,8 +203,11 @@ def left_running_root(path: Path) -> Path | None:
     """The left-running run directory ``path`` is (or lies in), if any: the nearest of it and
     its parents that holds a ``left-running.json``."""
     for where in (path, *path.parents):
-        if (where / LEFT_RUNNING).is_file():
-            return where
+        try:
+            if (where / LEFT_RUNNING).is_file():
+                return where
+        except OSError:  # a dead FUSE mount (ENOTCONN) holds nothing we can read: go up
+            continue
     return None
 
 

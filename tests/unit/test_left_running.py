@@ -291,3 +291,26 @@ def test_detached_children_are_owned_by_a_keeper(
     finally:
         os.kill(keeper, 15)
         procs.mark_children(tmp_path)  # back to this process as the owner (then undone)
+
+
+def test_a_dead_mount_on_the_way_up_does_not_stop_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lazy disk whose lazyfs died answers every stat with ENOTCONN: the search for a
+    left-running record goes on above it (before, cleanup itself crashed on it)."""
+    from infra.left_running import LEFT_RUNNING, left_running_root
+
+    run = tmp_path / "run"
+    mount = run / "work" / "store"
+    mount.mkdir(parents=True)
+    real = Path.is_file
+
+    def is_file(self: Path) -> bool:
+        if str(self).startswith(str(mount)):
+            raise OSError(107, "Transport endpoint is not connected")
+        return real(self)
+
+    monkeypatch.setattr(Path, "is_file", is_file)
+    assert left_running_root(mount) is None
+    (run / LEFT_RUNNING).write_text("{}")
+    assert left_running_root(mount) == run
