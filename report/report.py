@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -25,6 +25,9 @@ from report.story import stories
 from report.templating import render as render_template
 from report.timeline import build_timeline
 from rundir.history import History, HistoryError
+
+if TYPE_CHECKING:
+    from checkers import RunData
 
 __all__ = ["COLORS", "MEANING", "WORDS", "outcomes", "render", "write_report"]
 
@@ -42,15 +45,17 @@ MEANING = {
 SERIES = {"bindings": "#8250df", "data": "#0969da", "errors": "#bc4c00", "writes/s": "#1a7f37"}
 
 
-def _ranges(run_dir: Path) -> pl.DataFrame | None:
+def _loaded(run_dir: Path) -> tuple[RunData, pl.DataFrame] | str:
+    """The run as the checkers read it and its binding ranges (for the seal lag and the keys'
+    story: read once), or why it cannot be read."""
     try:
         from checkers import load_run
         from checkers.replay import binding_ranges
 
         run = load_run(run_dir)
-        return binding_ranges(run.collection("bindings"), run.uppers.get("bindings", 0))
-    except Exception:
-        return None
+        return run, binding_ranges(run.collection("bindings"), run.uppers.get("bindings", 0))
+    except Exception as exc:  # a report must render whatever the files hold
+        return f"{type(exc).__name__}: {exc}"
 
 
 def _text(value: Any) -> str:
@@ -97,8 +102,9 @@ def render(run_dir: Path) -> str:
     except HistoryError as exc:  # the same reader and the same message as the checkers
         history, unreadable = History.empty(str(exc)), str(exc)
     ops = history.ops
+    loaded = _loaded(run_dir)
     try:
-        tl = build_timeline(history, _ranges(run_dir))
+        tl = build_timeline(history, None if isinstance(loaded, str) else loaded[1])
     except HistoryError as exc:
         tl, unreadable = build_timeline(History.empty(), None), str(exc)
     valid = results.get("valid")
@@ -127,7 +133,7 @@ def render(run_dir: Path) -> str:
             anomalies=[a for a in drawn if a.get("collection") in ("data", None)],
         ),
     ]
-    told, story_why = stories(run_dir, drawn) if drawn else ([], "no anomalies")
+    told, story_why = stories(loaded, drawn) if drawn else ([], "no anomalies")
     exits = [o for o in ops if o.get("f") == "pipeline-exit"]
     batches = batch_rows(run_dir)
     lag = tl.lag_s

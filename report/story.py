@@ -10,7 +10,6 @@ system under test. Any failure to read gives a one-line reason instead of a stor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -57,17 +56,19 @@ def failing_keys(anomalies: list[dict[str, Any]]) -> list[tuple[str, str, int | 
     return list(out.values())
 
 
-def stories(run_dir: Path, anomalies: list[dict[str, Any]]) -> tuple[list[KeyStory], str]:
-    """The stories of the failing keys, and why there are none when there are none."""
+def stories(
+    loaded: tuple[RunData, pl.DataFrame] | str, anomalies: list[dict[str, Any]]
+) -> tuple[list[KeyStory], str]:
+    """The stories of the failing keys from the run the report already loaded (the run and
+    its binding ranges, or why it could not be read), and why there are none when there are
+    none."""
     keys = failing_keys(anomalies)
     if not keys:
         return [], "no anomaly names a key"
+    if isinstance(loaded, str):
+        return [], f"the stored run could not be read for the story: {loaded}"
     try:
-        from checkers import load_run
-        from checkers.replay import binding_ranges
-
-        run = load_run(run_dir)
-        ranges = binding_ranges(run.collection("bindings"), run.uppers.get("bindings", 0))
+        run, ranges = loaded
         return [_story(run, ranges, *k) for k in keys], ""
     except Exception as exc:  # a report must render whatever the files hold
         return [], f"the stored run could not be read for the story: {type(exc).__name__}: {exc}"

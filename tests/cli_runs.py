@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -29,3 +30,37 @@ def sealcheck_run(store: Path, *flags: str, timeout_s: float = 600) -> tuple[int
 def ops(run_dir: Path) -> list[dict[str, Any]]:
     """The run's history."""
     return History.load(run_dir / "history.jsonl").ops
+
+
+def replay(
+    tmp_path: Path, config: dict[str, Any], schedule: list[dict[str, Any]], timeout_s: float = 600
+) -> tuple[int, str, Path]:
+    """`sealcheck run --replay` of a hand-written ``schedule`` under ``config`` (a
+    ``TestConfig.to_json()``), so every fault happens once at a known time."""
+    plan = tmp_path / "plan"
+    plan.mkdir()
+    (plan / "test.json").write_text(json.dumps({"config": config, "schedule": schedule}))
+    return sealcheck_run(tmp_path / "store", "--replay", str(plan), timeout_s=timeout_s)
+
+
+def outcomes(history: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The nemesis actions' final values (with ``outcome``) by action name."""
+    return {
+        o["f"]: o["value"]
+        for o in history
+        if o["process"] == "nemesis" and o["type"] == "info" and "outcome" in o["value"]
+    }
+
+
+def labelled() -> list[str]:
+    """Names of every container and network carrying a run's label (none after a run)."""
+    import docker
+
+    from infra.containers.kafka import RUN_LABEL
+
+    client = docker.from_env()
+    try:
+        boxes = [c.name for c in client.containers.list(all=True, filters={"label": RUN_LABEL})]
+        return boxes + [n.name for n in client.networks.list(filters={"label": RUN_LABEL})]
+    finally:
+        client.close()

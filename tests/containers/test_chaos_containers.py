@@ -14,11 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-import docker
 import pytest
 
-from infra.containers.kafka import RUN_LABEL
 from rundir.history import History
+from tests.cli_runs import labelled
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.containers
@@ -47,16 +46,6 @@ def run(store: Path, *flags: str) -> tuple[int, str, Path]:
         cwd=ROOT,
     )
     return proc.returncode, proc.stdout + proc.stderr, (store / "latest").resolve()
-
-
-def labelled() -> list[str]:
-    client = docker.from_env()
-    try:
-        boxes = [c.name for c in client.containers.list(all=True, filters={"label": RUN_LABEL})]
-        nets = [n.name for n in client.networks.list(filters={"label": RUN_LABEL})]
-        return boxes + nets
-    finally:
-        client.close()
 
 
 def test_containers_chaos_run_is_valid(docker_engine: None, tmp_path: Path) -> None:

@@ -10,23 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import docker
 import pytest
 
-from infra.containers.kafka import RUN_LABEL
 from rundir.history import History
-from tests.cli_runs import sealcheck_run
+from tests.cli_runs import labelled, sealcheck_run
 
 pytestmark = [pytest.mark.containers, pytest.mark.nightly]
-
-
-def _labelled() -> list[str]:
-    client = docker.from_env()
-    try:
-        boxes = [c.name for c in client.containers.list(all=True, filters={"label": RUN_LABEL})]
-        return boxes + [n.name for n in client.networks.list(filters={"label": RUN_LABEL})]
-    finally:
-        client.close()
 
 
 def test_the_delta_job_on_containers_is_valid_under_kills_and_a_broker_loss(
@@ -52,4 +41,4 @@ def test_the_delta_job_on_containers_is_valid_under_kills_and_a_broker_loss(
     assert (run_dir / "persist" / "versions.json").exists()  # the Delta log, read on the host
     results = json.loads((run_dir / "results.json").read_text())
     assert results["inputs"]["complete"] is True
-    assert _labelled() == []
+    assert labelled() == []

@@ -7,15 +7,12 @@ left behind."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import docker
 import pytest
 
 from harness.config import load_config
-from infra.containers.kafka import RUN_LABEL
-from tests.cli_runs import ops, sealcheck_run
+from tests.cli_runs import labelled, ops, outcomes, replay
 
 pytestmark = pytest.mark.containers
 
@@ -36,15 +33,6 @@ SCHEDULE = [  # a worker's restart in a container takes 15-40 s here: it comes l
 ]
 
 
-def _labelled() -> list[str]:
-    client = docker.from_env()
-    try:
-        boxes = [c.name for c in client.containers.list(all=True, filters={"label": RUN_LABEL})]
-        return boxes + [n.name for n in client.networks.list(filters={"label": RUN_LABEL})]
-    finally:
-        client.close()
-
-
 def test_a_worker_killed_under_the_pipeline_on_a_spark_cluster_is_valid(
     docker_engine: None, tmp_path: Path
 ) -> None:
@@ -61,17 +49,10 @@ def test_a_worker_killed_under_the_pipeline_on_a_spark_cluster_is_valid(
             "workload": {"rate": 200.0},
         },
     )
-    plan = tmp_path / "plan"
-    plan.mkdir()
-    (plan / "test.json").write_text(json.dumps({"config": cfg.to_json(), "schedule": SCHEDULE}))
-    code, out, run_dir = sealcheck_run(tmp_path / "store", "--replay", str(plan), timeout_s=1500)
+    code, out, run_dir = replay(tmp_path, cfg.to_json(), SCHEDULE, timeout_s=1500)
     assert code == 0, out[-3000:]
     history = ops(run_dir)
-    done = {
-        o["f"]: o["value"]
-        for o in history
-        if o["process"] == "nemesis" and o["type"] == "info" and "outcome" in o["value"]
-    }
+    done = outcomes(history)
     for action in SCHEDULE:
         assert done[action["f"]]["outcome"] == "happened", (action, done.get(action["f"]))
     driver = (run_dir / "logs" / "spark-server.log").read_text(errors="replace")
@@ -79,4 +60,4 @@ def test_a_worker_killed_under_the_pipeline_on_a_spark_cluster_is_valid(
     master = (run_dir / "logs" / "spark-master.log").read_text(errors="replace")
     assert master.count("Registering worker") >= 3  # two, then the killed one again
     assert any(o["f"] == "caught-up" for o in history)
-    assert _labelled() == []
+    assert labelled() == []

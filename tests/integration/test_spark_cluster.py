@@ -11,7 +11,6 @@ exactly once, nothing lost, nothing invented). Nothing of the cluster is left ru
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 
 from harness.config import load_config
 from infra import cleanup
-from tests.cli_runs import ops, sealcheck_run
+from tests.cli_runs import ops, outcomes, replay
 
 pytestmark = pytest.mark.integration
 
@@ -64,18 +63,11 @@ def test_cluster_faults_happen_heal_and_every_step_is_sealed_once(tmp_path: Path
             "nemeses": ["kill-executor", "kill-spark-worker", "pause-spark-worker"],
         },
     )
-    plan = tmp_path / "plan"
-    plan.mkdir()
-    (plan / "test.json").write_text(json.dumps({"config": cfg.to_json(), "schedule": SCHEDULE}))
-    code, out, run_dir = sealcheck_run(tmp_path / "store", "--replay", str(plan))
+    code, out, run_dir = replay(tmp_path, cfg.to_json(), SCHEDULE)
     assert code == 0, out[-3000:]
     assert "verdict: VALID" in out
     history = ops(run_dir)
-    done = {
-        o["f"]: o["value"]
-        for o in history
-        if o["process"] == "nemesis" and o["type"] == "info" and "outcome" in o["value"]
-    }
+    done = outcomes(history)
     for action in SCHEDULE:
         assert done[action["f"]]["outcome"] == "happened", (action, done.get(action["f"]))
     assert done["start-spark-worker"]["ready_s"] > 0  # it registered at the master again
