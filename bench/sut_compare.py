@@ -3,7 +3,7 @@ per-step times, peak RSS and crash recovery, with their ratios.
 
     .venv/bin/python bench/sut_compare.py [--records 100000] [--keys 10000] [--kills 3]
         [--max-records-per-step 20000] [--systems raw,pipeline,delta-streaming] [--seed 1]
-        [--work /tmp/sut-compare] [--json PATH]
+        [--spark connect|cluster] [--work /tmp/sut-compare] [--json PATH]
 
 One local broker and one topic (3 partitions) of ``--records`` upserts (seeded by ``--seed``).
 Its log end right after producing (``n`` records) is the end every column is timed to. Then,
@@ -14,7 +14,10 @@ one system at a time, each deployed by its own descriptor exactly as a chaos run
   records;
 * ``pipeline`` (Spark Connect, the default of a chaos run) and ``delta-streaming`` (its own
   local-mode driver), each a cold incarnation on an empty store, until its ``data`` and
-  ``errors`` have sealed a step whose bindings reach that log end.
+  ``errors`` have sealed a step whose bindings reach that log end. With ``--spark cluster``
+  both drive a Spark standalone cluster of local processes instead (a master and two workers
+  of one core, as ``sealcheck run --spark cluster`` deploys it; its JVMs count in the
+  system's memory).
 
 Columns:
 
@@ -134,7 +137,7 @@ def measure(
 ) -> dict[str, Any]:
     """Throughput, step times, peak RSS and recovery of system ``name``."""
     sut = system(name)
-    spark = "connect" if name == "pipeline" else "local"
+    spark = args.spark if args.spark == "cluster" else "connect" if name == "pipeline" else "local"
     settings = Settings(TOPIC, args.max_records_per_step, 0, 1, spark=spark)
     logs = work / name / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -142,7 +145,7 @@ def measure(
     rss.start()  # before the deployment starts: a Spark Connect server is part of the tree
     dep = sut.deploy(backend, settings, work / name, logs)
     dep.start()
-    out: dict[str, Any] = {"system": name}
+    out: dict[str, Any] = {"system": name, "spark": spark}
     incarnations: list[Any] = []
 
     def start(i: int) -> Any:
@@ -235,15 +238,16 @@ def s(x: float | None) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     """The side-by-side table and the ratios, as printed."""
     lines = [
-        f"{'system':<16} {'rec/s e2e':>10} {'rec/s steady':>13} {'first step':>11} "
+        f"{'system':<24} {'rec/s e2e':>10} {'rec/s steady':>13} {'first step':>11} "
         f"{'log end':>9} {'step p50':>9} {'step p99':>9} {'(n)':>5} {'peak RSS':>10} "
         f"{'recovery p50 (all)':>24}"
     ]
     for r in rows:
         rec = r.get("recovery_s")
         every = f" ({', '.join(f'{x:.1f}' for x in rec)})" if rec else ""
+        label = r["system"] + (" @cluster" if r.get("spark") == "cluster" else "")
         lines.append(
-            f"{r['system']:<16} {r['records_per_s']:>10,.0f} {r['steady_records_per_s']:>13,.0f} "
+            f"{label:<24} {r['records_per_s']:>10,.0f} {r['steady_records_per_s']:>13,.0f} "
             f"{s(r['to_first_step_s']):>11} {s(r['to_log_end_s']):>9} "
             f"{s(r['step_p50_s']):>9} {s(r['step_p99_s']):>9} {r['steps_timed']:>5} "
             f"{r['peak_rss_mib']:>6,.0f} MiB {s(r.get('recovery_p50_s')):>8}{every}"
@@ -268,6 +272,7 @@ def main() -> int:
     ap.add_argument("--max-records-per-step", type=int, default=20_000)
     ap.add_argument("--systems", default=f"{RAW},pipeline,delta-streaming")
     ap.add_argument("--seed", type=int, default=1, help="of the topic's records")
+    ap.add_argument("--spark", choices=("connect", "cluster"), default="connect")
     ap.add_argument("--work", type=Path, default=Path("/tmp/sut-compare"))
     ap.add_argument("--json", type=Path, help="write the numbers here")
     args = ap.parse_args()

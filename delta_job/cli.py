@@ -45,9 +45,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--variant", choices=sorted(VARIANTS), default=None)
     p.add_argument("--app-id", default="sealcheck-delta-streaming")
     p.add_argument("--jars", default=os.environ.get(JARS_ENV, ""))
+    p.add_argument(
+        "--master",
+        default=None,
+        help="spark://HOST:PORT of a standalone cluster to submit to (default: local mode)",
+    )
     args = p.parse_args(argv)
     if args.max_offsets_per_trigger < 1:
         p.error(f"--max-offsets-per-trigger {args.max_offsets_per_trigger} must be at least 1")
+    if args.master is not None and not args.master.startswith("spark://"):
+        p.error(f"--master {args.master!r}: give a standalone master as spark://HOST:PORT")
     jars = _jars(args.jars)
     missing = [j for j in jars if not Path(j).is_file()]
     if not jars or missing:
@@ -63,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         variant=args.variant,
         app_id=args.app_id,
         jars=tuple(jars),
+        master=args.master,
     )
     args.dir.mkdir(parents=True, exist_ok=True)
     return run(cfg, Failpoints())

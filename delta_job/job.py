@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ class JobConfig:
     jars: tuple[str, ...] = ()
     cores: int = 2
     driver_memory: str = "1g"
+    #: ``spark://host:port`` of a standalone cluster to submit to (None: ``local[cores]``)
+    master: str | None = None
 
     @property
     def data(self) -> str:
@@ -66,16 +69,16 @@ class JobConfig:
 
 
 def session(cfg: JobConfig) -> Any:
-    """A local-mode Spark session with Delta and the Kafka connector on the driver's
-    classpath (``spark.jars`` is too late for a session extension)."""
+    """A Spark session with Delta and the Kafka connector on the driver's classpath
+    (``spark.jars`` is too late for a session extension): in local mode, or as the driver of
+    the standalone cluster ``cfg.master``, whose executors (``cfg.cores`` of one core each)
+    find the same jars at the same paths and write the tables' files under ``cfg.root``, which
+    they see at the same path (``SparkCluster(shared=...)``)."""
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     conf = {
         "spark.driver.extraClassPath": ":".join(cfg.jars),
         "spark.driver.memory": cfg.driver_memory,
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(cfg.cores),
@@ -88,12 +91,37 @@ def session(cfg: JobConfig) -> Any:
         "spark.sql.adaptive.enabled": "false",
         "spark.driver.extraJavaOptions": "-XX:+UseG1GC",
     }
-    builder = SparkSession.builder.master(f"local[{cfg.cores}]").appName("delta-streaming")
+    if cfg.master is None:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    else:
+        conf |= cluster_conf(cfg)
+    master = cfg.master or f"local[{cfg.cores}]"
+    builder = SparkSession.builder.master(master).appName("delta-streaming")
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def cluster_conf(cfg: JobConfig) -> dict[str, str]:
+    """The settings of a driver on a standalone cluster: executors of one core and 512 MiB
+    with the jars at the driver's paths, a lost executor noticed in seconds, and the address
+    executors call back on — ``SPARK_LOCAL_IP`` where the harness set it (local processes),
+    else this host's own address (a container on the run's network)."""
+    host = os.environ.get("SPARK_LOCAL_IP") or socket.gethostbyname(socket.gethostname())
+    return {
+        "spark.executor.extraClassPath": ":".join(cfg.jars),
+        "spark.executor.memory": "512m",
+        "spark.executor.cores": "1",
+        "spark.cores.max": str(cfg.cores),
+        "spark.network.timeout": "30s",
+        "spark.network.timeoutInterval": "10s",
+        "spark.executor.heartbeatInterval": "3s",
+        "spark.driver.host": host,
+        "spark.driver.bindAddress": "0.0.0.0" if host != "127.0.0.1" else host,
+    }
 
 
 def create_tables(spark: Any, cfg: JobConfig) -> None:

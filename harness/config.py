@@ -152,8 +152,8 @@ def _check(cfg: TestConfig) -> None:
     offered = capabilities(cfg.backend) | sut.offers(cfg.backend)
     need(
         cfg.spark != "cluster" or "spark-cluster" in offered,
-        f"spark='cluster': {cfg.system!r} cannot submit to a Spark cluster yet; use --spark "
-        "local, or --system pipeline",
+        f"spark='cluster': {cfg.system!r} cannot submit to a Spark cluster; use --spark "
+        "connect or local",
     )
     for n in cfg.nemeses:
         need(n in NEMESES, f"nemesis {n!r} is unknown; known: {', '.join(NEMESES)}")

@@ -38,7 +38,9 @@ class Settings:
     compact_every: int
     broken: str | None = None
     #: where the system's Spark driver runs: ``connect`` (a long-lived Spark Connect server
-    #: per run, the default) or ``local`` (inside each incarnation)
+    #: per run, the default), ``local`` (inside each incarnation) or ``cluster`` (as with
+    #: ``connect``, or inside each incarnation for a system without a server, submitting to
+    #: the run's Spark standalone cluster: :mod:`suts.spark_cluster`)
     spark: str = "connect"
     #: keep the store on a filesystem that can lose un-fsynced writes (capability
     #: ``lazy-disk``; asked for when a nemesis needs it)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -188,11 +189,14 @@ class SparkCluster:
         workers: int = 2,
         shared: tuple[str, ...] = (),
         timeout_s: float = 180.0,
+        image: Callable[[], str] | None = None,
     ) -> None:
         from suts.upsert_pipeline.image import pipeline_image
 
         self.backend, self.logs, self.timeout_s = backend, logs, timeout_s
-        self.shared, self.image = shared, pipeline_image
+        # directories the executors must see at the driver's path, and the image whose jars
+        # they load (the system under test's, built on the pipeline image)
+        self.shared, self.image = shared, image or pipeline_image
         self.in_image = bool(backend.runs_images)
         host = backend.address("spark-master")
         self.port = MASTER_PORT if self.in_image else free_ports(1)[0]

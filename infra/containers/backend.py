@@ -283,6 +283,7 @@ class ContainersBackend:
             None,
             entrypoint=list(launch.entrypoint) if launch.entrypoint else None,
             hostname=self.address(name),
+            shared=launch.shared,
         )
 
     def address(self, name: str) -> str:

@@ -4,11 +4,14 @@
 * Store: a directory under the run's ``work/`` holding the query's checkpoint and the two Delta
   tables; incarnations and the harness share it (capability ``host-directory``: locally the
   same directory, in containers bind-mounted at the same path).
-* Incarnation: ``python -m delta_job`` with its own local-mode Spark driver, as the job runs in
-  production (``--spark`` does not apply: a driver outside the incarnation would outlive a
-  kill, and a killed driver is the fault that matters), Spark's Kafka connector and Delta on
-  its classpath; in containers the ``sealcheck-delta-job`` image
-  (:mod:`suts.delta_streaming.image`).
+* Incarnation: ``python -m delta_job`` with its own Spark driver, as the job runs in
+  production (a driver outside the incarnation would outlive a kill, and a killed driver is
+  the fault that matters), Spark's Kafka connector and Delta on its classpath; in containers
+  the ``sealcheck-delta-job`` image (:mod:`suts.delta_streaming.image`). The driver runs in
+  local mode, or with ``--spark cluster`` submits to the run's Spark standalone cluster
+  (:mod:`suts.spark_cluster`: workers of the job's image, the job's directory mounted at the
+  same path, since executors write the tables' files); ``connect`` and ``local`` both mean
+  local mode.
 * Failpoints: :data:`delta_job.failpoints.FAILPOINTS`, armed through the failpoint file.
 * Variants: :data:`delta_job.variants.VARIANTS` (``--broken NAME``).
 * Progress and export: the checkpoint and the Delta logs read as files
@@ -29,6 +32,7 @@ from delta_job.variants import VARIANTS
 from infra.node import Backend, Launch, Node
 from suts.api import Disk, Progress, Settings, crash_failpoint
 from suts.delta_streaming import layout
+from suts.spark_cluster import SparkCluster
 
 #: The job's name for its transactions (Delta's ``txnAppId``).
 APP_ID = "sealcheck-delta-streaming"
@@ -63,12 +67,12 @@ class DeltaStreaming:
     }
 
     def offers(self, backend: str) -> frozenset[str]:
-        """Failpoints (on every backend that can run it)."""
-        return frozenset({"failpoints"})
+        """Failpoints and a Spark standalone cluster (on every backend that can run it)."""
+        return frozenset({"failpoints", "spark-cluster"})
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
-        """The job's directory under ``work``."""
-        return JobDeployment(backend, settings, work)
+        """The job's directory under ``work`` (and the cluster, with ``--spark cluster``)."""
+        return JobDeployment(backend, settings, work, logs)
 
     def fired_failpoint(self, log_text: str) -> str | None:
         """The last ``{"event": "failpoint", "action": "crash"}`` line's failpoint."""
@@ -84,9 +88,16 @@ class DeltaStreaming:
 class JobDeployment:
     """The job on one backend for one run (:class:`suts.api.Deployment`)."""
 
-    def __init__(self, backend: Backend, settings: Settings, work: Path) -> None:
+    def __init__(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> None:
+        from suts.delta_streaming.image import delta_job_image
+
         self.backend, self.settings = backend, settings
         self.root = (work / "delta-job").resolve()  # a bind mount needs an absolute path
+        self.cluster = (
+            SparkCluster(backend, logs, shared=(str(self.root),), image=delta_job_image)
+            if settings.spark == "cluster"
+            else None
+        )
 
     @property
     def store(self) -> str:
@@ -94,19 +105,24 @@ class JobDeployment:
         return str(self.root)
 
     def start(self) -> None:
-        """Nothing beside the incarnations."""
+        """The job's directory; the cluster (``--spark cluster``)."""
         self.root.mkdir(parents=True, exist_ok=True)
+        if self.cluster is not None:
+            self.cluster.start()
 
     def stop(self) -> None:
-        """Nothing to stop."""
+        """Stop the cluster (``--spark cluster``)."""
+        if self.cluster is not None:
+            self.cluster.stop()
 
     def disks(self) -> Mapping[str, Disk]:
         """None: the job keeps no store on a lazy disk."""
         return {}
 
     def nodes(self, role: str) -> Sequence[Node]:
-        """None: the job's Spark runs inside each incarnation."""
-        return []
+        """The Spark cluster's ``spark-worker`` and ``spark-executor`` nodes (``--spark
+        cluster``); nothing otherwise (the driver runs inside each incarnation)."""
+        return self.cluster.nodes(role) if self.cluster is not None else []
 
     def launch(self, incarnation: int) -> Launch:
         """``python -m delta_job`` with the run's settings."""
@@ -127,6 +143,8 @@ class JobDeployment:
         ]
         if s.broken:
             args += ["--variant", s.broken]
+        if self.cluster is not None:
+            args += ["--master", self.cluster.url]
         from suts.delta_streaming.image import delta_job_image
 
         jars = ":".join(str(p) for p in [*spark_connector_jars(), *delta_jars()])
@@ -134,7 +152,7 @@ class JobDeployment:
             program=(sys.executable, "-m", "delta_job"),
             args=tuple(args),
             env={"PYTHONUNBUFFERED": "1"},
-            local_env={"SEALCHECK_SPARK_JARS": jars},
+            local_env={"SEALCHECK_SPARK_JARS": jars, "SPARK_LOCAL_IP": "127.0.0.1"},
             image=delta_job_image,
             failpoint_env=FILE_ENV_VAR,
             shared=(str(self.root),),

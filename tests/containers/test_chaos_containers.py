@@ -105,6 +105,7 @@ def test_a_zombie_writer_on_containers_is_fenced(docker_engine: None, tmp_path: 
     assert labelled() == []
 
 
+@pytest.mark.nightly  # 5 min; CI catches a broken pipeline locally (test_chaos.py)
 def test_containers_broken_pipeline_is_invalid(docker_engine: None, tmp_path: Path) -> None:
     """A pipeline that retries a write whose reply was lost (reconnecting, at the upper it
     sees then) writes the step twice: only a lost reply reaches that bug."""

@@ -7,6 +7,8 @@ registers again; its executor is lost and replaced), a worker frozen and thawed.
 harness guarantees: each fault happened and was healed, the driver saw the executors go and
 come, steps went on being sealed after each fault, and the run is VALID (every step sealed
 exactly once, nothing lost, nothing invented). Nothing of the cluster is left running.
+Nightly (3 min): CI runs the cluster under a seeded chaos run on containers
+(``tests/containers/test_spark_cluster_containers.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from harness.config import load_config
 from infra import cleanup
 from tests.cli_runs import ops, outcomes, replay
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.nightly]
 
 SCHEDULE = [
     {"at_s": 4.0, "nemesis": "kill-executor", "f": "kill-executor", "value": {"worker": 0}},

@@ -7,13 +7,21 @@ import random
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from delta_job import cli as delta_cli
+from delta_job import job as job_module
+from delta_job.job import JobConfig, cluster_conf
 from harness.config import ConfigError, load_config
+from infra.node import Launch
 from nemeses.api import PlanInfo
 from nemeses.registry import NEMESES, requirements
 from pipeline.spark import connect_server_command
+from suts.api import Settings
+from suts.delta_streaming.image import delta_job_image
+from suts.registry import system
 from suts.spark_cluster import EXECUTOR_CLASS, executor_pids
 
 INFO = PlanInfo(1, ())
@@ -37,13 +45,78 @@ def test_worker_kills_are_outages_of_a_seeded_worker_and_executor_kills_instants
     assert worker.plan(random.Random(3), 10.0, 20.0) == plan
 
 
-def test_cluster_nemeses_need_spark_cluster_and_the_delta_job_cannot_have_one() -> None:
+def test_cluster_nemeses_need_spark_cluster_and_both_systems_can_have_one() -> None:
     with pytest.raises(ConfigError, match=r"kill-spark-worker.*add --spark cluster"):
         load_config(None, {"nemeses": ["kill-spark-worker"]})
-    with pytest.raises(ConfigError, match="'delta-streaming' cannot submit to a Spark cluster"):
-        load_config(None, {"system": "delta-streaming", "spark": "cluster"})
+    with pytest.raises(ConfigError, match=r"kill-executor.*add --spark cluster"):
+        load_config(None, {"system": "delta-streaming", "nemeses": ["kill-executor"]})
     cfg = load_config(None, {"spark": "cluster", "nemeses": ["kill-spark-worker", "kill"]})
     assert cfg.nemeses == ("kill-spark-worker", "kill")
+    delta = {"system": "delta-streaming", "spark": "cluster", "nemeses": ["kill-executor"]}
+    assert load_config(None, delta).nemeses == ("kill-executor",)
+
+
+class _Backend:
+    """Just enough of a backend to lay out a deployment without starting anything."""
+
+    runs_images = False
+    bootstrap = "127.0.0.1:9092"
+
+    def address(self, name: str) -> str:
+        return "127.0.0.1"
+
+    def service(self, launch: Launch, name: str, log_path: Path) -> Launch:
+        return launch
+
+
+def test_the_delta_job_submits_to_the_cluster_whose_workers_see_its_directory(
+    tmp_path: Path,
+) -> None:
+    settings = Settings("t", 100, 0, 0, spark="cluster")
+    dep = system("delta-streaming").deploy(_Backend(), settings, tmp_path, tmp_path)  # type: ignore[arg-type]
+    cluster = dep.cluster
+    assert cluster is not None and cluster.shared == (dep.store,)
+    assert cluster.image is delta_job_image
+    launch = dep.launch(0)
+    assert launch.args[launch.args.index("--master") + 1] == cluster.url
+    assert launch.local_env["SPARK_LOCAL_IP"] == "127.0.0.1"
+    for worker in cluster.workers:
+        assert worker.node.shared == (dep.store,)  # type: ignore[attr-defined]
+    assert [n.name for n in dep.nodes("spark-worker")] == ["spark-worker-1", "spark-worker-2"]
+    local = system("delta-streaming").deploy(  # type: ignore[arg-type]
+        _Backend(), Settings("t", 100, 0, 0, spark="local"), tmp_path, tmp_path
+    )
+    assert local.cluster is None and "--master" not in local.launch(0).args
+    assert local.nodes("spark-worker") == []
+
+
+def test_the_delta_drivers_executors_load_its_jars_and_call_back_on_its_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cfg = JobConfig(
+        "b:9092", "t", Path("/d"), jars=("/j/a.jar", "/j/b.jar"), master="spark://m:7077"
+    )
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = cluster_conf(cfg)
+    assert conf["spark.executor.extraClassPath"] == "/j/a.jar:/j/b.jar"
+    assert conf["spark.cores.max"] == "2" and conf["spark.driver.host"] == "127.0.0.1"
+    monkeypatch.delenv("SPARK_LOCAL_IP")
+    monkeypatch.setattr(job_module.socket, "gethostbyname", lambda name: "172.18.0.7")
+    conf = cluster_conf(cfg)
+    assert conf["spark.driver.host"] == "172.18.0.7"
+    assert conf["spark.driver.bindAddress"] == "0.0.0.0"
+
+
+def test_the_delta_job_refuses_a_master_that_is_not_a_standalone_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    args = ["--bootstrap", "b:1", "--topic", "t", "--dir", str(tmp_path), "--master", "yarn"]
+    with pytest.raises(SystemExit) as exit_:
+        delta_cli.main(args)
+    assert exit_.value.code == delta_cli.EXIT_USAGE
+    assert (
+        "--master 'yarn': give a standalone master as spark://HOST:PORT" in capsys.readouterr().err
+    )
 
 
 def test_the_connect_server_drives_the_cluster_with_jars_on_the_executors() -> None:
