@@ -17,6 +17,7 @@ between two consecutive sealed steps as seen from outside, at ``interval_s`` res
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import threading
@@ -175,4 +176,26 @@ def step_stats(step_s: list[float]) -> dict[str, Any]:
         "step_p50_s": percentile(step_s, 50),
         "step_p99_s": percentile(step_s, 99),
         "step_max_s": max(step_s, default=None),
+    }
+
+
+def step_phases(log: Path) -> dict[str, Any]:
+    """Where our pipeline's steps spent their time, from its incarnation's ``sealed`` events
+    (``phases_s``: bind, read, diff, append, apply): each phase's median and its share of the
+    summed step time. Empty for a log without them (the Delta job, an older pipeline)."""
+    phases: dict[str, list[float]] = {}
+    total = 0.0
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+        if not line.startswith("{") or '"phases_s"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        for name, took in event["phases_s"].items():
+            phases.setdefault(name, []).append(float(took))
+            total += float(took)
+    return {
+        name: {"p50_s": percentile(v, 50), "share": round(sum(v) / total, 3) if total else None}
+        for name, v in phases.items()
     }

@@ -1,4 +1,4 @@
-"""Recovery benchmark: how long a crash costs the pipeline (kill -> next sealed step).
+"""Recovery benchmark: how long a crash costs a system under test (kill -> next sealed step).
 
     .venv/bin/python bench/recovery_bench.py [--modes connect,local] [--seeds 1]
         [--store store-bench] [--analyze RUN_DIR ...]
@@ -27,17 +27,21 @@ from rundir.history import History  # noqa: E402
 
 
 def first_sealed_step(log: Path) -> int | None:
-    """The step ``t`` of the first ``sealed`` event in an incarnation's log (None: none)."""
+    """The step of the first step an incarnation sealed, from its log: our pipeline's first
+    ``sealed`` event (``t``), the Delta job's first committed ``batch`` (its id is the step).
+    None: none."""
     if not log.exists():
         return None
     for line in log.read_text(errors="replace").splitlines():
-        if line.startswith("{") and '"sealed"' in line:
+        if line.startswith("{") and ('"sealed"' in line or '"batch"' in line):
             try:
                 event = json.loads(line)
             except ValueError:
                 continue
             if event.get("event") == "sealed":
                 return int(event["t"])
+            if event.get("event") == "batch":
+                return int(event["batch"])
     return None
 
 
@@ -45,7 +49,11 @@ def recoveries(run_dir: Path) -> list[float]:
     """Seconds from each crashed incarnation's exit to the next incarnation's first sealed
     step becoming visible in the store (crashes followed by no sealed step are left out)."""
     history = History.load(run_dir / "history.jsonl")
-    seen = [(op["time"], op["value"].get("data", 0)) for op in history.observations()]
+    # a step is sealed when both collections are (the Delta job commits them one by one)
+    seen = [
+        (op["time"], min(op["value"].get("data", 0), op["value"].get("errors", 0)))
+        for op in history.observations()
+    ]
     out: list[float] = []
     exits = [
         op

@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
-from measure import MIB, StepClock, TreeRss, step_stats, vm_hwm  # noqa: E402
+from measure import MIB, StepClock, TreeRss, step_phases, step_stats, vm_hwm  # noqa: E402
 from scale_run import dump_topic, write_history  # noqa: E402
 
 from infra.local import LocalBackend  # noqa: E402
@@ -173,6 +173,7 @@ def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) ->
         events = log_events(inc.log_text())
         seals = [e for e in events if e.get("event") == "sealed"]
         out["steps"] = len(seals)
+        out["step_phases"] = step_phases(logs / "0.log")
         out["sealed_took_s_sum"] = sum(float(e.get("took_s", 0)) for e in seals)
         out["live_keys"] = seals[-1].get("keys") if seals else None
         out["compactions"] = sum(e.get("event") == "compacted" for e in events)
@@ -337,6 +338,11 @@ def print_pipeline(p: dict[str, Any], args: argparse.Namespace) -> None:
         f"{p['rehydrate']['took_s']}s for {p['rehydrate']['keys']:,} keys",
         flush=True,
     )
+    if p.get("step_phases"):
+        parts = [
+            f"{k} {v['share']:.0%} (p50 {v['p50_s']:.2f}s)" for k, v in p["step_phases"].items()
+        ]
+        print("  a step's time went to " + ", ".join(parts), flush=True)
 
 
 def print_checkers(j: dict[str, Any]) -> None:

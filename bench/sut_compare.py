@@ -62,7 +62,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from measure import StepClock, TreeRss, percentile, step_stats, wait  # noqa: E402
+from measure import StepClock, TreeRss, percentile, step_phases, step_stats, wait  # noqa: E402
 
 from harness import smoke  # noqa: E402
 from harness.workload import UpsertMix, records, upsert_records  # noqa: E402
@@ -180,6 +180,7 @@ def measure(
         out["to_first_step_s"] = first
         out["to_log_end_s"] = total
         out.update(step_stats(clock.step_s))
+        out["step_phases"] = step_phases(logs / "0.log")
         out["peak_rss_mib"] = round(rss.peak / 2**20, 1)
         out["peak_rss_parts_mib"] = {k: round(v / 2**20, 1) for k, v in rss.parts.items()}
         feeder = Feeder(backend.bootstrap, 400, 7, mix(args))
@@ -255,6 +256,12 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines.append("")
     for k, v in ratios(rows).items():
         lines.append(f"{k}: {v:.3g}x")
+    for r in rows:
+        if r.get("step_phases"):
+            parts = [
+                f"{k} {v['share']:.0%} (p50 {s(v['p50_s'])})" for k, v in r["step_phases"].items()
+            ]
+            lines.append(f"{r['system']}: a step's time went to " + ", ".join(parts))
     for r in rows:
         if r.get("recovery_p50_s") is not None:
             lines.append(f"{r['system']}: kill -> next sealed step p50 {r['recovery_p50_s']:.1f}s")

@@ -202,8 +202,13 @@ class StepLoop:
         nxt = self._bindings_for_step()
         if nxt is None:
             return False
+        bound_at = time.monotonic()
         records = self._read(self.bound, nxt)
-        out = self._append_output(upsert.upsert_step(records, self.data, self.errors, t), t)
+        read_at = time.monotonic()
+        out = upsert.upsert_step(records, self.data, self.errors, t)
+        diffed_at = time.monotonic()
+        out = self._append_output(out, t)
+        appended_at = time.monotonic()
         upsert.apply(self.data, out.data)
         upsert.apply(self.errors, out.errors)
         read = {str(p): nxt[p] - self.bound.get(p, 0) for p in sorted(nxt)}
@@ -223,6 +228,15 @@ class StepLoop:
                 ],
                 "keys": len(self.data),
                 "took_s": round(time.monotonic() - started, 3),
+                # where the step's time went: sealing the bindings, the Spark read (winners
+                # back in Python), the upsert diff, the data+errors commit, the state update
+                "phases_s": {
+                    "bind": round(bound_at - started, 3),
+                    "read": round(read_at - bound_at, 3),
+                    "diff": round(diffed_at - read_at, 3),
+                    "append": round(appended_at - diffed_at, 3),
+                    "apply": round(time.monotonic() - appended_at, 3),
+                },
             }
         )
         self._maybe_compact()
