@@ -24,7 +24,7 @@ from infra.topic import dump_topic, log_end
 from nemeses import Action, Nemesis, Node
 from rundir.files import TOPIC as TOPIC_FILE
 from rundir.files import write_topic
-from rundir.history import HistoryWriter, record_inputs
+from rundir.history import EXPORT_FAILED, NEVER_STARTED, HistoryWriter, record_inputs
 from suts import Deployment, Settings
 
 if TYPE_CHECKING:
@@ -202,25 +202,40 @@ class Session:
             n.setup(target)
         producers.start()
         self._warm_up(supervisor, observer)
-        self._execute(target, test.nemeses, supervisor, observer)
+        if supervisor.start_error is None:
+            self._execute(target, test.nemeses, supervisor, observer)
         display.update(phase="final phase: healing")
         producers.stop()
         for line in heal_all(test.nemeses, target, history):
             display.log(f"healed {line}")
         for n in test.nemeses.values():
             n.teardown(target)
-        reason = self._catch_up(backend.bootstrap, deployment, supervisor, observer)
+        if supervisor.start_error is None:
+            reason = self._catch_up(backend.bootstrap, deployment, supervisor, observer)
+        else:  # nothing ran: no fault was injected and nothing can be judged (UNKNOWN)
+            reason = self._harness_failure(NEVER_STARTED, supervisor.start_error)
         supervisor.stop()
         observer.stop()
         display.update(phase="dumping the topic and the store")
         write_topic(dump_topic(backend.bootstrap, TOPIC), self.run_dir / TOPIC_FILE)
-        deployment.export(self.run_dir)
+        try:
+            deployment.export(self.run_dir)
+        except Exception as exc:  # the store cannot be read: judged UNKNOWN, not a crash
+            why = f"the export of the store failed: {type(exc).__name__}: {exc}"
+            reason = "; ".join(filter(None, [reason, self._harness_failure(EXPORT_FAILED, why)]))
         record_inputs(history, self.run_dir)
         if cfg.leave_running:  # Kafka and the services outlive the teardown (harness.leave)
             last = supervisor.incarnations
             self.kept = Kept.take(self.teardown, backend, deployment, incarnation, last, fp, logs)
         for e in producers.errors:
             display.log(f"producer: {e}")
+        return reason
+
+    def _harness_failure(self, f: str, reason: str) -> str:
+        """Record why the run cannot be judged (``rundir.history`` makes the verdict UNKNOWN
+        with this reason) and return it."""
+        self.history.append("harness", "info", f, {"reason": reason})
+        self.display.log(reason)
         return reason
 
     def _warm_up(self, sup: Supervisor, obs: Observer, timeout_s: float = 300.0) -> None:
@@ -231,6 +246,8 @@ class Session:
         self.display.update(phase="warm-up: waiting for the first sealed step")
         start = time.monotonic()
         while obs.last.get("data", 0) < 1 and time.monotonic() - start < timeout_s:
+            if sup.start_error is not None:
+                return
             self._status(time.monotonic() - start, sup, obs)
             time.sleep(0.1)
         took = round(time.monotonic() - start, 2)

@@ -89,6 +89,10 @@ class Supervisor:
         self._codes: list[int] = []  # exit codes of incarnations that were not zombies
         self.zombies: list[Incarnation] = []  # given up, not yet let go
         self._zombie_ids: set[int] = set()  # every incarnation ever given up
+        #: consecutive failures to start an incarnation (the backend refused, an image is
+        #: missing) before the supervisor gives up and says why in :attr:`start_error`
+        self.start_attempts = 3
+        self.start_error: str | None = None
 
     def start(self) -> None:
         """Start the supervising thread (and with it the first incarnation)."""
@@ -117,10 +121,27 @@ class Supervisor:
         return code
 
     def _loop(self) -> None:
+        failures = 0
         while not self._stopping.is_set():
             n = self.incarnations
-            proc = self._make(n)
-            proc.start()
+            try:
+                proc = self._make(n)
+                proc.start()
+            except Exception as exc:  # recorded, tried again, then given up on (start_error)
+                failures += 1
+                why = f"{type(exc).__name__}: {exc}"[-2000:]
+                value = {"incarnation": n, "attempt": failures, "error": why}
+                self.history.append("supervisor", "info", "pipeline-start-failed", value)
+                if failures >= self.start_attempts:
+                    self.start_error = (
+                        f"incarnation {n} of the system under test could not be started "
+                        f"({failures} attempts); the last error: {why}"
+                    )
+                    break
+                if self._stopping.wait(min(10.0, self.restart_delay_s * 4**failures)):
+                    break
+                continue
+            failures = 0
             with self._lock:
                 self.current, self.incarnations = proc, n + 1
             self.history.append(

@@ -34,6 +34,9 @@ import polars as pl
 #: The op the harness writes last, after the topic dump and the store export: ``harness info
 #: inputs`` with the files the checkers read and how many writes were acknowledged.
 FINAL_OP = "inputs"
+#: harness ops that say the run cannot be judged, with their ``reason``: no incarnation of the
+#: system under test could be started; its store could not be exported
+NEVER_STARTED, EXPORT_FAILED = "never-started", "export-failed"
 
 #: The fields of ``value`` the checkers read from ``write`` ops (others are ignored). Keys and
 #: values are text when UTF-8, else hex in ``key_hex``/``value_hex``; null is null.
@@ -242,8 +245,15 @@ class History:
                 f"no usable history ({self.unusable}): acknowledged writes and observed "
                 "uppers cannot be judged"
             ]
-        if self.final() is not None:
-            return []
+        failed = [
+            f"{op['value'].get('reason')}: the system's output cannot be judged"
+            for op in self.ops
+            if op.get("process") == "harness"
+            and op.get("f") in (NEVER_STARTED, EXPORT_FAILED)
+            and isinstance(op.get("value"), dict)
+        ]
+        if self.final() is not None or failed:
+            return failed
         where = f"{self.path}" if self.path is not None else "the history"
         last = self.ops[-1] if self.ops else None
         said = (

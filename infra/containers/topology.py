@@ -204,10 +204,13 @@ class SutContainer:
             self._pid, self._code, self._frozen = None, None, False
             return self.pid
         extra: dict[str, Any] = {}
-        volumes = {d: {"bind": d, "mode": "rw"} for d in self.shared}  # same path inside
+        # Docker binds absolute paths only (a relative one is taken for a volume's name): a
+        # run directory under a relative --runs (the default, store/) is resolved here
+        shared = [str(Path(d).resolve()) for d in self.shared]
+        volumes = {d: {"bind": d, "mode": "rw"} for d in shared}  # same path inside
         if self.failpoints_dir is not None:
             self.failpoints_dir.mkdir(parents=True, exist_ok=True)
-            volumes[str(self.failpoints_dir)] = {"bind": FAILPOINT_DIR, "mode": "rw"}
+            volumes[str(self.failpoints_dir.resolve())] = {"bind": FAILPOINT_DIR, "mode": "rw"}
         if volumes:
             extra["volumes"] = volumes
         if self.entrypoint is not None:

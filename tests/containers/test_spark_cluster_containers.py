@@ -33,6 +33,7 @@ def test_a_seeded_chaos_run_killing_workers_of_a_spark_cluster_is_valid(
             "nemesis_interval_s": 12.0,
             "nemeses": ["kill-spark-worker", "kill-executor"],
             "workload": {"rate": 200.0},
+            "runs_dir": str(tmp_path / "store"),
         },
     )
     code, out, run_dir = sealcheck_run(tmp_path / "store", *to_flags(cfg), timeout_s=1500)

@@ -250,3 +250,24 @@ def test_a_kill_between_the_compactions_of_two_collections_is_not_a_mismatch() -
     assert res.valid is True, {n: r.anomaly_counts for n, r in res.checkers.items()}
     counts = res.checkers["sealed_state"].counts
     assert counts["data_steps_judged_one_by_one"] == run.uppers["data"] - since - 1
+
+
+@pytest.mark.parametrize(
+    ("f", "reason"),
+    [
+        ("never-started", "incarnation 0 of the system under test could not be started"),
+        ("export-failed", "the export of the store failed: UndefinedTable: no frontiers"),
+    ],
+)
+def test_a_run_the_harness_could_not_drive_is_unknown_saying_why(
+    run_dir: Path, f: str, reason: str
+) -> None:
+    path = run_dir / "history.jsonl"
+    *ops, final = [json.loads(line) for line in path.read_text().splitlines()]
+    op = {"index": final["index"], "time": final["time"], "process": "harness", "type": "info"}
+    ops += [{**op, "f": f, "value": {"reason": reason}}, {**final, "index": final["index"] + 1}]
+    path.write_text("".join(json.dumps(o) + "\n" for o in ops))
+    res = check_run(run_dir)
+    assert res.valid is None
+    assert res.input_problems == [f"{reason}: the system's output cannot be judged"]
+    assert cli.main(["check", str(run_dir)]) == cli.EXIT_UNKNOWN

@@ -97,3 +97,28 @@ def test_zombie_runs_beside_the_new_incarnation_and_its_exit_is_recorded(tmp_pat
         (1, -9, True),
         (2, 0, False),
     ]
+
+
+def test_an_incarnation_that_cannot_be_started_is_retried_then_given_up_saying_why(
+    tmp_path: Path,
+) -> None:
+    writer = HistoryWriter(tmp_path / "history.jsonl")
+    tries: list[int] = []
+
+    def make(n: int) -> FakeIncarnation:
+        tries.append(n)
+        raise RuntimeError(f"docker refused incarnation {n}")
+
+    sup = Supervisor(make, writer, FailpointFile(tmp_path / "fp"), lambda text: None, 0.01)
+    sup.start()
+    _until(lambda: sup.start_error is not None)
+    sup.stop(1)
+    writer.close()
+    assert tries == [0, 0, 0]  # the same incarnation, three attempts
+    assert sup.start_error is not None
+    assert "incarnation 0 of the system under test could not be started (3 attempts)" in (
+        sup.start_error
+    )
+    assert "RuntimeError: docker refused incarnation 0" in sup.start_error
+    failed = [o for o in History.load(tmp_path / "history.jsonl").ops if o["f"].endswith("failed")]
+    assert [o["value"]["attempt"] for o in failed] == [1, 2, 3]
