@@ -177,6 +177,9 @@ def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) ->
         out["sealed_took_s_sum"] = sum(float(e.get("took_s", 0)) for e in seals)
         out["live_keys"] = seals[-1].get("keys") if seals else None
         out["compactions"] = sum(e.get("event") == "compacted" for e in events)
+        out["compaction_s_sum"] = sum(
+            e.get("took_s", 0.0) for e in events if e.get("event") == "compacted"
+        )
         out["store_bytes"] = store_bytes(Path(dep.store))
         t = time.monotonic()
         inc = backend.incarnation(dep.launch(1), "pipeline-1", logs / "1.log", work / "fp")
@@ -330,8 +333,8 @@ def print_pipeline(p: dict[str, Any], args: argparse.Namespace) -> None:
         f"step)\n  {p['steps']} steps of up to {args.max_records_per_step:,} records (step time "
         f"p50 {p['step_p50_s'] or 0:.2f}s, p99 {p['step_p99_s'] or 0:.2f}s; the incarnation's "
         f"own took_s sums to {p['sealed_took_s_sum']:.1f}s), {p['live_keys'] or 0:,} live keys, "
-        f"{p['compactions']} compactions (retain {args.retain_steps}, every "
-        f"{args.compact_every})\n  store on disk {p['store_bytes'] / MIB:,.0f} MiB; peak RSS of "
+        f"{p['compactions']} compactions taking {p['compaction_s_sum']:.1f}s (retain "
+        f"{args.retain_steps}, every {args.compact_every})\n  store on disk {p['store_bytes'] / MIB:,.0f} MiB; peak RSS of "
         f"the tree catching up {p['catch_up_rss']['peak_rss_mib']:,.0f} MiB, with the restart "
         f"{p['rss']['peak_rss_mib']:,.0f} MiB (each alone: {each})\n  rehydration: restart -> "
         f"rehydrated {p['restart_to_rehydrated_s']:.1f}s, of which reading the state "

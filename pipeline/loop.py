@@ -249,7 +249,7 @@ class StepLoop:
         since = self.t - cfg.retain_steps
         if since <= 0:
             return
-        moved = []
+        moved, started = [], time.monotonic()
         for collection in (BINDINGS, DATA, ERRORS):  # one transaction each
             if self.store.compact(collection, since):
                 moved.append(collection)
@@ -257,7 +257,8 @@ class StepLoop:
                 failpoint("compact.between")
         failpoint("compact.after_commit")
         if moved:
-            self.log({"event": "compacted", "since": since, "collections": moved})
+            took = round(time.monotonic() - started, 3)
+            self.log({"event": "compacted", "since": since, "collections": moved, "took_s": took})
 
     # -- the loop --------------------------------------------------------------------
     def run(self, stop: threading.Event, max_steps: int | None = None) -> int:
