@@ -18,7 +18,7 @@ def check_run(run_dir: Path, names: list[str] | None = None) -> RunResult:
     try:
         run = load_run(run_dir)
     except RunInputError as exc:
-        return RunResult({}, [str(exc)])
+        return RunResult({}, [*exc.causes, str(exc)])
     return run_checkers(run, names)
 
 

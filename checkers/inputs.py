@@ -274,7 +274,13 @@ class RunData:
 
 
 class RunInputError(ValueError):
-    """A run directory lacks a file the checkers need; the message says which and why."""
+    """A run directory lacks a file the checkers need; the message says which and why, and
+    :attr:`causes` what the history says went wrong first (the system never started, its
+    export failed), if anything."""
+
+    def __init__(self, message: str, causes: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.causes = causes
 
 
 def load_run(run_dir: Path) -> RunData:
@@ -304,7 +310,8 @@ def load_run(run_dir: Path) -> RunData:
     ):
         if not (run_dir / rel).exists():
             raise RunInputError(
-                f"{run_dir / rel} is missing: {what}; a run that died before it cannot be judged"
+                f"{run_dir / rel} is missing: {what}; a run that died before it cannot be judged",
+                tuple(history.harness_failures()),
             )
     topic = pl.scan_parquet(run_dir / files.TOPIC).cast(TOPIC_SCHEMA)
     updates = pl.scan_parquet(run_dir / files.UPDATES).cast(UPDATES_SCHEMA)

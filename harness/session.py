@@ -204,6 +204,11 @@ class Session:
         self._warm_up(supervisor, observer)
         if supervisor.start_error is None:
             self._execute(target, test.nemeses, supervisor, observer)
+        else:  # every planned fault says why it did not happen
+            why = "no incarnation of the system under test could be started"
+            for i, action in enumerate(test.schedule):
+                value = {"action": i, "f": action.f, "outcome": "skipped", "why": why}
+                history.append("nemesis", "info", "outcome", value)
         display.update(phase="final phase: healing")
         producers.stop()
         for line in heal_all(test.nemeses, target, history):

@@ -238,6 +238,17 @@ class History:
                 return found
         return None
 
+    def harness_failures(self) -> list[str]:
+        """Why the harness could not drive the run (:data:`NEVER_STARTED`,
+        :data:`EXPORT_FAILED` ops), each as a problem that makes the verdict UNKNOWN."""
+        return [
+            f"{op['value'].get('reason')}: the system's output cannot be judged"
+            for op in self.ops
+            if op.get("process") == "harness"
+            and op.get("f") in (NEVER_STARTED, EXPORT_FAILED)
+            and isinstance(op.get("value"), dict)
+        ]
+
     def problems(self) -> list[str]:
         """Why this history cannot be trusted to be complete (empty: it can)."""
         if self.unusable is not None:
@@ -245,13 +256,7 @@ class History:
                 f"no usable history ({self.unusable}): acknowledged writes and observed "
                 "uppers cannot be judged"
             ]
-        failed = [
-            f"{op['value'].get('reason')}: the system's output cannot be judged"
-            for op in self.ops
-            if op.get("process") == "harness"
-            and op.get("f") in (NEVER_STARTED, EXPORT_FAILED)
-            and isinstance(op.get("value"), dict)
-        ]
+        failed = self.harness_failures()
         if self.final() is not None or failed:
             return failed
         where = f"{self.path}" if self.path is not None else "the history"

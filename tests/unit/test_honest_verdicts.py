@@ -271,3 +271,7 @@ def test_a_run_the_harness_could_not_drive_is_unknown_saying_why(
     assert res.valid is None
     assert res.input_problems == [f"{reason}: the system's output cannot be judged"]
     assert cli.main(["check", str(run_dir)]) == cli.EXIT_UNKNOWN
+    # with the export missing too, the cause comes first, then the missing file
+    (run_dir / "persist" / "updates.parquet").unlink()
+    first, missing = check_run(run_dir).input_problems
+    assert first.startswith(reason) and "updates.parquet is missing" in missing
