@@ -68,6 +68,7 @@ def test_containers_chaos_run_is_valid(docker_engine: None, tmp_path: Path) -> N
     assert labelled() == []
 
 
+@pytest.mark.nightly  # CI: test_partitions.py cuts a commit's reply and sees it happen
 def test_a_lost_commit_reply_on_containers(docker_engine: None, tmp_path: Path) -> None:
     """A commit whose reply is cut: PostgreSQL commits, the caught incarnation hears nothing
     for the blackout. The correct pipeline stays valid."""
@@ -91,6 +92,7 @@ def test_a_lost_commit_reply_on_containers(docker_engine: None, tmp_path: Path) 
     assert labelled() == []
 
 
+@pytest.mark.nightly  # CI: the zombie runs of test_chaos.py (both variants)
 def test_a_zombie_writer_on_containers_is_fenced(docker_engine: None, tmp_path: Path) -> None:
     """The zombie nemesis on containers: the stalled incarnation's container and its successor
     run side by side; when both write, fencing stops one (exit 3). Valid."""

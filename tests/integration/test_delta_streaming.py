@@ -140,6 +140,7 @@ def test_correct_job_replays_a_batch_without_changing_anything(kafka: Any, tmp_p
     assert '"batch": 1,' in second  # the replayed batch ran again in the next incarnation
 
 
+@pytest.mark.nightly  # a harmless variant; CI replays a batch of the correct job
 def test_without_idempotent_writes_a_replayed_merge_commits_again_and_is_still_valid(
     kafka: Any, tmp_path: Path
 ) -> None:

@@ -55,6 +55,7 @@ def _cleanup(store: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.nightly  # 70-200 s; its parts have unit tests in CI
 def test_leave_running_until_cleanup(tmp_path: Path) -> None:
     from confluent_kafka.admin import AdminClient
 
