@@ -64,3 +64,26 @@ def labelled() -> list[str]:
         return boxes + [n.name for n in client.networks.list(filters={"label": RUN_LABEL})]
     finally:
         client.close()
+
+
+def sealed_after(history: list[dict[str, Any]], actions: tuple[str, ...]) -> list[str]:
+    """The actions after whose invocation the ``data`` upper never moved again (none: every
+    fault was followed by a sealed step)."""
+    seen = [(o["time"], o["value"].get("data", 0)) for o in history if o["f"] == "uppers"]
+    last = max((u for _, u in seen), default=0)
+    stuck = []
+    for action in actions:
+        at = next(o["time"] for o in history if o["f"] == action and o["type"] == "invoke")
+        if last <= max((u for t, u in seen if t <= at), default=0):
+            stuck.append(action)
+    return stuck
+
+
+def left_of_cluster(run_dir: Path) -> list[str]:
+    """Processes of the run still alive, and Spark workers whose command line names the run
+    (none after a run)."""
+    from infra import cleanup
+
+    left = [str(p) for p in cleanup.leftovers() if p.run == str(run_dir)]
+    alive = subprocess.run(["pgrep", "-af", "deploy.worker.Worker"], capture_output=True, text=True)
+    return left + [line for line in alive.stdout.splitlines() if str(run_dir) in line]

@@ -12,14 +12,12 @@ invented). Nothing of the cluster is left running. Nightly: the job's recovery c
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from harness.config import load_config
-from infra import cleanup
-from tests.cli_runs import ops, outcomes, replay
+from tests.cli_runs import left_of_cluster, ops, outcomes, replay, sealed_after
 
 pytestmark = [pytest.mark.integration, pytest.mark.nightly]
 
@@ -71,11 +69,5 @@ def test_the_delta_job_on_a_cluster_survives_executor_worker_and_driver_kills(
     assert master.count("Registering worker") >= 3  # two, then the killed one again
     assert master.count("Registering app") >= 2  # a new driver after the job's kill
     # batches went on being committed after every fault
-    seen = [(o["time"], o["value"].get("data", 0)) for o in history if o["f"] == "uppers"]
-    for action in ("kill-executor", "start-spark-worker", "kill-pipeline"):
-        at = next(o["time"] for o in history if o["f"] == action and o["type"] == "invoke")
-        before = max((u for t, u in seen if t <= at), default=0)
-        assert max(u for _, u in seen) > before, f"nothing committed after {action}"
-    assert not [p for p in cleanup.leftovers() if p.run == str(run_dir)]
-    alive = subprocess.run(["pgrep", "-f", "deploy.worker.Worker"], capture_output=True, text=True)
-    assert str(run_dir) not in alive.stdout
+    assert sealed_after(history, ("kill-executor", "start-spark-worker", "kill-pipeline")) == []
+    assert left_of_cluster(run_dir) == []

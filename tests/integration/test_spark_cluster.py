@@ -13,14 +13,12 @@ Nightly (3 min): CI runs the cluster under a seeded chaos run on containers
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from harness.config import load_config
-from infra import cleanup
-from tests.cli_runs import ops, outcomes, replay
+from tests.cli_runs import left_of_cluster, ops, outcomes, replay, sealed_after
 
 pytestmark = [pytest.mark.integration, pytest.mark.nightly]
 
@@ -80,11 +78,7 @@ def test_cluster_faults_happen_heal_and_every_step_is_sealed_once(tmp_path: Path
     master = (run_dir / "logs" / "spark-master.log").read_text(errors="replace")
     assert master.count("Registering worker") >= 3  # two, then the killed one again
     # steps went on being sealed after every fault
-    seen = [(o["time"], o["value"].get("data", 0)) for o in history if o["f"] == "uppers"]
-    for action in ("kill-executor", "start-spark-worker", "resume-spark-worker"):
-        at = next(o["time"] for o in history if o["f"] == action and o["type"] == "invoke")
-        before = max((u for t, u in seen if t <= at), default=0)
-        assert max(u for _, u in seen) > before, f"nothing sealed after {action}"
-    assert not [p for p in cleanup.leftovers() if p.run == str(run_dir)]
-    alive = subprocess.run(["pgrep", "-f", "deploy.worker.Worker"], capture_output=True, text=True)
-    assert str(run_dir) not in alive.stdout
+    assert (
+        sealed_after(history, ("kill-executor", "start-spark-worker", "resume-spark-worker")) == []
+    )
+    assert left_of_cluster(run_dir) == []
