@@ -179,22 +179,27 @@ def step_stats(step_s: list[float]) -> dict[str, Any]:
     }
 
 
-def step_phases(log: Path) -> dict[str, Any]:
+def log_events(text: str) -> list[dict[str, Any]]:
+    """The JSON events of an incarnation's log (a torn last line skipped)."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith('{"'):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return [e for e in out if isinstance(e, dict) and "event" in e]
+
+
+def step_phases(events: list[dict[str, Any]]) -> dict[str, Any]:
     """Where our pipeline's steps spent their time, from its incarnation's ``sealed`` events
     (``phases_s``: bind, read, diff, append, apply): each phase's median and its share of the
-    summed step time. Empty for a log without them (the Delta job, an older pipeline)."""
+    summed step time. Empty for events without them (the Delta job, an older pipeline)."""
     phases: dict[str, list[float]] = {}
-    total = 0.0
-    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
-        if not line.startswith("{") or '"phases_s"' not in line:
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        for name, took in event["phases_s"].items():
+    for event in events:
+        for name, took in (event.get("phases_s") or {}).items():
             phases.setdefault(name, []).append(float(took))
-            total += float(took)
+    total = sum(sum(v) for v in phases.values())
     return {
         name: {"p50_s": percentile(v, 50), "share": round(sum(v) / total, 3) if total else None}
         for name, v in phases.items()

@@ -14,7 +14,6 @@ count too). Prints n, min, p50, p90 and max per mode; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from measure import log_events  # noqa: E402
 
 from rundir.history import History  # noqa: E402
 
@@ -32,16 +33,11 @@ def first_sealed_step(log: Path) -> int | None:
     None: none."""
     if not log.exists():
         return None
-    for line in log.read_text(errors="replace").splitlines():
-        if line.startswith("{") and ('"sealed"' in line or '"batch"' in line):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if event.get("event") == "sealed":
-                return int(event["t"])
-            if event.get("event") == "batch":
-                return int(event["batch"])
+    for event in log_events(log.read_text(errors="replace")):
+        if event["event"] == "sealed":
+            return int(event["t"])
+        if event["event"] == "batch":
+            return int(event["batch"])
     return None
 
 

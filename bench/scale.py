@@ -44,7 +44,15 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
-from measure import MIB, StepClock, TreeRss, step_phases, step_stats, vm_hwm  # noqa: E402
+from measure import (  # noqa: E402
+    MIB,
+    StepClock,
+    TreeRss,
+    log_events,
+    step_phases,
+    step_stats,
+    vm_hwm,
+)
 from scale_run import dump_topic, write_history  # noqa: E402
 
 from infra.local import LocalBackend  # noqa: E402
@@ -173,7 +181,7 @@ def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) ->
         events = log_events(inc.log_text())
         seals = [e for e in events if e.get("event") == "sealed"]
         out["steps"] = len(seals)
-        out["step_phases"] = step_phases(logs / "0.log")
+        out["step_phases"] = step_phases(events)
         out["sealed_took_s_sum"] = sum(float(e.get("took_s", 0)) for e in seals)
         out["live_keys"] = seals[-1].get("keys") if seals else None
         out["compactions"] = sum(e.get("event") == "compacted" for e in events)
@@ -205,18 +213,6 @@ def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) ->
 def sealed(uppers: dict[str, int] | None) -> int:
     """The lower of the ``data`` and ``errors`` uppers (0 while there is no store)."""
     return min(uppers.get("data", 0), uppers.get("errors", 0)) if uppers else 0
-
-
-def log_events(text: str) -> list[dict[str, Any]]:
-    """The JSON events of an incarnation's log (a torn last line skipped)."""
-    out = []
-    for line in text.splitlines():
-        if line.startswith('{"'):
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
-    return [e for e in out if isinstance(e, dict) and "event" in e]
 
 
 def store_bytes(db: Path) -> int:

@@ -62,7 +62,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from measure import StepClock, TreeRss, percentile, step_phases, step_stats, wait  # noqa: E402
+from measure import (  # noqa: E402
+    StepClock,
+    TreeRss,
+    log_events,
+    percentile,
+    step_phases,
+    step_stats,
+    wait,
+)
 
 from harness import smoke  # noqa: E402
 from harness.workload import UpsertMix, records, upsert_records  # noqa: E402
@@ -180,7 +188,7 @@ def measure(
         out["to_first_step_s"] = first
         out["to_log_end_s"] = total
         out.update(step_stats(clock.step_s))
-        out["step_phases"] = step_phases(logs / "0.log")
+        out["step_phases"] = step_phases(log_events(inc.log_text()))
         out["peak_rss_mib"] = round(rss.peak / 2**20, 1)
         out["peak_rss_parts_mib"] = {k: round(v / 2**20, 1) for k, v in rss.parts.items()}
         feeder = Feeder(backend.bootstrap, 400, 7, mix(args))
