@@ -7,18 +7,26 @@ Public API: :func:`check_run`, :func:`load_run`, :func:`run_checkers`, :data:`CH
 
 from pathlib import Path
 
+import polars as pl
+import pyarrow as pa
+
 from checkers.inputs import RunData, RunInputError, load_run
 from checkers.registry import CHECKERS, run_checkers
 from checkers.result import Anomaly, CheckResult, RunResult
+from rundir.files import why_unreadable
 
 
 def check_run(run_dir: Path, names: list[str] | None = None) -> RunResult:
-    """Load ``run_dir`` and run the checkers (all by default). Inputs that are missing give
-    an unknown verdict saying which, never an exception."""
+    """Load ``run_dir`` and run the checkers (all by default). Inputs that are missing or
+    cannot be read give an unknown verdict whose first input problem says which file and why,
+    never an exception."""
     try:
         run = load_run(run_dir)
     except RunInputError as exc:
         return RunResult({}, [*exc.causes, str(exc)])
+    except (OSError, pl.exceptions.PolarsError, pa.ArrowException) as exc:  # a file to name
+        where = getattr(exc, "filename", None) or run_dir
+        return RunResult({}, [f"{where}: cannot be read ({why_unreadable(exc)}); nothing judged"])
     return run_checkers(run, names)
 
 

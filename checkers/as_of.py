@@ -6,8 +6,8 @@ steps, through a second path that does not trust the change feed (``persist/asof
 ``collection, ts, key, value``) — this checker compares each snapshot with the model's state
 after that step (the topic replayed up to the offsets bound there), by multiset fingerprint
 first and key by key where they differ. A change feed that disagrees with the table it
-describes shows here and nowhere else. Without snapshots there is nothing to judge (valid,
-``snapshots_judged`` 0).
+describes shows here and nowhere else. Without snapshots (the pipeline offers none) the
+checker is *not applicable*; snapshots offered of which none could be judged make it unknown.
 """
 
 from __future__ import annotations
@@ -70,10 +70,14 @@ def _explain(run: RunData, name: str, snap: pl.DataFrame, ts: int) -> list[Anoma
 
 def check(run: RunData) -> CheckResult:
     """Compare every snapshot the export offers with the model at its step."""
+    if run.asof is None:
+        return CheckResult.not_applicable(
+            "as_of",
+            "the export offers no snapshots as of a step (no persist/asof.parquet)",
+            {"snapshots_judged": 0},
+        )
     res = CheckResult("as_of", True)
     res.counts["snapshots_judged"] = 0
-    if run.asof is None:
-        return res
     snaps = run.asof.lazy().collect()
     sealed = run.uppers.get("bindings", 0)
     run.winners()
@@ -98,4 +102,10 @@ def check(run: RunData) -> CheckResult:
             continue
         res.add_bulk("asof-mismatch", len(examples), examples)
     res.counts["snapshots_skipped"] = skipped
+    if res.counts["snapshots_judged"] == 0 and res.valid:
+        res.valid = None
+        res.error = (
+            f"the export offers snapshots, but none of them could be judged ({skipped} "
+            "skipped: not sealed, or below the collection's since)"
+        )
     return res

@@ -7,13 +7,15 @@ import polars as pl
 
 from checkers.inputs import RunData
 from checkers.replay import POS_BITS, binding_ranges
-from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult
+from checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult
 
 
 def check(run: RunData) -> CheckResult:
     """Check every bound offset."""
-    res = CheckResult("bindings", True)
     ub = run.uppers.get("bindings", 0)
+    if ub == 0:  # no binding sealed: nothing judged is not a pass
+        return CheckResult("bindings", None, error=NOTHING_SEALED)
+    res = CheckResult("bindings", True)
     ranges = binding_ranges(run.collection("bindings"), ub)
     res.counts["moves"] = ranges.height
     back = ranges.filter(pl.col("end") < pl.col("start"))

@@ -3,9 +3,14 @@ acknowledged write is in the topic (else a *Kafka* anomaly: the pipeline is not 
 the final ``data`` equals the model of the whole topic.
 
 It is valid only when it judged every acknowledged write the harness counted: with a history
-that is missing or cut short it says how many it checked and stays unknown."""
+that is missing or cut short it says how many it checked and stays unknown; a run that wrote
+nothing (no record, no acknowledged write) is unknown too. Each anomaly carries its context: the
+acknowledged write's time (``acked_ns``) and the last fault, start and exit before it, or, for
+the final state, before the last step was sealed."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -21,6 +26,24 @@ def _final_bound(run: RunData) -> dict[int, int]:
     ranges = binding_ranges(run.collection("bindings"), upper).sort("partition", "ts")
     last = ranges.group_by("partition").agg(pl.col("end").last())
     return {int(p): int(e) for p, e in last.iter_rows()}
+
+
+def _ack_context(run: RunData, acked_ns: Any) -> dict[str, Any]:
+    """When a write was acknowledged and the last fault, start and exit before that."""
+    if not isinstance(acked_ns, int):
+        return {}
+    return {"acked_ns": acked_ns, **run.history.context_at(acked_ns)}
+
+
+def _acked_at(run: RunData, partition: int, offset: int) -> int | None:
+    """When the write at ``(partition, offset)`` was acknowledged (None: it was not)."""
+    found = run.history.collect(
+        run.history.acked.lazy()
+        .filter((pl.col("partition") == partition) & (pl.col("offset") == offset))
+        .select("time")
+        .head(1)
+    )
+    return int(found["time"][0]) if found.height else None
 
 
 def _acknowledged(run: RunData, res: CheckResult) -> None:
@@ -60,6 +83,7 @@ def _acknowledged(run: RunData, res: CheckResult) -> None:
                         "value": show(there["value"]),
                     },
                     detail=f"a Kafka anomaly, not the pipeline's: the write was {what}",
+                    context=_ack_context(run, ack.get("time")),
                 )
             )
         res.add_bulk(kind, frame.height, examples)
@@ -98,20 +122,26 @@ def _final_state(run: RunData, res: CheckResult) -> None:
     if differ.height > bad.height:
         res.counts["final_differences_explained_by_kafka"] = differ.height - bad.height
     examples = []
+    last = run.uppers.get("data", 0) - 1
     for r in bad.head(MAX_EXAMPLES).iter_rows(named=True):
         key, value = run.lookup("data", r["kh"], r["vh"])
+        context = run.history.context_for_step(last)
         if r["row"] is not None:
             rec = run.topic_row(int(r["row"]))
             key, value = rec["key"], rec["value"]
+            acked = _acked_at(run, int(rec["partition"]), int(rec["offset"]))
+            if acked is not None:  # the key's latest record: when it was acknowledged
+                context["latest_write_acked_ns"] = acked
         examples.append(
             Anomaly(
                 "final-state-mismatch",
                 "data",
                 show(key),
-                run.uppers.get("data", 0) - 1,
+                last,
                 expected=f"{show(value)!r} x{r['want']}",
                 found=f"{show(value)!r} x{r['diff']}",
                 detail="the final data differs from the whole topic replayed",
+                context=context,
             )
         )
     res.add_bulk("final-state-mismatch", bad.height, examples)
@@ -124,20 +154,27 @@ def check(run: RunData) -> CheckResult:
     res.counts["records"] = run.classified().height
     # A bound past the log end is the bindings checker's ``bound-past-log-end``, not this.
     behind = {p: (bound.get(p, 0), end) for p, end in log_end.items() if bound.get(p, 0) < end}
+    last = run.uppers.get("data", 0) - 1
     for p, (b, end) in sorted(behind.items()):
         res.add(
             Anomaly(
                 "not-caught-up",
                 "bindings",
                 str(p),
-                run.uppers.get("data", 0) - 1,
+                last,
                 expected=end,
                 found=b,
                 detail=f"after the final phase partition {p} is sealed through offset {b} but "
                 f"the topic ends at {end}: {end - b} records were never sealed",
+                context=run.history.context_for_step(last),
             )
         )
     _acknowledged(run, res)
+    if res.counts["records"] == 0 and res.counts["acknowledged_writes_checked"] == 0:
+        if res.valid:  # the run should have written: an empty topic judges nothing
+            res.valid = None
+            res.error = "nothing was written (no record in the topic, no acknowledged write)"
+        return res
     if behind:
         return _incomplete(run, res)  # the final state matches the whole topic once caught up
     ahead = sorted(p for p, b in bound.items() if b > log_end.get(p, 0))

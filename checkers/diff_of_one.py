@@ -6,12 +6,14 @@ from __future__ import annotations
 import polars as pl
 
 from checkers.inputs import RunData
-from checkers.multiplicity import sealed_change_points
-from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
+from checkers.multiplicity import COLLECTIONS, sealed_change_points
+from checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 
 def check(run: RunData) -> CheckResult:
     """Find every ``(collection, key, value, ts)`` whose multiplicity is not 0 or 1."""
+    if not any(run.uppers.get(c, 0) for c in COLLECTIONS):
+        return CheckResult("diff_of_one", None, error=NOTHING_SEALED)
     res = CheckResult("diff_of_one", True)
     for name, cp in sealed_change_points(run):
         res.counts[f"{name}_change_points"] = cp.height

@@ -15,7 +15,6 @@ A run directory holds (written by the harness; see ``docs/architecture.md``):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,10 @@ from checkers.replay import (
     step_winners,
 )
 from checkers.result import show
+from checkers.steps import Steps
+from checkers.steps import load as load_steps
 from rundir import files
+from rundir.captures import CAPTURES
 from rundir.history import History, HistoryError
 
 TOPIC_SCHEMA = pl.Schema(
@@ -91,10 +93,18 @@ class RunData:
     #: step -> what the system calls it ("batch 3: data v7, errors v6"), when its export says
     #: (:func:`rundir.files.step_labels`); anomalies at a step carry it as ``context["batch"]``
     step_names: dict[int, str] = field(default_factory=dict)
+    #: which steps are judged one by one, which were captured, which changed after sealing
+    #: (:mod:`checkers.steps`); ``updates`` already holds the captured steps compaction merged
+    steps: Steps = field(default_factory=Steps)
 
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
     #: records bound at sealed steps (set by :meth:`winners`)
     bound_records: int = field(default=0, repr=False, compare=False)
+
+    def steps_since(self, name: str) -> int:
+        """The ``since`` of a collection in the store's export (before captures filled in
+        the steps it merged)."""
+        return self.steps.export_sinces.get(name, 0)
 
     def memoised(self) -> set[str]:
         """The derived frames computed so far (so callers can avoid forcing a parse)."""
@@ -287,14 +297,22 @@ def load_run(run_dir: Path) -> RunData:
     """Open a run directory: read the history and check every input file against the
     manifest in its final op.
 
-    Raises :class:`RunInputError` when the topic or the store's export is missing. The big
-    inputs stay lazy scans; :meth:`RunData.prepare` (or the first checker) reads them.
+    Raises :class:`RunInputError` (one line naming the file and the cause) when the topic or
+    the store's export is missing or cannot be read as its format says. The manifest is the
+    closed list of what checkers read: a required input it does not list refuses the run
+    (:attr:`RunData.refusals`, nothing read); an optional one (``persist/asof.parquet``,
+    ``persist/versions.json``) is read only when listed; any other file of the export is
+    only named in :attr:`RunData.notes`. The big inputs stay lazy scans;
+    :meth:`RunData.prepare` (or the first checker) reads them.
     """
     notes: list[str] = []
     try:
         history = History.load(run_dir / "history.jsonl")
     except HistoryError as exc:
         history = History.empty(unusable=str(exc))
+    except (OSError, pl.exceptions.PolarsError) as exc:  # unreadable, or not text at all
+        why = files.why_unreadable(exc)
+        history = History.empty(unusable=f"{run_dir / 'history.jsonl'} cannot be read ({why})")
     if history.torn_tail:
         notes.append(
             f"history.jsonl: a torn last line ({history.torn_tail} bytes) was skipped: the "
@@ -313,17 +331,42 @@ def load_run(run_dir: Path) -> RunData:
                 f"{run_dir / rel} is missing: {what}; a run that died before it cannot be judged",
                 tuple(history.harness_failures()),
             )
+    if final is not None:  # the manifest is the closed list of what a checker may read
+        refusals += [
+            f"{rel} is not in the manifest of the history's final op: it cannot be proven to "
+            "be the run's, so nothing is judged; re-run the test"
+            for rel in files.INPUT_FILES
+            if rel not in recorded
+        ]
+        notes += [
+            f"{rel} is not in the manifest of the history's final op: no checker read it"
+            for rel in files.unlisted(run_dir, recorded)
+        ]
+    if refusals:  # nothing is read from files that are not the run's
+        empty = pl.DataFrame(schema=TOPIC_SCHEMA), pl.DataFrame(schema=UPDATES_SCHEMA)
+        return RunData(*empty, {}, {}, history, refusals=refusals, notes=notes)
+    try:
+        files.check_parquet(run_dir / files.TOPIC, TOPIC_SCHEMA.names())
+        files.check_parquet(run_dir / files.UPDATES, UPDATES_SCHEMA.names())
+        if files.ASOF in recorded:
+            files.check_parquet(run_dir / files.ASOF)
+        uppers, exported = files.read_frontiers(run_dir / files.FRONTIERS)
+    except files.InputFileError as exc:
+        raise RunInputError(str(exc), tuple(history.harness_failures())) from None
     topic = pl.scan_parquet(run_dir / files.TOPIC).cast(TOPIC_SCHEMA)
     updates = pl.scan_parquet(run_dir / files.UPDATES).cast(UPDATES_SCHEMA)
-    frontiers = json.loads((run_dir / files.FRONTIERS).read_text())
+    judged, sinces, steps = load_steps(
+        run_dir, CAPTURES in recorded, history.ops, updates, uppers, exported
+    )
     return RunData(
         topic,
-        updates,
-        {c: int(f["upper"]) for c, f in frontiers.items()},
-        {c: int(f["since"]) for c, f in frontiers.items()},
+        judged,
+        uppers,
+        sinces,
         history,
         refusals,
         notes,
-        pl.scan_parquet(run_dir / files.ASOF) if (run_dir / files.ASOF).exists() else None,
-        files.step_labels(run_dir),
+        pl.scan_parquet(run_dir / files.ASOF) if files.ASOF in recorded else None,
+        files.step_labels(run_dir) if files.VERSIONS in recorded else {},
+        steps,
     )

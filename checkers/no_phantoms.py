@@ -11,11 +11,13 @@ import polars as pl
 from checkers.frames import pair_hash
 from checkers.inputs import RunData
 from checkers.replay import packed, slot_bytes
-from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
+from checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 
 def check(run: RunData) -> CheckResult:
     """Look every inserted ``(key, value)`` up among the topic's written pairs (by hash)."""
+    if not (run.uppers.get("data", 0) or run.uppers.get("errors", 0)):
+        return CheckResult("no_phantoms", None, error=NOTHING_SEALED)
     res = CheckResult("no_phantoms", True)
     inserted = run.change_points("data").filter(pl.col("diff") > 0)
     written = (

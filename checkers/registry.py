@@ -11,6 +11,9 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 
+import polars as pl
+import pyarrow as pa
+
 from checkers import (
     as_of,
     bindings,
@@ -24,6 +27,7 @@ from checkers import (
 )
 from checkers.inputs import RunData
 from checkers.result import CheckResult, RunResult
+from rundir import files
 from rundir.history import HistoryError
 
 Checker = Callable[[RunData], CheckResult]
@@ -46,11 +50,31 @@ def unknown_checkers(names: Iterable[str]) -> list[str]:
     return [n for n in names if n not in CHECKERS]
 
 
+def read_inputs(run: RunData) -> str | None:
+    """Read the topic and the export now (what :meth:`RunData.prepare` reads; the checkers
+    reuse it): None, or one line naming the file that cannot be read and why — a corrupt page
+    or a column of the wrong type, found only when the data is read."""
+    reads: tuple[tuple[str, Callable[[], object]], ...] = (
+        (files.TOPIC, run.classified),
+        (files.UPDATES, lambda: [run.change_points(n) for n in ("bindings", "data", "errors")]),
+    )
+    for rel, read in reads:
+        try:
+            read()
+        except (OSError, pl.exceptions.PolarsError, pa.ArrowException) as exc:
+            return (
+                f"{rel}: cannot be read ({files.why_unreadable(exc)}): restore it from the run, "
+                "or re-run the test"
+            )
+    return None
+
+
 def run_checkers(run: RunData, names: Iterable[str] | None = None) -> RunResult:
     """Prove the inputs whole, run the named checkers (all by default), compose the results.
 
-    Inputs that are not the run's own (:attr:`RunData.refusals`) are not judged at all; a
-    history that does not reach its end makes a would-be valid verdict unknown.
+    Inputs that are not the run's own (:attr:`RunData.refusals`) or that cannot be read
+    (:func:`read_inputs`) are not judged at all; a history that does not reach its end makes
+    a would-be valid verdict unknown.
     """
     chosen = list(CHECKERS) if names is None else list(names)
     unknown = unknown_checkers(chosen)
@@ -66,6 +90,9 @@ def run_checkers(run: RunData, names: Iterable[str] | None = None) -> RunResult:
     )
     if run.refusals:
         return RunResult({}, problems, run.notes, acks)
+    unreadable = read_inputs(run)
+    if unreadable is not None:  # one line naming the file, not an error in every checker
+        return RunResult({}, [unreadable, *problems], run.notes, acks)
     results: dict[str, CheckResult] = {}
     for name in chosen:
         start = time.monotonic()

@@ -1,7 +1,9 @@
 """Results of checkers: anomalies that explain themselves, and Jepsen-style composition.
 
 ``valid`` is ``True``, ``False`` or ``None`` (unknown). Composition: false beats unknown beats
-true. The JSON form (``results.json``) is documented in ``docs/architecture.md``.
+true. A checker for which the system under test offers nothing to judge is *not applicable*
+(:meth:`CheckResult.not_applicable`): it is left out of the composition and never shown as
+valid. The JSON form (``results.json``) is documented in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
@@ -9,8 +11,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rundir.judged import NOT_APPLICABLE
+
 #: Examples kept per anomaly kind; counts are always complete.
 MAX_EXAMPLES = 10
+#: why a checker of sealed steps is unknown in a run that sealed none
+NOTHING_SEALED = "no step was sealed (every upper is 0): nothing was judged"
 
 
 @dataclass
@@ -30,7 +36,11 @@ class Anomaly:
 
 @dataclass
 class CheckResult:
-    """What one checker concluded."""
+    """What one checker concluded.
+
+    ``error`` says why it is not simply valid or invalid: the exception it raised, why it is
+    unknown, or why it is not applicable.
+    """
 
     name: str
     valid: bool | None
@@ -41,6 +51,22 @@ class CheckResult:
     took_s: float = 0.0
     #: the whole traceback when the checker itself raised (for whoever fixes it)
     traceback: str | None = None
+    #: False: the system under test offers nothing for this checker to judge; ``valid`` is
+    #: then None and the result is left out of the run's verdict (never shown as valid)
+    applicable: bool = True
+
+    @classmethod
+    def not_applicable(
+        cls, name: str, why: str, counts: dict[str, int] | None = None
+    ) -> CheckResult:
+        """A checker that had nothing to judge because the system offers no such input
+        (``why`` says what is missing). A checker that *should* have had input but got none is
+        unknown instead, never this."""
+        return cls(name, None, counts=dict(counts or {}), error=why, applicable=False)
+
+    def word(self) -> str:
+        """``valid`` / ``invalid`` / ``unknown`` / ``not applicable``."""
+        return verdict_text(self.valid) if self.applicable else NOT_APPLICABLE
 
     def add_bulk(self, kind: str, total: int, examples: list[Anomaly]) -> None:
         """Count ``total`` anomalies of ``kind``, keeping the first examples."""
@@ -101,11 +127,17 @@ class RunResult:
 
     @property
     def valid(self) -> bool | None:
-        """The composed verdict."""
-        if not self.checkers:
+        """The composed verdict of the applicable checkers (unknown when none is)."""
+        judged = [r.valid for r in self.checkers.values() if r.applicable]
+        if not judged:
             return None
-        verdict = compose([r.valid for r in self.checkers.values()])
+        verdict = compose(judged)
         return None if verdict is True and self.input_problems else verdict
+
+    @property
+    def not_applicable(self) -> list[str]:
+        """The checkers that had nothing to judge (left out of :attr:`valid`)."""
+        return [name for name, r in self.checkers.items() if not r.applicable]
 
     def to_json(self) -> dict[str, Any]:
         """The ``results.json`` document."""
@@ -113,8 +145,12 @@ class RunResult:
         def enc(v: bool | None) -> bool | str:
             return "unknown" if v is None else v
 
+        def checker(r: CheckResult) -> bool | str:
+            return enc(r.valid) if r.applicable else NOT_APPLICABLE
+
         return {
             "valid": enc(self.valid),
+            "not_applicable": self.not_applicable,
             "inputs": {
                 "complete": not self.input_problems,
                 "problems": self.input_problems,
@@ -122,6 +158,6 @@ class RunResult:
                 "acknowledged_writes": {"read": self.acks[0], "written": self.acks[1]},
             },
             "checkers": {
-                name: {**asdict(r), "valid": enc(r.valid)} for name, r in self.checkers.items()
+                name: {**asdict(r), "valid": checker(r)} for name, r in self.checkers.items()
             },
         }

@@ -23,7 +23,7 @@ import polars as pl
 from checkers.frames import consolidate, fingerprints, pair_hash, signed
 from checkers.inputs import RunData
 from checkers.replay import error_bytes, model_fingerprints, model_updates, reason_text
-from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
+from checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 
 def _record_value(run: RunData, collection: str, row: int) -> str | None:
@@ -119,10 +119,57 @@ def _mismatched_steps(run: RunData, name: str, upper: int, horizon: int) -> list
     return sorted(differ["ts"].to_list())
 
 
+def _changed_steps(run: RunData, res: CheckResult) -> None:
+    """A step captured right after it was sealed that the store holds otherwise at the end."""
+    examples: list[Anomaly] = []
+    for name, t in run.steps.changed:
+        since = run.steps_since(name)
+        merged = since > 0 and t == since
+        what = f"steps 0-{t} merged into step {t} by compaction" if merged else f"step {t}"
+        examples.append(
+            Anomaly(
+                "sealed-step-changed",
+                name,
+                None,
+                t,
+                detail=f"{name}: {what} as the harness captured right after sealing differs "
+                "from what the store holds at the end: a sealed step changed after it was "
+                "sealed (lost, rewritten or compacted wrongly)",
+                context=run.history.context_for_step(t),
+            )
+        )
+    res.add_bulk("sealed-step-changed", len(examples), examples)
+
+
+def _unjudged(run: RunData, res: CheckResult) -> None:
+    """VALID never covers less than every sealed step: name the steps judged only merged."""
+    parts = [f"{c} steps 0-{s}" for c, s in sorted(run.sinces.items()) if s > 0]
+    short = [
+        f"{c} {res.counts.get(f'{c}_steps_judged', 0)}/{n}"
+        for c, n in sorted(run.steps.sealed.items())
+        if c in ("data", "errors") and res.counts.get(f"{c}_steps_judged", 0) < n
+    ]
+    if not parts and not short:
+        return
+    if res.valid:
+        res.valid = None
+    why = (
+        f"{', '.join(parts)} were merged by compaction before the harness captured them"
+        if parts
+        else "sealed steps are missing from the store's export"
+    )
+    res.error = (
+        f"not every sealed step was judged one by one ({'; '.join(short) or 'see counts'} "
+        f"judged/sealed): {why}; a wrong step among them would be invisible"
+    )
+
+
 def check(run: RunData) -> CheckResult:
     """Compare the model's updates with the persisted ones at every sealed step."""
     res = CheckResult("sealed_state", True)
     sealed = min(run.uppers.get("data", 0), run.uppers.get("bindings", 0))
+    if sealed == 0:  # the system should have sealed steps: nothing judged is not a pass
+        return CheckResult("sealed_state", None, error=NOTHING_SEALED)
     # Each collection is compacted in its own transaction, so a crash can leave them at
     # different ``since``s. Steps are told apart only above all of them: both sides are
     # compared with everything up to the highest ``since`` merged into it (the model's
@@ -133,10 +180,11 @@ def check(run: RunData) -> CheckResult:
     explained = 0
     for name in ("data", "errors"):
         upper = min(run.uppers.get(name, 0), sealed)
-        # Steps up to ``since`` survive only merged into it: they are judged as one step.
-        res.counts[f"{name}_steps_judged"] = upper
-        one_by_one = max(0, upper - since - 1) if since else upper
-        res.counts[f"{name}_steps_judged_one_by_one"] = one_by_one
+        # Steps up to ``since`` survive only merged into it (compacted before the harness
+        # captured them: checkers.steps): they are judged as one step, never one by one.
+        res.counts[f"{name}_steps_sealed"] = run.steps.sealed.get(name, upper)
+        res.counts[f"{name}_steps_judged"] = max(0, upper - since - 1) if since else upper
+        res.counts[f"{name}_steps_captured"] = run.steps.captured.get(name, 0)
         steps = _mismatched_steps(run, name, upper, since)
         res.counts[f"{name}_persisted_updates"] = run.change_points(name).height
         res.counts[f"{name}_steps_differing"] = len(steps)
@@ -175,6 +223,8 @@ def check(run: RunData) -> CheckResult:
             for r in places.head(MAX_EXAMPLES).iter_rows(named=True)
         ]
         res.add_bulk("state-mismatch", places.height, examples)
+    _changed_steps(run, res)
+    _unjudged(run, res)
     if explained:
         res.counts["differences_explained_by_kafka"] = explained
         if res.valid:

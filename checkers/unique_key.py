@@ -6,8 +6,8 @@ import polars as pl
 
 from checkers.frames import run_ends, segmented_cum_sum
 from checkers.inputs import RunData
-from checkers.multiplicity import sealed_change_points
-from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
+from checkers.multiplicity import COLLECTIONS, sealed_change_points
+from checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 
 def live_counts(cp: pl.DataFrame) -> pl.DataFrame:
@@ -30,6 +30,8 @@ def live_counts(cp: pl.DataFrame) -> pl.DataFrame:
 
 def check(run: RunData) -> CheckResult:
     """Count, per key and change time, the values alive; more than one is a violation."""
+    if not any(run.uppers.get(c, 0) for c in COLLECTIONS):
+        return CheckResult("unique_key", None, error=NOTHING_SEALED)
     res = CheckResult("unique_key", True)
     for name, cp in sealed_change_points(run):
         live = live_counts(cp)

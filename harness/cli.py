@@ -13,7 +13,10 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from checkers.result import RunResult
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -77,11 +80,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from checkers import check_run
     from checkers.registry import CHECKERS, unknown_checkers
-    from checkers.result import verdict_text
-    from report.report import write_report
-    from rundir.archive import write_json
 
     unknown = unknown_checkers(args.checker or [])
     if unknown:
@@ -99,20 +98,96 @@ def _cmd_check(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_ARGS
-    result = check_run(run_dir, args.checker or None)
-    write_json(run_dir / "results.json", result.to_json())
-    report = write_report(run_dir)  # never leave a report saying an older verdict
+    chosen = list(dict.fromkeys(args.checker or []))
+    if chosen and set(chosen) != set(CHECKERS):
+        return _partial_check(run_dir, chosen)
+    return _full_check(run_dir)
+
+
+def _full_check(run_dir: Path) -> int:
+    """Judge the run with every checker; the run's verdict (``results.json``, ``report.html``)
+    says UNKNOWN, being re-judged, until the judgement is complete."""
+    import polars as pl
+
+    from checkers import check_run
+    from checkers.result import verdict_text
+    from report.report import write_report
+    from rundir.archive import mark_rejudging, write_json, write_plain_report
+
+    try:
+        mark_rejudging(run_dir)  # a check that dies from here on never leaves an older VALID
+    except OSError as exc:
+        print(
+            f"sealcheck: cannot replace {run_dir / 'results.json'} ({exc.strerror or exc}): "
+            "make the run directory writable, then check again",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_ARGS
+    result = check_run(run_dir)
+    doc = result.to_json()
+    write_json(run_dir / "results.json", doc)
+    try:
+        report = write_report(run_dir)  # never leave a report saying an older verdict
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:  # inputs it cannot draw
+        why = f"the full report could not be drawn ({type(exc).__name__}: {exc})"
+        word = verdict_text(result.valid).upper()
+        report = write_plain_report(run_dir, word, [_verdict_line(result.valid, doc), why])
+    _print_result(result)
+    print(f"verdict: {_verdict_line(result.valid, doc)}  ({run_dir / 'results.json'})")
+    print(f"report: {report}")
+    return _EXIT_OF[result.valid]
+
+
+def _partial_check(run_dir: Path, chosen: list[str]) -> int:
+    """Run some checkers only: their result goes to ``partial-check.json`` and the terminal;
+    the run's verdict (``results.json``, ``report.html``) is left as it is."""
+    from checkers import check_run
+    from checkers.registry import CHECKERS
+    from rundir.archive import PARTIAL, write_json
+
+    what = f"{', '.join(chosen)} ({len(chosen)} of {len(CHECKERS)} checkers)"
+    print(f"partial check of {what}: not the run's verdict (results.json, report.html unchanged)")
+    result = check_run(run_dir, chosen)
+    doc = result.to_json()
+    note = (
+        f"a check of {what} by `sealcheck check --checker`: not the run's verdict, which is "
+        "results.json; `sealcheck check RUN` without --checker re-judges the run"
+    )
+    partial = {"checkers_run": chosen, "not_run": [c for c in CHECKERS if c not in chosen]}
+    write_json(run_dir / PARTIAL, {**doc, "partial": {**partial, "note": note}})
+    _print_result(result)
+    print(f"partial result: {_verdict_line(result.valid, doc)}  ({run_dir / PARTIAL})")
+    print(f"the run's verdict is unchanged in {run_dir / 'results.json'} (not this check's)")
+    return _EXIT_OF[result.valid]
+
+
+_EXIT_OF = {True: EXIT_VALID, False: EXIT_INVALID, None: EXIT_UNKNOWN}
+
+
+def _print_result(result: RunResult) -> None:
+    """The input problems first (the cause), then each checker, then the notes."""
+    for problem in result.input_problems:
+        print(f"  input problem: {problem}")
     for name, r in result.checkers.items():
         kinds = ", ".join(f"{k} x{n}" for k, n in sorted(r.anomaly_counts.items()))
         extra = f" ({kinds})" if kinds else (f" ({r.error})" if r.error else "")
-        print(f"{name:>15}: {verdict_text(r.valid)}{extra}")
-    for problem in result.input_problems:
-        print(f"  input problem: {problem}")
+        print(f"{name:>15}: {r.word()}{extra}")
     for note in result.notes:
         print(f"  note: {note}")
-    print(f"verdict: {verdict_text(result.valid)}  ({run_dir / 'results.json'})")
-    print(f"report: {report}")
-    return {True: EXIT_VALID, False: EXIT_INVALID, None: EXIT_UNKNOWN}[result.valid]
+
+
+def _verdict_line(valid: bool | None, doc: dict[str, Any]) -> str:
+    """``valid`` / ``invalid`` / ``unknown: <the reason>``."""
+    from checkers.result import verdict_text
+    from rundir.archive import verdict_reason
+
+    reason = verdict_reason(doc) if valid is None else None
+    na = doc.get("not_applicable") or []  # checkers left out of the verdict: nothing to judge
+    return (
+        verdict_text(valid)
+        + (f": {reason}" if reason else "")
+        + (f" (not applicable: {', '.join(na)})" if na else "")
+    )
 
 
 def _pipeline(argv: list[str]) -> int:
@@ -161,10 +236,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--backend", choices=("local", "containers"), default="local")
     demo.set_defaults(func=_cmd_demo)
 
-    check = sub.add_parser("check", help="judge a stored run offline (writes results.json)")
+    check = sub.add_parser(
+        "check",
+        help="judge a stored run offline (writes results.json; with --checker, only "
+        "partial-check.json)",
+    )
     check.add_argument("run_dir", help="a run directory: topic.parquet, persist/, history.jsonl")
     check.add_argument(
-        "--checker", action="append", help="run only this checker (repeatable)", default=None
+        "--checker",
+        action="append",
+        help="run only this checker (repeatable): a partial check, printed and written to "
+        "partial-check.json, never the run's verdict",
+        default=None,
     )
     check.set_defaults(func=_cmd_check)
 

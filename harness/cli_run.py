@@ -212,10 +212,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     if outcome.reason:
         print(f"final phase: {outcome.reason}")
     print(f"verdict: {words[outcome.valid]}  (took {outcome.took_s:.0f}s)")
+    judged = _steps_judged(outcome.run_dir)
+    if judged:
+        print(f"sealed steps judged one by one / sealed: {judged}")
     print(f"report: {outcome.run_dir / 'report.html'}")
     for line in outcome.left.lines() if outcome.left is not None else ():
         print(line)
     return VERDICT_EXIT[outcome.valid]
+
+
+def _steps_judged(run_dir: Path) -> str:
+    """``sealed_state``'s "data 142/142, errors 142/142" from the run's results (or "")."""
+    from report.report import steps_judged
+
+    try:
+        return steps_judged(json.loads((run_dir / "results.json").read_text()))
+    except (OSError, ValueError):
+        return ""
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -3,6 +3,11 @@
 It asks the deployment (:meth:`suts.api.Deployment.uppers`) every ``interval_s`` and writes an
 ``observer uppers`` op whenever they changed, and at least every ``heartbeat_s``; the
 ``seal_monotonic`` and ``frontiers`` checkers and the report's timeline read these ops.
+
+When the deployment can (:class:`suts.api.CapturesSteps`), it also captures every newly sealed
+step right after it sees an upper advance — read-only, before compaction can merge it — into
+``captures.arrows`` with one ``observer info captured`` op each (:mod:`rundir.captures`), so
+that the checkers judge every sealed step one by one.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from rundir.captures import CAPTURED_OP, Capture, CaptureWriter
 from rundir.history import HistoryWriter
 
 
@@ -23,8 +29,13 @@ class Observer:
         history: HistoryWriter,
         interval_s: float = 0.25,
         heartbeat_s: float = 5.0,
+        capture: Callable[[dict[str, int]], Capture | None] | None = None,
+        captures: CaptureWriter | None = None,
     ) -> None:
         self.read, self.history = read, history
+        self.capture, self.captures = capture, captures
+        #: per collection, every step below it was captured (or recorded as missed)
+        self.captured: dict[str, int] = {}
         self.interval_s, self.heartbeat_s = interval_s, heartbeat_s
         self.last: dict[str, int] = {}
         self._written = time.monotonic()
@@ -44,7 +55,22 @@ class Observer:
             self.history.append("observer", "info", "uppers", uppers)
             self.last = uppers
             self._written = time.monotonic()
+        if uppers is not None and any(u > self.captured.get(c, 0) for c, u in uppers.items()):
+            self._capture()
         return uppers
+
+    def _capture(self) -> None:
+        """Capture the steps sealed since the last capture (when the deployment can)."""
+        if self.capture is None or self.captures is None:
+            return
+        got = self.capture(dict(self.captured))
+        if got is None or not (got.ranges or got.missed):
+            return
+        if got.ranges:
+            self.captures.write(got)
+        self.history.append("observer", "info", CAPTURED_OP, got.op_value())
+        for c, (_, hi) in [*got.missed.items(), *got.ranges.items()]:
+            self.captured[c] = max(self.captured.get(c, 0), hi)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -56,3 +82,5 @@ class Observer:
         if self._thread is not None:
             self._thread.join(5)
         self.sample()
+        if self.captures is not None:
+            self.captures.close()

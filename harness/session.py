@@ -22,10 +22,11 @@ from harness.supervisor import FailpointFile, SupervisedNode, Supervisor
 from infra.node import Backend
 from infra.topic import dump_topic, log_end
 from nemeses import Action, Nemesis, Node
+from rundir.captures import CAPTURES, CaptureWriter
 from rundir.files import TOPIC as TOPIC_FILE
 from rundir.files import write_topic
 from rundir.history import EXPORT_FAILED, NEVER_STARTED, HistoryWriter, record_inputs
-from suts import Deployment, Settings
+from suts import CapturesSteps, Deployment, Settings
 
 if TYPE_CHECKING:
     from harness.test import Test
@@ -177,7 +178,13 @@ class Session:
         supervisor = Supervisor(incarnation, history, fp, test.system.fired_failpoint)
         self.teardown.push("stop the pipeline", supervisor.stop)
         supervisor.start()
-        observer = Observer(deployment.uppers, history)
+        steps = deployment if isinstance(deployment, CapturesSteps) else None
+        observer = Observer(
+            deployment.uppers,
+            history,
+            capture=steps.capture if steps is not None else None,
+            captures=CaptureWriter(self.run_dir / CAPTURES) if steps is not None else None,
+        )
         self.teardown.push("stop the observer", observer.stop)
         observer.start()
         producers = Producers(

@@ -40,6 +40,7 @@ class CaseRun:
     report: str | None
     reproduce: str | None
     why: str = ""
+    reason: str = ""  # why it is UNKNOWN, in one line (ChaosResult.reason)
 
 
 def check_cases(spec: SuiteSpec) -> None:
@@ -141,6 +142,7 @@ def _case_run(case: SuiteCase, repeat: int, res: ChaosResult, took: float) -> Ca
         str(res.report),
         res.reproduce[0] if res.reproduce else None,
         why,
+        res.reason,
     )
 
 

@@ -1,6 +1,6 @@
 """The supervisor: keeps one incarnation of the system under test running, restarting it
 whenever it exits, and records every start and exit (with its code and the failpoint that
-fired) in the history.
+fired) in the history, with what the exit shows of its cause (:func:`exit_evidence`).
 
 Nemeses act on the running incarnation through :class:`SupervisedNode` (the ``pipeline`` role:
 kill, pause, resume — waiting for the next incarnation when between two; replace and release
@@ -18,6 +18,8 @@ Incarnations are spawned from the supervisor's own thread, which lives until :me
 
 from __future__ import annotations
 
+import json
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -61,6 +63,32 @@ class FailpointFile:
             return self.path.read_text().strip() or None
         except FileNotFoundError:
             return None
+
+
+def exit_evidence(code: int, log_text: str) -> dict[str, Any]:
+    """What an exit shows of the faults that caused it (``nemeses.effects``): ``signal`` (the
+    signal's name, when killed by one), ``fired`` (the last failpoint event the incarnation
+    logged: ``failpoint`` and ``action``, whatever the action) and ``last_event`` (the last
+    JSON event it logged, e.g. ``fenced``)."""
+    out: dict[str, Any] = {}
+    if code < 0:
+        try:
+            out["signal"] = signal.Signals(-code).name
+        except ValueError:
+            out["signal"] = f"signal {-code}"
+    for line in log_text.splitlines():
+        if not line.startswith('{"') or '"event"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # the line being written when the process died
+        if not isinstance(event, dict) or "event" not in event:
+            continue
+        out["last_event"] = str(event["event"])
+        if event["event"] == "failpoint":
+            out["fired"] = {"failpoint": event.get("name"), "action": event.get("action")}
+    return out
 
 
 class Supervisor:
@@ -174,6 +202,7 @@ class Supervisor:
         with self._lock:
             zombie = id(proc) in self._zombie_ids
             current = proc is self.current
+        log = proc.log_text()
         self.history.append(
             "supervisor",
             "info",
@@ -182,8 +211,9 @@ class Supervisor:
                 "incarnation": n,
                 "pid": proc.ident,
                 "code": code,
-                "failpoint": self._fired(proc.log_text()),
+                "failpoint": self._fired(log),
                 **({"zombie": True} if zombie else {}),
+                **exit_evidence(code, log),
             },
         )
         exited.set()

@@ -122,6 +122,9 @@ class Disk(Protocol):
     def drop(self) -> dict[str, Any]:
         """Lose every un-fsynced write now; ``dropped``: the files and bytes lost."""
 
+    def counters(self) -> dict[str, Any]:
+        """What is un-fsynced now (``kept_bytes``, ``kept_files``) and what drops lost so far."""
+
 
 class Target(Protocol):
     """What nemeses act on (the session builds it from the backend and the supervisor)."""
@@ -249,7 +252,9 @@ class Nemesis:
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Perform ``action``; what happened goes into the history as the op's value, with
         ``outcome``: ``happened``, ``skipped`` (and ``why``), or ``pending`` when the effect
-        comes later — then :meth:`resolve` settles it before the next fault."""
+        comes later — then :meth:`resolve` settles it before the next fault. A nemesis that
+        can see whether the fault bit adds ``effect`` (:func:`nemeses.effects.effect`: the
+        evidence); else :func:`nemeses.effects.judge` finds it in the supervisor's exits."""
         raise NotImplementedError
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:

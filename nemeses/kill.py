@@ -5,6 +5,10 @@ the window's first half and restarted by the supervisor, so every kill is a cras
 cycle. A broker or the database is killed early in the window and started again a seeded while
 later; healing starts whatever is still down. With one broker the pipeline and producers must
 wait; with three (replication 3, min ISR 2) they carry on.
+
+Whether a kill bit: the pipeline's from the supervisor's ``pipeline-exit`` op (the incarnation
+it killed exited by SIGKILL: ``nemeses.effects``); another node's from the node itself, which
+must be down (or running a new process) after the kill. A restart bit when the node serves again.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target, settled
+from nemeses.effects import effect
 
 #: role -> (the noun in action names, the capability the role needs)
 ROLES = {
@@ -46,7 +51,27 @@ def start_node(node: Node, running: str, **where: Any) -> dict[str, Any]:
     done: dict[str, Any] = {**where, "started": node.start()}
     if done["started"] is not None:
         done["ready_s"] = round(time.monotonic() - began, 2)
+        done["effect"] = effect(node.alive, f"{node.name} serving after {done['ready_s']}s")
     return settled(done, "started", running)
+
+
+#: how long a killed node (not the pipeline) may take to be seen down
+DOWN_WAIT_S = 5.0
+
+
+def down_effect(node: Node, killed: Any, wait_s: float = DOWN_WAIT_S) -> dict[str, Any]:
+    """Whether ``node`` was down (or running another process than ``killed``) within
+    ``wait_s`` after its SIGKILL, with the evidence."""
+    began = time.monotonic()
+    while True:
+        now = getattr(node, "ident", killed)
+        if not node.alive or now != killed:
+            took = time.monotonic() - began
+            what = "down" if not node.alive else f"running {now}, not {killed}"
+            return effect(True, f"{node.name} {what} {took:.1f}s after the SIGKILL")
+        if time.monotonic() - began >= wait_s:
+            return effect(False, f"{node.name} still ran {killed} {wait_s:.0f}s after the SIGKILL")
+        time.sleep(0.05)
 
 
 class Kill(Nemesis):
@@ -92,7 +117,10 @@ class Kill(Nemesis):
             nothing = f"no {self.noun} was running" + (
                 " (even after waiting for one)" if self.role == "pipeline" else ""
             )
-            return settled({**where, "killed": node.kill()}, "killed", nothing)
+            done = settled({**where, "killed": node.kill()}, "killed", nothing)
+            if done["outcome"] == "happened" and self.role != "pipeline":
+                done["effect"] = down_effect(node, done["killed"])
+            return done
         return start_node(node, f"the {self.noun} was running", **where)
 
     def heal(self, target: Target) -> list[str]:

@@ -9,16 +9,30 @@ the running incarnation (so nothing is written mid-way), drops every un-fsynced 
 kills it; the supervisor starts the next incarnation on what was durable. A correct system
 fsyncs before it reports a commit, so nothing it sealed is lost; one that does not (``--broken
 non-durable-commits``) loses sealed steps, and the uppers it reported go back.
+
+A cut with nothing un-fsynced loses nothing: a store that fsyncs every commit holds un-fsynced
+pages only while a write is in flight. So a cut waits — up to the rest of its window
+(``wait_s``) — until the disk's counters show un-fsynced bytes, freezes the writer, and cuts if
+they are still there under the freeze (else it thaws it and looks again). At the deadline it
+cuts anyway. The op's ``effect`` says whether it bit: the bytes and files dropped, or "no
+un-fsynced data when the power was cut" (``nemeses.effects``).
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from nemeses.api import Action, Disk, Mark, Nemesis, Node, PlanInfo, Target
+from nemeses.effects import effect
 from nemeses.kill import start_node
+
+#: how long a cut planned before ``wait_s`` was in its value waits for un-fsynced data
+DEFAULT_WAIT_S = 1.0
+#: how often the disk's counters are read while waiting
+POLL_S = 0.005
 
 
 class LostWrites(Nemesis):
@@ -36,23 +50,58 @@ class LostWrites(Nemesis):
         return {"lose-unsynced": Mark("instant", "un-fsynced writes lost")}
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
-        """One power cut of the store's disk, in the window's first half."""
-        return [self._act(start_s + rng.uniform(0, window_s / 2), "lose-unsynced", disk="store")]
+        """One power cut of the store's disk, in the window's first half; it may wait for
+        un-fsynced data until the window ends (``wait_s``)."""
+        at = start_s + rng.uniform(0, window_s / 2)
+        wait_s = max(0.0, int((start_s + window_s - at) * 10) / 10)
+        return [self._act(at, "lose-unsynced", disk="store", wait_s=wait_s)]
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
-        """Freeze the incarnation, drop the disk's un-fsynced writes, kill the incarnation."""
+        """Once un-fsynced writes are pending (or ``wait_s`` passed): freeze the incarnation,
+        drop the disk's un-fsynced writes, kill the incarnation."""
         name = str(action.value.get("disk", "store"))
         disk = target.disks().get(name)
         if disk is None:
             return {"outcome": "skipped", "why": f"no lazy disk {name!r} in this run"}
         node = target.nodes("pipeline")[0]
-        return power_cut(node, disk, "no pipeline incarnation was running")
+        wait_s = float(action.value.get("wait_s", DEFAULT_WAIT_S))
+        return power_cut(node, disk, "no pipeline incarnation was running", wait_s)
 
 
-def power_cut(node: Node, disk: Disk, down: str) -> dict[str, Any]:
-    """Freeze ``node`` (so nothing is written mid-way), drop ``disk``'s un-fsynced writes, kill
-    the node: what happened, or ``skipped`` with ``down`` when the node was not running."""
-    frozen = node.pause()
+def pending(disk: Disk) -> int | None:
+    """Un-fsynced bytes the disk keeps now (None: it has no counters)."""
+    counters = getattr(disk, "counters", None)
+    if counters is None:
+        return None
+    kept = counters().get("kept_bytes")
+    return int(kept) if isinstance(kept, int) else None
+
+
+def freeze_when_pending(node: Node, disk: Disk, wait_s: float) -> tuple[Any, int | None, float]:
+    """Freeze ``node`` once ``disk`` keeps un-fsynced bytes under the freeze, or at once when
+    ``wait_s`` has passed: the frozen id (None: nothing ran), the bytes pending when frozen
+    and how long it waited."""
+    began = time.monotonic()
+    deadline = began + wait_s
+    while True:
+        late = time.monotonic() >= deadline
+        if late or pending(disk):
+            frozen = node.pause()
+            if frozen is None:
+                return None, None, time.monotonic() - began
+            kept = pending(disk)
+            if late or kept:
+                return frozen, kept, time.monotonic() - began
+            node.resume()  # fsynced before the freeze landed: thaw it, look again
+        time.sleep(POLL_S)
+
+
+def power_cut(node: Node, disk: Disk, down: str, wait_s: float = 0.0) -> dict[str, Any]:
+    """Freeze ``node`` (so nothing is written mid-way) once un-fsynced writes are pending
+    (waiting up to ``wait_s``), drop ``disk``'s un-fsynced writes, kill the node: what
+    happened with its ``effect``, or ``skipped`` with ``down`` when the node was not
+    running."""
+    frozen, kept, waited = freeze_when_pending(node, disk, wait_s)
     if frozen is None:
         return {"outcome": "skipped", "why": down}
     try:
@@ -60,13 +109,21 @@ def power_cut(node: Node, disk: Disk, down: str) -> dict[str, Any]:
     finally:
         killed = node.kill()
         node.resume()  # forget the freeze: what was frozen is dead now
+    lost = dropped.get("bytes") or 0
+    if lost > 0:
+        bit = effect(True, f"dropped {lost} un-fsynced bytes of {dropped.get('files')} files")
+    else:
+        bit = effect(False, "no un-fsynced data when the power was cut")
     return {
         "outcome": "happened",
         "frozen": frozen,
         "killed": killed,
+        "pending_bytes": kept,
+        "waited_s": round(waited, 3),
         "dropped_files": dropped.get("files"),
         "dropped_bytes": dropped.get("bytes"),
         "dropped_paths": dropped.get("paths"),
+        "effect": bit,
     }
 
 
@@ -125,7 +182,8 @@ class LostBrokerWrites(Nemesis):
         disk = target.disks().get(node.name)
         if disk is None:
             return {"outcome": "skipped", "why": f"{node.name} has no lazy disk in this run"}
-        return {"broker": index, **power_cut(node, disk, f"{node.name} was down")}
+        wait_s = float(action.value.get("wait_s", DEFAULT_WAIT_S))
+        return {"broker": index, **power_cut(node, disk, f"{node.name} was down", wait_s)}
 
     def heal(self, target: Target) -> list[str]:
         """Start every broker that is down."""

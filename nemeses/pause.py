@@ -3,16 +3,52 @@
 A paused pipeline stalls mid-step and then carries on as if nothing happened (SIGSTOP /
 SIGCONT locally, the cgroup freezer in containers). A frozen broker keeps its sockets open but
 answers nothing — a harder fault for clients than a dead one, whose connections are refused.
+
+Each freeze and thaw says whether it bit (``effect``): the process's state read from
+``/proc/<pid>/stat`` (``T``: stopped) where the node is a local process, else the node's own
+``frozen`` flag where it has one, else "effect not observable".
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
+from nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target, settled
+from nemeses.effects import effect
 from nemeses.kill import count, index_key
+
+
+def proc_state(pid: Any) -> str | None:
+    """The kernel's state letter of process ``pid`` (``T``: stopped), None when unreadable
+    (not a local pid, or gone)."""
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return fields[0] if fields else None
+
+
+def frozen_effect(node: Node, ident: Any, want: bool) -> dict[str, Any]:
+    """Whether ``node`` (``ident``: what the freeze or thaw returned) is frozen as ``want``
+    says, with the evidence."""
+    state = proc_state(ident)
+    if state is not None:  # T: stopped; Z or X: dead, neither frozen nor running
+        bit = state in "Tt" if want else state not in "TtZX"
+        return effect(bit, f"pid {ident} in state {state} after the {_verb(want)}")
+    flag = getattr(node, "frozen", None)
+    if isinstance(flag, bool):
+        return effect(flag == want, f"{node.name} reports frozen={flag} after the {_verb(want)}")
+    return effect(None, "effect not observable: no process state to read")
+
+
+def _verb(freeze: bool) -> str:
+    return "SIGSTOP" if freeze else "SIGCONT"
 
 
 class Pause(Nemesis):
@@ -47,14 +83,20 @@ class Pause(Nemesis):
         node = target.nodes(self.role)[index]
         where = {self.key: index} if self.key and self.key in action.value else {}
         if action.f.startswith("pause-"):
-            return settled(
+            done = settled(
                 {**where, "paused": node.pause()}, "paused", f"no {self.role} was running"
             )
-        return settled(
-            {**where, "resumed": node.resume()},
-            "resumed",
-            f"the {self.role} was not frozen any more (killed and replaced, or never frozen)",
-        )
+            key, want = "paused", True
+        else:
+            done = settled(
+                {**where, "resumed": node.resume()},
+                "resumed",
+                f"the {self.role} was not frozen any more (killed and replaced, or never frozen)",
+            )
+            key, want = "resumed", False
+        if done["outcome"] == "happened":
+            done["effect"] = frozen_effect(node, done[key], want)
+        return done
 
     def heal(self, target: Target) -> list[str]:
         """Thaw every frozen node of the role."""

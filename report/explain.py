@@ -24,14 +24,18 @@ def _what(value: Any) -> str:
 
 def context_lines(context: dict[str, Any]) -> list[str]:
     """An anomaly's context (see :meth:`rundir.history.History.context_for_step`) as lines a
-    person reads: when the step was sealed, and how long after the last fault and restart."""
+    person reads: when the step was sealed (or the write acknowledged), and how long after the
+    last fault and restart."""
     sealed = _at(context.get("sealed_by_ns"))
+    acked = _at(context.get("acked_ns"))
     lines = []
-    if sealed is not None:
+    if acked is not None:
+        lines.append(f"write acknowledged at {acked:.1f} s")
+    elif sealed is not None:
         lines.append(f"step first seen sealed at {sealed:.1f} s")
     else:
         lines.append("step never seen sealed")
-    ref = sealed
+    ref, event = (acked, "the acknowledgement") if acked is not None else (sealed, "the seal")
     for name, verb in (
         ("last_nemesis", "the last fault before"),
         ("last_pipeline_exit", "the last exit before"),
@@ -60,12 +64,16 @@ def context_lines(context: dict[str, Any]) -> list[str]:
         if t is None:
             lines.append(f"{verb}: {what}")
         elif ref is not None:
-            lines.append(f"{ref - t:.1f} s after {what} (at {t:.1f} s; {verb} the seal)")
+            lines.append(f"{ref - t:.1f} s after {what} (at {t:.1f} s; {verb} {event})")
         else:
             lines.append(f"{verb}: {what} at {t:.1f} s")
+    latest = _at(context.get("latest_write_acked_ns"))
+    if latest is not None:
+        lines.append(f"the key's latest write was acknowledged at {latest:.1f} s")
     if context.get("batch"):
         lines.append(str(context["batch"]))
-    known = {"sealed_by_ns", "last_nemesis", "last_pipeline_exit", "last_pipeline_start", "batch"}
+    known = {"sealed_by_ns", "acked_ns", "latest_write_acked_ns", "batch"}
+    known |= {"last_nemesis", "last_pipeline_exit", "last_pipeline_start"}
     lines += [f"{k}: {v}" for k, v in sorted(context.items()) if k not in known]
     return lines
 

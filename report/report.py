@@ -24,7 +24,9 @@ from report.explain import context_lines, schedule_rows
 from report.story import stories
 from report.templating import render as render_template
 from report.timeline import build_timeline
+from rundir.archive import REJUDGING
 from rundir.history import History, HistoryError
+from rundir.judged import NOT_APPLICABLE, is_not_applicable, step_order
 
 if TYPE_CHECKING:
     from checkers import RunData
@@ -42,6 +44,11 @@ MEANING = {
     None: "Nothing was proved either way: an input was missing, truncated or stale, or a "
     "checker could not run. The reasons are below; rerun or fix the inputs.",
 }
+#: the banner of a run whose verdict is being re-judged (``sealcheck check`` under way, or dead)
+REJUDGING_MEANING = (
+    "No verdict: `sealcheck check` started re-judging this run and has not finished; the older "
+    "verdict was withdrawn. If this stays, the check died: run it again."
+)
 SERIES = {"bindings": "#8250df", "data": "#0969da", "errors": "#bc4c00", "writes/s": "#1a7f37"}
 
 
@@ -74,6 +81,8 @@ def _files(run_dir: Path) -> list[dict[str, str]]:
 
 
 def _anomalies(results: dict[str, Any], labels: dict[int, str]) -> list[dict[str, Any]]:
+    """Every example anomaly, the first wrong step first (then by checker; those without a
+    step last)."""
     rows = []
     for name, c in results.get("checkers", {}).items():
         for a in c.get("anomalies", []):
@@ -89,7 +98,27 @@ def _anomalies(results: dict[str, Any], labels: dict[int, str]) -> list[dict[str
                     "lines": context_lines(a.get("context") or {}),
                 }
             )
-    return rows
+    return sorted(rows, key=lambda r: step_order(r["raw_step"], r["checker"]))
+
+
+def steps_judged(results: dict[str, Any]) -> str:
+    """ "data 142/142, errors 142/142": sealed steps judged one by one / sealed, per collection
+    (``sealed_state``'s counts; empty when it did not run)."""
+    counts = (results.get("checkers", {}).get("sealed_state") or {}).get("counts") or {}
+    return ", ".join(
+        f"{c} {counts[f'{c}_steps_judged']:,}/{counts[f'{c}_steps_sealed']:,}"
+        for c in ("data", "errors")
+        if f"{c}_steps_judged" in counts and f"{c}_steps_sealed" in counts
+    )
+
+
+def _word(checker: dict[str, Any]) -> str:
+    """A checker's verdict as the report shows it."""
+    return (
+        "NOT APPLICABLE"
+        if is_not_applicable(checker)
+        else WORDS.get(checker.get("valid"), "UNKNOWN")
+    )
 
 
 def render(run_dir: Path) -> str:
@@ -144,12 +173,21 @@ def render(run_dir: Path) -> str:
         system=cfg.get("system", "pipeline"),
         word=WORDS[valid],
         color=COLORS[valid],
-        meaning=MEANING[valid if valid in (True, False) else None],
+        meaning=REJUDGING_MEANING
+        if results.get(REJUDGING)
+        else MEANING[valid if valid in (True, False) else None],
         run_dir=str(run_dir),
         started=meta.get("started"),
         took=meta.get("took_s"),
         final_phase=meta.get("final_phase"),
-        bad=[n for n, c in results.get("checkers", {}).items() if c.get("valid") is not True],
+        bad=[
+            n
+            for n, c in results.get("checkers", {}).items()
+            if c.get("valid") is not True and not is_not_applicable(c)
+        ],
+        not_applicable=[n for n, c in results.get("checkers", {}).items() if is_not_applicable(c)],
+        not_applicable_word=NOT_APPLICABLE,
+        steps=steps_judged(results),
         problems=[*inputs.get("problems", []), *([unreadable] if unreadable else [])],
         reproduce=meta.get("reproduce", []),
         faults_start=tl.faults_start_s,
@@ -165,7 +203,7 @@ def render(run_dir: Path) -> str:
         checkers=[
             {
                 "name": n,
-                "word": WORDS[c.get("valid")],
+                "word": _word(c),
                 "anomalies": _text(c.get("anomaly_counts") or "-"),
                 "counts": _text(c.get("counts")),
                 "error": c.get("error") or "",

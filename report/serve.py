@@ -22,6 +22,8 @@ from typing import Any, BinaryIO
 from report.report import COLORS
 from report.suite_trend import MAX_NIGHTS, list_suites
 from report.templating import render
+from rundir.archive import REJUDGING, verdict_reason
+from rundir.judged import is_not_applicable
 
 TEXT = "text/plain; charset=utf-8"
 #: suffix -> Content-Type, for the files a browser should show rather than download
@@ -59,6 +61,10 @@ class RunRow:
     nemeses: list[str] = field(default_factory=list)
     failing: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # files missing or unreadable
+    #: why an UNKNOWN run is unknown (:func:`rundir.archive.verdict_reason`): the first input
+    #: problem — "being re-judged since …" for a check under way or dead — else the first
+    #: checker that could not judge, with its error
+    reason: str | None = None
 
 
 def _word(valid: Any) -> str:
@@ -95,12 +101,15 @@ def read_run(store: Path, run: Path) -> RunRow:
     failing = []
     for name, c in (checkers if isinstance(checkers, dict) else {}).items():
         valid = c.get("valid") if isinstance(c, dict) else None
-        if valid is not True:
+        if valid is not True and not is_not_applicable(c):  # nothing to judge is no failure
             failing.append(name if valid is False else f"{name} ({_word(valid)})")
     if results_err is not None or "valid" not in results:
         state = "NO_RESULT"
+    elif results.get(REJUDGING) or results.get("partial"):  # not a complete judgement
+        state = "UNKNOWN"
     else:
         state = _word(results["valid"])
+    reason = verdict_reason(results) if state == "UNKNOWN" else None
     return RunRow(
         href=urllib.parse.quote(run.relative_to(store).as_posix()),
         name=run.parent.name,
@@ -112,6 +121,7 @@ def read_run(store: Path, run: Path) -> RunRow:
         nemeses=_counted(nemeses) if isinstance(nemeses, list) else [],
         failing=failing,
         problems=[e for e in (meta_err, results_err) if e is not None],
+        reason=reason or ("results.json gives no reason" if state == "UNKNOWN" else None),
     )
 
 

@@ -3,6 +3,11 @@ key (partition, offset, value or tombstone, when it was acknowledged, the step t
 and every persisted update of it (collection, value, step, diff, sealed or not), in order —
 what an on-call engineer reads first to see where a record was lost, doubled or invented.
 
+Each story highlights the key's first bad update: the first persisted ``data`` update that
+disagrees with the model (steps merged by compaction compared merged, as ``sealed_state`` does),
+with the records bound at that step; when that cannot be told (the key's difference is not in
+its ``data`` updates), the first update at or after the step of the key's first anomaly.
+
 It reads the same files as the checkers (through :func:`checkers.load_run`) and never the
 system under test. Any failure to read gives a one-line reason instead of a story.
 """
@@ -27,8 +32,11 @@ class KeyStory:
 
     key: str
     why: str
-    #: the step of the first anomaly on this key (its rows are highlighted)
+    #: the step of the first anomaly on this key
     step: int | None = None
+    #: the first step at which the key's persisted updates disagree with the model (None: no
+    #: disagreement found in its ``data`` updates; the anomaly's step is used instead)
+    bad_step: int | None = None
     records: list[dict[str, Any]] = field(default_factory=list)
     updates: list[dict[str, Any]] = field(default_factory=list)
     more_records: int = 0
@@ -74,6 +82,60 @@ def stories(
         return [], f"the stored run could not be read for the story: {type(exc).__name__}: {exc}"
 
 
+def first_disagreement(run: RunData, raw: bytes, updates: pl.DataFrame) -> tuple[int, set[int]]:
+    """The first step at which the key's sealed ``data`` updates (``updates``: the key's rows
+    with ``collection, value, ts, diff``) differ from the model's, and the positions in
+    ``updates`` of the persisted updates there that disagree (empty when the store lacks what
+    the model has). Steps up to ``since`` are compared merged into it. Raises ``LookupError``
+    when they agree at every step."""
+    from checkers.frames import consolidate, h
+    from checkers.replay import model_updates
+
+    since, upper = run.sinces.get("data", 0), run.uppers.get("data", 0)
+    kh = pl.select(h(pl.lit(raw, pl.Binary))).item()
+    changes = run.model_changes("data").filter(pl.col("ukh") == kh)
+    model = consolidate(model_updates(changes).filter(pl.col("ts") < upper), since)
+    data = (
+        updates.with_row_index("i")
+        .filter((pl.col("collection") == "data") & (pl.col("ts") < upper))
+        .with_columns(
+            pl.lit(kh, pl.UInt64).alias("kh"),
+            h("value").alias("vh"),
+            pl.max_horizontal(pl.col("ts"), pl.lit(since)).alias("at"),
+        )
+    )
+    held = consolidate(data.select("kh", "vh", "ts", "diff"), since)
+    both = model.join(held, on=["kh", "vh", "ts"], how="full", coalesce=True, suffix="_held")
+    differ = both.with_columns(pl.col("diff").fill_null(0), pl.col("diff_held").fill_null(0))
+    differ = differ.filter(pl.col("diff") != pl.col("diff_held"))
+    if differ.height == 0:
+        raise LookupError("the key's data updates agree with the model at every step")
+    first = int(differ["ts"].min())  # type: ignore[arg-type]
+    wrong = differ.filter((pl.col("ts") == first) & (pl.col("diff_held") != 0))["vh"]
+    rows = data.filter((pl.col("at") == first) & pl.col("vh").is_in(wrong.implode()))["i"]
+    return first, {int(i) for i in rows}
+
+
+def _highlight(story: KeyStory, run: RunData, raw: bytes, updates: pl.DataFrame) -> None:
+    """Mark the first bad update (and the records bound at its step), else the first update
+    at or after the anomaly's step."""
+    try:
+        story.bad_step, wrong = first_disagreement(run, raw, updates)
+    except LookupError:
+        wrong = set()
+    if story.bad_step is not None and not wrong:  # the store lacks an update: the next one
+        later = [i for i, u in enumerate(story.updates) if u["step"] >= story.bad_step]
+        wrong = set(later[:1])
+    at = story.bad_step if story.bad_step is not None else story.step
+    if story.bad_step is None and at is not None:
+        later = [i for i, u in enumerate(story.updates) if u["step"] >= at]
+        wrong = set(later[:1])
+    for i, u in enumerate(story.updates):
+        u["hit"] = i in wrong
+    for r in story.records:
+        r["hit"] = at is not None and r["step"] == at
+
+
 def _story(run: RunData, ranges: pl.DataFrame, key: str, why: str, step: int | None) -> KeyStory:
     from checkers.replay import assign_steps
 
@@ -116,6 +178,7 @@ def _story(run: RunData, ranges: pl.DataFrame, key: str, why: str, step: int | N
                 "sealed": "sealed" if u["ts"] < upper else f"not sealed (upper {upper})",
             }
         )
+    _highlight(story, run, raw, updates)
     story.more_records = max(0, len(story.records) - MAX_ROWS)
     story.more_updates = max(0, len(story.updates) - MAX_ROWS)
     story.records, story.updates = story.records[:MAX_ROWS], story.updates[:MAX_ROWS]

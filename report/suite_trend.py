@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+from rundir.archive import verdict_reason
 
 #: the nights a trend shows (and the nights table lists), newest ones
 MAX_NIGHTS = 30
@@ -34,6 +36,8 @@ class Night:
     done: bool
     error: str | None  # why its summary.json could not be read
     verdicts: dict[str, str]  # case id -> its worst verdict that night
+    #: case id -> why it was UNKNOWN that night (a run being re-judged, an input problem)
+    reasons: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,20 +91,40 @@ def read_night(path: Path, rel: str) -> Night:
         runs: list[dict[str, Any]] = list(doc["runs"])
         counts = dict.fromkeys((*VERDICTS, "SKIPPED"), 0)
         verdicts: dict[str, str] = {}
+        reasons: dict[str, str] = {}
         for r in runs:
             v = r["verdict"] if r["verdict"] in counts else "UNKNOWN"
             counts[v] += 1
             case = str(r["case"])
             if _RANK[v] > _RANK[verdicts.get(case, "NONE")]:
                 verdicts[case] = v
+            if v == "UNKNOWN" and case not in reasons:
+                reasons[case] = unknown_reason(r)
         took = float(sum(float(r.get("took_s") or 0) for r in runs))
         cases, done = int(doc["cases"]), bool(doc["done"])
-        return Night(path.name, link, counts, took, cases, done, None, verdicts)
+        return Night(path.name, link, counts, took, cases, done, None, verdicts, reasons)
     except FileNotFoundError:
         error = "no summary.json"
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         error = f"unreadable summary.json ({type(exc).__name__}: {exc})"
     return Night(path.name, link, {}, 0.0, 0, False, error, {})
+
+
+def unknown_reason(run: dict[str, Any]) -> str:
+    """Why a run of a summary was UNKNOWN: its ``reason`` (written since suites record it),
+    else what its ``results.json`` says (:func:`rundir.archive.verdict_reason`), else that
+    none was recorded."""
+    if run.get("reason"):
+        return str(run["reason"])
+    report = run.get("report")
+    if isinstance(report, str) and report:
+        try:
+            found = verdict_reason(json.loads((Path(report).parent / "results.json").read_text()))
+        except (OSError, ValueError):
+            found = None
+        if found:
+            return found
+    return "no reason recorded"
 
 
 def trend(nights: Sequence[Night]) -> list[CaseTrend]:
@@ -121,6 +145,8 @@ def trend(nights: Sequence[Night]) -> list[CaseTrend]:
 def _cell(night: Night, case: str) -> Cell:
     state = night.verdicts.get(case, "NONE")
     why = {"NONE": night.error or "not run", "SKIPPED": "skipped (past the time budget)"}
+    if state == "UNKNOWN":
+        why[state] = f"UNKNOWN: {night.reasons.get(case, 'no reason recorded')}"
     return Cell(state, f"{night.stamp}: {why.get(state, state)}", night.link)
 
 

@@ -94,9 +94,10 @@ def _faults(ops: list[dict[str, Any]], tl: Timeline) -> None:
     opened: dict[tuple[str, str], tuple[float, str, str]] = {}
     for op in ops:
         f, t, value = str(op.get("f")), _s(op), op.get("value") or {}
-        if op.get("process") == "observer" and isinstance(value, dict):
-            for coll, upper in value.items():
-                tl.uppers.setdefault(coll, []).append((t, int(upper)))
+        if op.get("process") == "observer":
+            if f == "uppers" and isinstance(value, dict):
+                for coll, upper in value.items():
+                    tl.uppers.setdefault(coll, []).append((t, int(upper)))
             continue
         if op.get("process") != "nemesis" or op.get("type") != "invoke" or f not in drawn:
             continue

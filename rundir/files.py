@@ -23,6 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rundir.captures import CAPTURES
+
 TOPIC = "topic.parquet"
 UPDATES = "persist/updates.parquet"
 FRONTIERS = "persist/frontiers.json"
@@ -81,19 +83,34 @@ def sha256(path: Path) -> str:
 
 
 def _rows(path: Path) -> int | None:
-    """Rows of a Parquet file, entries of a JSON document; None for other files."""
-    if path.suffix == ".parquet":
-        return int(pq.ParquetFile(path).metadata.num_rows)
-    if path.suffix == ".json":
-        doc = json.loads(path.read_text())
-        return len(doc) if isinstance(doc, dict | list) else 1
+    """Rows of a Parquet file, entries of a JSON document; None for other files and for a
+    file that cannot be read as its suffix says (truncated, corrupt, unreadable): the rows
+    are for people, the SHA-256 is the proof."""
+    try:
+        if path.suffix == ".parquet":
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        if path.suffix == ".json":
+            doc = json.loads(path.read_text())
+            return len(doc) if isinstance(doc, dict | list) else 1
+    except (OSError, ValueError, pa.ArrowException):  # ArrowInvalid is a ValueError too
+        return None
     return None
 
 
+def why_unreadable(exc: BaseException) -> str:
+    """An exception met reading an input, as a short cause for a one-line message: its type
+    and its first line (a PermissionError, a truncated Parquet footer, bad JSON)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{type(exc).__name__}: {exc.strerror}"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first[:200]}" if first else type(exc).__name__
+
+
 def describe(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Rows, bytes and SHA-256 of the topic dump and every file of the export in ``run_dir``
-    (the manifest the history's final op records)."""
-    paths = [run_dir / TOPIC, *sorted((run_dir / PERSIST_DIR).glob("*"))]
+    """Rows, bytes and SHA-256 of the topic dump, the captured steps (when the system offers
+    them: :mod:`rundir.captures`) and every file of the export in ``run_dir`` (the manifest
+    the history's final op records)."""
+    paths = [run_dir / TOPIC, run_dir / CAPTURES, *sorted((run_dir / PERSIST_DIR).glob("*"))]
     out: dict[str, dict[str, Any]] = {}
     for path in paths:
         if path.is_file() and not path.name.endswith(".tmp"):
@@ -103,9 +120,11 @@ def describe(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def verify(run_dir: Path, recorded: dict[str, Any]) -> list[str]:
-    """Every recorded input that is missing or differs now (empty: all match)."""
+    """Every recorded input that is missing, unreadable or differs now (empty: all match),
+    one line each naming the file; never raises for what the files hold."""
     problems: list[str] = []
-    for rel, want in sorted(recorded.items()):
+    for rel, entry in sorted(recorded.items()):
+        want = entry if isinstance(entry, dict) else {}
         path = run_dir / rel
         if not path.exists():
             problems.append(
@@ -113,12 +132,21 @@ def verify(run_dir: Path, recorded: dict[str, Any]) -> list[str]:
                 "restore it from the run, or re-run the test"
             )
             continue
-        have = sha256(path)
+        try:
+            have = sha256(path)
+        except OSError as exc:  # unreadable, or a directory where the file was
+            problems.append(
+                f"{rel} cannot be read ({why_unreadable(exc)}): make it readable or restore "
+                "it from the run, then check again"
+            )
+            continue
         if have != want.get("sha256"):
+            rows = _rows(path)
+            now = "not readable as its format now" if rows is None else f"{rows} rows now"
             problems.append(
                 f"{rel} is not the file the run produced (SHA-256 {have[:12]}… now, "
-                f"{str(want.get('sha256'))[:12]}… recorded; {_rows(path)} rows now, "
-                f"{want.get('rows')} recorded): judging it would judge other data; restore "
+                f"{str(want.get('sha256'))[:12]}… recorded; {now}, "
+                f"{want.get('rows')} rows recorded): judging it would judge other data; restore "
                 "the original or re-run the test"
             )
     return problems
@@ -147,14 +175,66 @@ def write_export(
 
 def step_labels(run_dir: Path) -> dict[int, str]:
     """Step -> "batch N: data v5, errors v5": the table versions that belong to each step,
-    from :data:`VERSIONS` (empty without it), for naming them beside an anomaly's step."""
+    from :data:`VERSIONS` (empty without it, or when it is not of that shape), for naming
+    them beside an anomaly's step."""
     try:
         doc = json.loads((run_dir / VERSIONS).read_text())
-    except (OSError, ValueError):
+        found: dict[int, list[str]] = defaultdict(list)
+        for table, vs in sorted(doc.get("tables", {}).items()):
+            for v, meta in sorted(vs.items(), key=lambda kv: int(kv[0])):
+                if meta.get("batch") is not None:
+                    found[int(meta["batch"])].append(f"{table} v{v}")
+    except (OSError, ValueError, TypeError, AttributeError):  # labels only: none is fine
         return {}
-    found: dict[int, list[str]] = defaultdict(list)
-    for table, vs in sorted(doc.get("tables", {}).items()):
-        for v, meta in sorted(vs.items(), key=lambda kv: int(kv[0])):
-            if meta.get("batch") is not None:
-                found[int(meta["batch"])].append(f"{table} v{v}")
     return {b: f"batch {b}: " + ", ".join(names) for b, names in found.items()}
+
+
+def unlisted(run_dir: Path, recorded: dict[str, Any]) -> list[str]:
+    """The files of the export (``persist/*``) the manifest does not list: no checker reads
+    them (the manifest is the closed list of what may be judged)."""
+    found = sorted((run_dir / PERSIST_DIR).glob("*")) if (run_dir / PERSIST_DIR).is_dir() else []
+    rels = (str(p.relative_to(run_dir)) for p in found if not p.name.endswith(".tmp"))
+    return [rel for rel in rels if rel not in recorded]
+
+
+class InputFileError(ValueError):
+    """An input file cannot be read as its format says; the message is one line naming the
+    file, the cause and what to do."""
+
+
+def _bad(path: Path, cause: str) -> InputFileError:
+    return InputFileError(
+        f"{path}: {cause}: restore it from the run (or make it readable), or re-run the test"
+    )
+
+
+def check_parquet(path: Path, columns: Iterable[str] = ()) -> None:
+    """Raise :class:`InputFileError` unless ``path`` is a readable Parquet file (its footer
+    and schema: a truncated file fails here) holding ``columns``."""
+    try:
+        names = set(pq.read_schema(path).names)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise _bad(path, f"not a readable Parquet file ({why_unreadable(exc)})") from None
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise _bad(path, f"no column {', '.join(missing)} (it holds {', '.join(sorted(names))})")
+
+
+def read_frontiers(path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """The uppers and sinces of :data:`FRONTIERS` (``{collection: {"upper": u, "since": s}}``);
+    :class:`InputFileError` when it is unreadable, not JSON, or not of that shape."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError included
+        raise _bad(path, f"not a readable JSON document ({why_unreadable(exc)})") from None
+    if not isinstance(doc, dict):
+        raise _bad(path, f'a JSON {type(doc).__name__}, not {{collection: {{"upper": u, ...}}}}')
+    uppers: dict[str, int] = {}
+    sinces: dict[str, int] = {}
+    for name, f in doc.items():
+        for key, into in (("upper", uppers), ("since", sinces)):
+            value = f.get(key) if isinstance(f, dict) else None
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise _bad(path, f"{name}.{key} is {value!r}, not a whole number")
+            into[str(name)] = value
+    return uppers, sinces

@@ -9,7 +9,9 @@ harness killed mid-run leaves a history whose every complete line can be checked
 Reading: :meth:`History.load`. One behaviour on a bad line: a line that is not a JSON op, or
 whose ``index`` is not its line number minus one (a line cut out, repeated or overwritten), is
 a :class:`HistoryError` naming the file and the line. Only a torn *last* line — the line being
-written when the harness died — is tolerated; :attr:`History.torn_tail` reports it.
+written when the harness died — is tolerated; :attr:`History.torn_tail` reports it. Anything
+after the final op (lines, or a torn line) was written after the run ended: it is not read, and
+:attr:`History.after_final` counts its bytes, a problem that makes the verdict UNKNOWN.
 
 A history is *complete* when it reaches the harness's final operation (:data:`FINAL_OP`, the
 manifest of the inputs written after the dumps); :meth:`History.problems` says what is missing
@@ -159,6 +161,8 @@ class History:
     lines: int | None = None
     torn_tail: int = 0
     unusable: str | None = None
+    #: bytes after the final op (lines or a torn line): the file changed after the run ended
+    after_final: int = 0
 
     @staticmethod
     def empty(unusable: str | None = None) -> History:
@@ -168,7 +172,8 @@ class History:
     @staticmethod
     def load(path: Path) -> History:
         """Read ``history.jsonl``: a :class:`HistoryError` names the first bad line; a torn
-        last line (a crashed harness) is skipped and reported in :attr:`torn_tail`.
+        last line (a crashed harness) is skipped and reported in :attr:`torn_tail`; whatever
+        follows the final op is skipped and counted in :attr:`after_final`.
 
         Writes (most of a history) are parsed by polars straight from the file, lazily; the
         other ops are parsed with ``json`` now, to keep their full values. Every line's
@@ -196,22 +201,31 @@ class History:
         )
         total = _count_lines(path, complete)
         ops: list[dict[str, Any]] = []
+        final_at: int | None = None  # line of the final op; what follows it is not the run's
         for n, line, is_bad in zip(
             picked["n"].to_list(), picked["line"].to_list(), picked["bad"].to_list(), strict=True
         ):
             try:
                 op = json.loads(line)
             except json.JSONDecodeError as exc:
+                if final_at is not None:
+                    break
                 raise HistoryError(
                     f"{path} line {n}: not a JSON op ({exc}): {line[:80]!r}"
                 ) from None
             if is_bad or not isinstance(op, dict):
+                if final_at is not None:
+                    break
                 raise HistoryError(
                     f"{path} line {n}: expected op index {n - 1}, found "
                     f"{op.get('index') if isinstance(op, dict) else op!r}: a line was cut out, "
                     "repeated or overwritten here"
                 )
             ops.append(op)
+            if _is_final(op):
+                final_at = n
+        if final_at is not None and (final_at < total or complete < size):
+            return _up_to_final(path, [op for op in ops if int(op["index"]) < final_at], final_at)
         if isinstance(source, io.BytesIO):
             parsed = pl.read_ndjson(source, schema=WRITE_SCHEMA).lazy()
             acked: pl.DataFrame | pl.LazyFrame = _acked_writes(parsed).collect()
@@ -234,7 +248,7 @@ class History:
         """The harness's final op (:data:`FINAL_OP`), if the history reaches it."""
         found: dict[str, Any]
         for found in reversed(self.ops):
-            if found.get("process") == "harness" and found.get("f") == FINAL_OP:
+            if _is_final(found):
                 return found
         return None
 
@@ -257,9 +271,15 @@ class History:
                 "uppers cannot be judged"
             ]
         failed = self.harness_failures()
+        where = f"{self.path}" if self.path is not None else "the history"
+        if self.after_final:
+            changed = (
+                f"{where}: {self.after_final:,} bytes after the final op: the file changed "
+                "after the run ended; restore it from the run, or re-run the test"
+            )
+            failed = [changed, *failed]
         if self.final() is not None or failed:
             return failed
-        where = f"{self.path}" if self.path is not None else "the history"
         last = self.ops[-1] if self.ops else None
         said = (
             f"its last non-write op is #{last.get('index')} {last.get('process')} "
@@ -309,6 +329,12 @@ class History:
         out: dict[str, Any] = {}
         if when is not None:
             out["sealed_by_ns"] = when
+        return {**out, **self.context_at(when)}
+
+    def context_at(self, when: int | None) -> dict[str, Any]:
+        """The last nemesis op, pipeline start and pipeline exit at or before ``when`` (ns on
+        the history's clock; None: the end of the history)."""
+        out: dict[str, Any] = {}
         limit = when if when is not None else 1 << 62
         for op in self.ops:
             if int(op.get("time", 0)) > limit:
@@ -318,6 +344,30 @@ class History:
             elif op.get("f") in ("pipeline-start", "pipeline-exit"):
                 out[f"last_{op['f'].replace('-', '_')}"] = _brief(op)
         return out
+
+
+def _is_final(op: dict[str, Any]) -> bool:
+    return op.get("process") == "harness" and op.get("f") == FINAL_OP
+
+
+def _up_to_final(path: Path, ops: list[dict[str, Any]], final_at: int) -> History:
+    """The history up to its final op (line ``final_at``), with :attr:`History.after_final`
+    the bytes that follow it: lines (or a torn line) appended after the run ended."""
+    keep = _offset_after_line(path, final_at)
+    with open(path, "rb") as fh:
+        prefix = fh.read(keep)
+        after = fh.seek(0, io.SEEK_END) - keep
+    parsed = pl.read_ndjson(io.BytesIO(prefix), schema=WRITE_SCHEMA).lazy()
+    acked = _acked_writes(parsed).collect()
+    return History(acked, ops, path, final_at, 0, after_final=after)
+
+
+def _offset_after_line(path: Path, line: int) -> int:
+    """The byte just after the newline that ends line ``line`` (numbered from 1)."""
+    with open(path, "rb") as fh:
+        for _ in range(line):
+            fh.readline()
+        return fh.tell()
 
 
 def _count_lines(path: Path, size: int, block: int = 1 << 24) -> int:

@@ -11,9 +11,14 @@ every pytest session of that environment).
 * fixture ``sealcheck_kafka``: a running local Kafka broker for the session (``.bootstrap``,
   ``.create_topic(name, partitions)``), for a user's own tests beside the chaos runs;
 * JUnit XML (``pytest --junitxml``): every run records ``sealcheck_seed``,
-  ``sealcheck_verdict``, ``sealcheck_report`` and ``sealcheck_reproduce`` properties;
-* a failing test's report gets a ``sealcheck`` section: the verdict, the first anomalies, the
-  report path and the exact commands that repeat the run.
+  ``sealcheck_verdict``, ``sealcheck_report`` and ``sealcheck_reproduce`` properties — per
+  test case under ``junit_family`` ``xunit1`` / ``legacy``; under ``xunit2`` (pytest's default,
+  whose schema has no per-test properties) as the suite's properties, each name prefixed by
+  the test's node id (``<nodeid>::sealcheck_seed``), without pytest's incompatibility warning;
+* a failing test's report gets a ``sealcheck`` section: the verdict, the first anomalies (the
+  first wrong step first), the report path and the exact commands that repeat the run —
+  except for a run whose summary the failure (``assert_valid`` / ``assert_invalid``) already
+  carries, so it is printed once.
 
 Options: ``--sealcheck-runs DIR`` (keep runs there; default: pytest's temporary directory),
 ``--sealcheck-backend local|containers``, ``--sealcheck-seeds 1-20`` (override every marker's
@@ -30,7 +35,7 @@ import pytest
 
 from harness.child_run import run_chaos
 from harness.suite_spec import SuiteError, parse_seeds
-from harness.verdicts import ChaosResult
+from harness.verdicts import ChaosResult, VerdictError
 from sealcheck_pytest.runner import Case, run_name
 
 _RESULTS = pytest.StashKey[list[ChaosResult]]()
@@ -105,11 +110,25 @@ def sealcheck_case(request: pytest.FixtureRequest) -> Case:
     return getattr(request, "param", Case(1))
 
 
+def _recorder(request: pytest.FixtureRequest) -> Callable[[str, object], None]:
+    """How this test records a property: per test case (what ``record_property`` does, without
+    its warning) unless a JUnit XML of family ``xunit2`` is written, whose schema has no
+    per-test properties; then as a suite property named ``<nodeid>::<name>``."""
+    config = request.config
+    xunit2 = bool(getattr(config.option, "xmlpath", None)) and config.getini(
+        "junit_family"
+    ) not in ("xunit1", "legacy")
+    node = request.node
+    if not xunit2:
+        return lambda name, value: node.user_properties.append((name, value))
+    suite: Callable[[str, object], None] = request.getfixturevalue("record_testsuite_property")
+    return lambda name, value: suite(f"{node.nodeid}::{name}", value)
+
+
 @pytest.fixture
 def sealcheck(
     request: pytest.FixtureRequest,
     sealcheck_case: Case,
-    record_property: Callable[[str, object], None],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[..., ChaosResult]:
     """A factory that runs one chaos test: ``sealcheck(system="pipeline", *, seed=None,
@@ -120,6 +139,7 @@ def sealcheck(
     where = option("sealcheck_runs")
     store = Path(where) if where else tmp_path_factory.mktemp("sealcheck")
     results = request.node.stash.setdefault(_RESULTS, [])
+    record_property = _recorder(request)
 
     def run(
         system: str = "pipeline",
@@ -150,9 +170,12 @@ def sealcheck(
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A failing test's report gets the ``sealcheck`` section: each run's summary."""
+    """A failing test's report gets the ``sealcheck`` section: the summary of each run whose
+    summary the failure does not already carry (``assert_valid`` raises it)."""
     report = yield
-    runs = item.stash.get(_RESULTS, [])
+    raised = call.excinfo.value if call.excinfo is not None else None
+    told = raised.result if isinstance(raised, VerdictError) else None
+    runs = [r for r in item.stash.get(_RESULTS, []) if r is not told]
     if report.when == "call" and report.failed and runs:
         report.sections.append(("sealcheck", "\n\n".join(r.summary() for r in runs)))
     return report

@@ -1,10 +1,20 @@
 """Systems under test: what the harness needs to know of each, as one small descriptor.
 
 Public API: :class:`SystemUnderTest` and :class:`Deployment` (the protocol), :class:`Settings`,
-:class:`Progress`, :data:`SYSTEMS` (the registry) and :func:`system`.
+:class:`Progress`, :class:`CapturesSteps` (an optional capability), :data:`SYSTEMS` (the
+registry) and :func:`system`.
 """
 
-from suts.api import Deployment, Disk, Progress, Settings, SystemUnderTest
+from suts.api import CapturesSteps, Deployment, Disk, Progress, Settings, SystemUnderTest
 from suts.registry import SYSTEMS, system
 
-__all__ = ["SYSTEMS", "Deployment", "Disk", "Progress", "Settings", "SystemUnderTest", "system"]
+__all__ = [
+    "SYSTEMS",
+    "CapturesSteps",
+    "Deployment",
+    "Disk",
+    "Progress",
+    "Settings",
+    "SystemUnderTest",
+    "system",
+]

@@ -23,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from infra.node import Backend, Launch, Node
+from rundir.captures import Capture
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,21 @@ class Deployment(Protocol):
     def nodes(self, role: str) -> Sequence[Node]:
         """Nodes of its own that nemeses act on by role (``spark-worker``, ``spark-executor``
         of a Spark cluster); empty for roles it has none of."""
+
+
+@runtime_checkable
+class CapturesSteps(Protocol):
+    """A deployment whose store merges sealed steps (compaction) offers this too, so that
+    every sealed step is judged one by one: the harness calls :meth:`capture` right after it
+    observes an upper advance, before compaction can reach the new steps
+    (:mod:`rundir.captures`). A deployment whose export keeps every step apart (the
+    delta-streaming job: Delta's change data feed keeps every version) does not need it."""
+
+    def capture(self, since_captured: dict[str, int]) -> Capture | None:
+        """Read-only, in one consistent read of the store: the updates of every collection
+        from step ``since_captured[c]`` (0 when absent) to its upper now, as far as
+        compaction has not merged them (:func:`rundir.captures.plan`). None when the store
+        cannot be read now (the harness tries again at its next sample)."""
 
 
 class SystemUnderTest(Protocol):

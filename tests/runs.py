@@ -89,14 +89,17 @@ def final_ops(index: int, time: int, end: dict[int, int], acks: int) -> list[dic
     ]
 
 
-def write_history(run_dir: Path, records: Sequence[Any], uppers: dict[str, int]) -> Path:
+def write_history(
+    run_dir: Path, records: Sequence[Any], uppers: dict[str, int], h: Any = None
+) -> Path:
     """A complete ``history.jsonl`` for a run directory holding its topic and store: every
     record acknowledged, one observation of ``uppers``, the final ops — written through the
-    harness's own writer, so its final op records the files exactly as a run does."""
+    harness's own writer (``h``, one already open, e.g. an observer's), so its final op
+    records the files exactly as a run does."""
     from rundir.history import HistoryWriter, encode_bytes, record_inputs
 
     path = run_dir / "history.jsonl"
-    h = HistoryWriter(path)
+    h = HistoryWriter(path) if h is None else h
     for r in records:
         value = {**encode_bytes("key", r.key), **encode_bytes("value", r.value)}
         h.append("w0", "ok", "write", {**value, "partition": r.partition, "offset": r.offset})
@@ -112,16 +115,17 @@ def write_history(run_dir: Path, records: Sequence[Any], uppers: dict[str, int])
 
 
 def finish_run_dir(
-    run_dir: Path, records: Sequence[Any], store: str, uppers: dict[str, int]
+    run_dir: Path, records: Sequence[Any], store: str, uppers: dict[str, int], h: Any = None
 ) -> Path:
     """What the harness leaves at the end of a run: the topic dump, the store's export (by
-    the pipeline's descriptor) and a complete history whose final op records both."""
+    the pipeline's descriptor) and a complete history whose final op records both (written
+    on with ``h`` when the run's history is already open)."""
     from rundir.files import write_topic
     from suts.upsert_pipeline.store import export
 
     write_topic(list(records), run_dir / "topic.parquet")
     export(store, run_dir)
-    write_history(run_dir, records, uppers)
+    write_history(run_dir, records, uppers, h)
     return run_dir
 
 

@@ -23,6 +23,7 @@ from infra.lazy_disk import LazyDisk
 from infra.node import Backend, Launch, Node
 from pipeline.broken import BROKEN_MODES
 from pipeline.failpoints import FAILPOINTS, FILE_ENV_VAR
+from rundir.captures import Capture
 from suts.api import Disk, Progress, Settings, crash_failpoint
 from suts.spark_cluster import SparkCluster
 from suts.upsert_pipeline import store
@@ -178,6 +179,11 @@ class PipelineDeployment:
     def progress(self) -> Progress | None:
         """Uppers and the last sealed bindings."""
         return store.read_progress(self.store)
+
+    def capture(self, since_captured: dict[str, int]) -> Capture | None:
+        """Sealed steps not captured yet, read from the store's tables before compaction
+        merges them (:class:`suts.api.CapturesSteps`)."""
+        return store.read_capture(self.store, since_captured)
 
     def export(self, run_dir: Path) -> None:
         """The store's tables into the checkers' format (plus the SQLite file itself)."""

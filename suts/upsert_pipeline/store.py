@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from rundir.captures import Capture, plan
 from rundir.files import write_export
 from suts.api import Progress
 
@@ -23,6 +24,10 @@ _BOUND = (
 )
 _FRONTIERS = "SELECT collection, upper, since FROM frontiers"
 _ALL = "SELECT collection, key, val, ts, diff FROM updates"
+_STEPS = (
+    "SELECT collection, key, val, ts, diff FROM updates "
+    "WHERE collection = {p} AND ts >= {p} AND ts < {p} ORDER BY ts"
+)
 
 
 def _postgres(location: str) -> bool:
@@ -73,6 +78,53 @@ def read_progress(location: str) -> Progress | None:
     except Exception:
         return None
     return Progress(uppers, {int(bytes(k)): int(bytes(v)) for k, v in rows})
+
+
+def _capture(fetch: Any, since_captured: dict[str, int]) -> Capture:
+    """One capture through ``fetch(sql, params)`` inside an open read transaction."""
+    found = fetch(_FRONTIERS, ())
+    uppers = {str(c): int(u) for c, u, _ in found}
+    sinces = {str(c): int(s) for c, _, s in found}
+    ranges, missed = plan(since_captured, uppers, sinces)
+    rows: list[tuple[str, bytes, bytes, int, int]] = []
+    for c, (lo, hi) in sorted(ranges.items()):
+        rows += [
+            (str(col), bytes(k), bytes(v), int(ts), int(d))
+            for col, k, v, ts, d in fetch(_STEPS, (c, lo, hi))
+        ]
+    return Capture(ranges, missed, rows)
+
+
+def read_capture(location: str, since_captured: dict[str, int]) -> Capture | None:
+    """The updates of every collection from ``since_captured`` to its upper now, in one
+    read-only transaction (:class:`suts.api.CapturesSteps`); None while unreachable."""
+    if not _exists(location):
+        return None
+    try:
+        if _postgres(location):
+            import psycopg
+
+            with psycopg.connect(location, connect_timeout=2) as pg:
+                pg.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+                pg.read_only = True
+
+                def pg_fetch(sql: str, params: Sequence[Any]) -> list[Any]:
+                    return list(pg.execute(sql.format(p="%s"), params).fetchall())
+
+                return _capture(pg_fetch, since_captured)
+        uri = f"file:{_sqlite_path(location)}?mode=ro"
+        con = sqlite3.connect(uri, uri=True, timeout=1.0, isolation_level=None)
+        try:
+            con.execute("BEGIN")  # one snapshot for the frontiers and the rows
+
+            def lite_fetch(sql: str, params: Sequence[Any]) -> list[Any]:
+                return list(con.execute(sql.format(p="?"), params).fetchall())
+
+            return _capture(lite_fetch, since_captured)
+        finally:
+            con.close()
+    except Exception:  # down (a nemesis), being created, or locked: try again later
+        return None
 
 
 def _batches(cur: Any, size: int) -> Iterator[Sequence[tuple[Any, ...]]]:

@@ -64,6 +64,8 @@ def test_containers_chaos_run_is_valid(docker_engine: None, tmp_path: Path) -> N
     assert (run_dir / "persist" / "updates.parquet").exists()  # exported from PostgreSQL
     results = json.loads((run_dir / "results.json").read_text())
     assert results["inputs"]["complete"] is True  # the export's digest is in the history
+    counts = results["checkers"]["sealed_state"]["counts"]  # captured from PostgreSQL
+    assert counts["data_steps_captured"] == counts["data_steps_sealed"] > 0, counts
     assert (run_dir / "logs" / "postgres.log").exists()
     assert labelled() == []
 

@@ -56,6 +56,14 @@ def test_faults_on_the_correct_pipeline_are_valid(valid_run: tuple[int, str, Pat
     assert "verdict: VALID" in out and str(run_dir / "report.html") in out
     results = json.loads((run_dir / "results.json").read_text())
     assert results["valid"] is True
+    # every sealed step judged one by one, also those compaction merged (through captures)
+    counts = results["checkers"]["sealed_state"]["counts"]
+    for c in ("data", "errors"):
+        assert counts[f"{c}_steps_judged"] == counts[f"{c}_steps_sealed"] > 0, counts
+    judged = f"data {counts['data_steps_judged']}/{counts['data_steps_sealed']}"
+    assert f"sealed steps judged one by one / sealed: {judged}" in out
+    final = History.load(run_dir / "history.jsonl").final()
+    assert final is not None and "captures.arrows" in final["value"]["files"]
     for name in (
         "test.json",
         "history.jsonl",

@@ -56,8 +56,8 @@ def verify(kafka: Any, topic: str, store: str) -> int:
     run_dir = Path(store.removeprefix("sqlite://")).parent / "run"
     finish_run_dir(run_dir, records, store, uppers)  # every record acknowledged, uppers seen
     judged = check_run(run_dir)
-    verdicts = {name: r.valid for name, r in judged.checkers.items()}
-    assert verdicts == dict.fromkeys(CHECKERS, True), {
+    verdicts = {name: r.valid if r.applicable else r.word() for name, r in judged.checkers.items()}
+    assert verdicts == {**dict.fromkeys(CHECKERS, True), "as_of": "not applicable"}, {
         name: (r.anomaly_counts, r.error) for name, r in judged.checkers.items()
     }
     assert judged.valid is True

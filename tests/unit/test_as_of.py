@@ -37,9 +37,10 @@ def run() -> RunData:
     return build_run(PAIRS, partitions=2, step_size=5)
 
 
-def test_without_snapshots_nothing_is_judged(run: RunData) -> None:
+def test_without_snapshots_it_is_not_applicable(run: RunData) -> None:
     res = run_checkers(run, ["as_of"]).checkers["as_of"]
-    assert res.valid is True and res.counts["snapshots_judged"] == 0
+    assert not res.applicable and res.valid is None and res.counts["snapshots_judged"] == 0
+    assert res.word() == "not applicable" and "asof.parquet" in str(res.error)
 
 
 def test_correct_snapshots_are_valid(run: RunData) -> None:

@@ -10,31 +10,67 @@ from pathlib import Path
 import pytest
 
 from checkers import CHECKERS, RunInputError, check_run, load_run
+from harness.observer import Observer
 from harness.workload import UpsertMix, upsert_records
 from pipeline.loop import LoopConfig
 from pipeline.persist import open_store
+from rundir.captures import CAPTURES, CaptureWriter
 from rundir.files import write_topic
-from suts.upsert_pipeline.store import export
+from rundir.history import HistoryWriter
+from suts.upsert_pipeline.store import export, read_capture, read_uppers
 from tests.runs import finish_run_dir, write_history
-from tests.unit.test_loop import ListSource, catch_up
+from tests.unit.test_loop import ListSource, catch_up, make_loop, quiet
 
 
 @pytest.mark.parametrize("retain", [0, 2])
 def test_compacted_and_uncompacted_stores_are_valid(tmp_path: Path, retain: int) -> None:
+    # The harness's observer captures every step as it is sealed (rundir.captures), so the
+    # steps compaction merges are still judged one by one.
+    src = ListSource(3)
+    src.grow(upsert_records(random.Random(8), 2000, UpsertMix(keys=150, bad_ratio=0.05)))
+    db = str(tmp_path / "s.db")
+    store = open_store(db)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    history = HistoryWriter(run_dir / "history.jsonl")
+    observer = Observer(
+        lambda: read_uppers(db),
+        history,
+        capture=lambda since: read_capture(db, since),
+        captures=CaptureWriter(run_dir / CAPTURES),
+    )
+    config = LoopConfig(max_records_per_step=150, retain_steps=retain, compact_every=3)
+    loop = make_loop(store, src, config, quiet)
+    loop.rehydrate()
+    while loop.step():
+        observer.sample()
+    observer.stop()
+    uppers = store.uppers()
+    store.close()
+    finish_run_dir(run_dir, src.records(), db, uppers, history)
+    history.close()
+    assert (load_run(run_dir).steps.export_sinces["data"] > 0) == (retain > 0)
+    result = check_run(run_dir)
+    verdicts = {n: r.valid if r.applicable else r.word() for n, r in result.checkers.items()}
+    assert verdicts == {**dict.fromkeys(CHECKERS, True), "as_of": "not applicable"}
+    assert result.valid is True and result.input_problems == []
+    counts = result.checkers["sealed_state"].counts
+    assert counts["data_steps_judged"] == counts["data_steps_sealed"] == uppers["data"]
+    assert (run_dir / "persist" / "updates.parquet").exists()
+
+
+def test_a_compacted_store_without_captures_is_unknown_naming_the_steps(tmp_path: Path) -> None:
     src = ListSource(3)
     src.grow(upsert_records(random.Random(8), 2000, UpsertMix(keys=150, bad_ratio=0.05)))
     store = open_store(str(tmp_path / "s.db"))
-    catch_up(store, src, LoopConfig(max_records_per_step=150, retain_steps=retain, compact_every=3))
+    catch_up(store, src, LoopConfig(max_records_per_step=150, retain_steps=2, compact_every=3))
     uppers = store.uppers()
     store.close()
     run_dir = finish_run_dir(tmp_path / "run", src.records(), str(tmp_path / "s.db"), uppers)
-    run = load_run(run_dir)
-    assert (run.sinces["data"] > 0) == (retain > 0)
     result = check_run(run_dir)
-    verdicts = {n: r.valid for n, r in result.checkers.items()}
-    assert verdicts == dict.fromkeys(CHECKERS, True)
-    assert result.valid is True and result.input_problems == []
-    assert (run_dir / "persist" / "updates.parquet").exists()
+    state = result.checkers["sealed_state"]
+    assert result.valid is None and state.valid is None and not state.anomaly_counts
+    assert "were merged by compaction before the harness captured them" in str(state.error)
 
 
 def test_a_run_directory_without_a_topic_dump_says_so(tmp_path: Path) -> None:

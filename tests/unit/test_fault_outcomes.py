@@ -211,14 +211,16 @@ def test_window_coverage_counts_what_the_history_says_was_reached() -> None:
         ],
     }
 
-    def nem(action: int, outcome: str) -> dict[str, object]:
-        return {"process": "nemesis", "f": "x", "value": {"action": action, "outcome": outcome}}
+    def nem(action: int, outcome: str, **more: object) -> dict[str, object]:
+        value = {"action": action, "outcome": outcome, **more}
+        return {"process": "nemesis", "f": "x", "value": value}
 
-    def exit_(failpoint: str | None) -> dict[str, object]:
-        return {"process": "supervisor", "f": "pipeline-exit", "value": {"failpoint": failpoint}}
+    def exit_(failpoint: str | None, pid: int) -> dict[str, object]:
+        value = {"failpoint": failpoint, "pid": pid, "code": -9}  # reached: with its evidence
+        return {"process": "supervisor", "f": "pipeline-exit", "value": value}
 
-    ops = [nem(0, "happened"), exit_("a.mid"), nem(1, "replaced-by-kill"), exit_(None)]
-    ops.append(nem(2, "happened"))
+    ops = [nem(0, "happened"), exit_("a.mid", 1), nem(1, "replaced-by-kill"), exit_(None, 2)]
+    ops += [nem(2, "happened", killed=3), exit_(None, 3)]
     rows = {w.name: (w.planned, w.hit, w.missed) for w in coverage(meta, ops)}
     assert rows == {
         "a.mid": (1, 1, 0),
