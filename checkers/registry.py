@@ -108,4 +108,5 @@ def run_checkers(run: RunData, names: Iterable[str] | None = None) -> RunResult:
         results[name] = result
     if acks[0] is None and "acked" in run.memoised():
         acks = (run.acked().height, acks[1])
-    return RunResult(results, problems, run.notes, acks)
+    not_run = [c for c in CHECKERS if c not in results]
+    return RunResult(results, problems, run.notes, acks, not_run)

@@ -124,15 +124,18 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     #: acknowledged writes in the history / counted by the harness (None: not known)
     acks: tuple[int | None, int | None] = (None, None)
+    #: registered checkers that were not asked to run (a subset): VALID would claim more
+    not_run: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool | None:
-        """The composed verdict of the applicable checkers (unknown when none is)."""
+        """The composed verdict of the applicable checkers (unknown when none is, and when a
+        registered checker did not run: a passing subset proves only part)."""
         judged = [r.valid for r in self.checkers.values() if r.applicable]
         if not judged:
             return None
         verdict = compose(judged)
-        return None if verdict is True and self.input_problems else verdict
+        return None if verdict is True and (self.input_problems or self.not_run) else verdict
 
     @property
     def not_applicable(self) -> list[str]:
@@ -151,6 +154,7 @@ class RunResult:
         return {
             "valid": enc(self.valid),
             "not_applicable": self.not_applicable,
+            "not_run": self.not_run,
             "inputs": {
                 "complete": not self.input_problems,
                 "problems": self.input_problems,

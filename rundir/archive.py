@@ -75,6 +75,9 @@ def verdict_reason(doc: Any) -> str | None:
     problems = inputs.get("problems") if isinstance(inputs, dict) else None
     if isinstance(problems, list) and problems:
         return str(problems[0])
+    not_run = doc.get("not_run")
+    if isinstance(not_run, list) and not_run:
+        return f"not every checker ran ({', '.join(map(str, not_run))} did not): VALID needs all"
     checkers = doc.get("checkers")
     for name, c in (checkers if isinstance(checkers, dict) else {}).items():
         if isinstance(c, dict) and c.get("valid") in ("unknown", None) and c.get("error"):

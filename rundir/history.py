@@ -30,8 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import orjson
 import polars as pl
+
+from rundir.lines import (
+    complete_prefix,
+    count_lines,
+    first_bad_json,
+    numbered_lines,
+    offset_after_line,
+)
 
 #: The op the harness writes last, after the topic dump and the store export: ``harness info
 #: inputs`` with the files the checkers read and how many writes were acknowledged.
@@ -83,22 +90,6 @@ class HistoryError(ValueError):
     """The history cannot be read as written; the message names the file and the line."""
 
 
-def _complete_prefix(path: Path, block: int = 1 << 16) -> int:
-    """Bytes up to and including the last newline (a torn last line is excluded)."""
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        end = size
-        while end > 0:
-            start = max(0, end - block)
-            fh.seek(start)
-            chunk = fh.read(end - start)
-            nl = chunk.rfind(b"\n")
-            if nl >= 0:
-                return start + nl + 1
-            end = start
-    return 0
-
-
 def _acked_writes(ops: pl.LazyFrame) -> pl.LazyFrame:
     """The ``ok`` writes of parsed ops as ``time, partition, offset, key, value`` (bytes)."""
     v = pl.col("value")
@@ -115,34 +106,6 @@ def _acked_writes(ops: pl.LazyFrame) -> pl.LazyFrame:
             v.struct.field("value").cast(pl.Binary),
         ).alias("value"),
     )
-
-
-def _lines(source: Path | io.BytesIO) -> pl.LazyFrame:
-    """Each line of a JSON-lines file as one string field (``line``), numbered from 1."""
-    reader = dict(
-        has_header=False,
-        separator="\x00",  # never in JSON text: each line is one field
-        quote_char=None,
-        schema={"line": pl.String},
-    )
-    frame = (
-        pl.scan_csv(source, **reader)  # type: ignore[arg-type]
-        if isinstance(source, Path)
-        else pl.read_csv(source, **reader).lazy()  # type: ignore[arg-type]
-    )
-    return frame.with_row_index("n", offset=1)
-
-
-def _first_bad_json(source: Path | io.BytesIO) -> tuple[int, str]:
-    """The first line that is not a JSON object (slow: only once a parse has failed)."""
-    data = source.getvalue() if isinstance(source, io.BytesIO) else source.read_bytes()
-    for n, raw in enumerate(data.splitlines(), start=1):
-        try:
-            if not isinstance(orjson.loads(raw), dict):
-                return n, "not a JSON object"
-        except orjson.JSONDecodeError as exc:
-            return n, f"not JSON ({exc})"
-    return 0, "no bad line found"
 
 
 @dataclass
@@ -182,7 +145,7 @@ class History:
         if not path.exists():
             return History.empty(unusable=f"{path} does not exist")
         size = path.stat().st_size
-        complete = _complete_prefix(path)
+        complete = complete_prefix(path)
         if complete == 0:
             return History(
                 pl.DataFrame(schema=BYTES_SCHEMA), [], path, 0, size, unusable=f"{path} is empty"
@@ -194,12 +157,12 @@ class History:
         index = pl.col("line").str.extract(_INDEX, 1).cast(pl.Int64, strict=False)
         bad = index.is_null() | (index != pl.col("n") - 1)
         picked = (
-            _lines(source)
+            numbered_lines(source)
             .with_columns(bad.alias("bad"))
             .filter(pl.col("bad") | ~pl.col("line").str.contains(_WRITE))
             .collect(engine="streaming")
         )
-        total = _count_lines(path, complete)
+        total = count_lines(path, complete)
         ops: list[dict[str, Any]] = []
         final_at: int | None = None  # line of the final op; what follows it is not the run's
         for n, line, is_bad in zip(
@@ -241,7 +204,7 @@ class History:
         except pl.exceptions.PolarsError as exc:
             if self.path is None:
                 raise
-            n, why = _first_bad_json(self.path)
+            n, why = first_bad_json(self.path)
             raise HistoryError(f"{self.path} line {n}: {why}; polars said: {exc}") from None
 
     def final(self) -> dict[str, Any] | None:
@@ -353,34 +316,13 @@ def _is_final(op: dict[str, Any]) -> bool:
 def _up_to_final(path: Path, ops: list[dict[str, Any]], final_at: int) -> History:
     """The history up to its final op (line ``final_at``), with :attr:`History.after_final`
     the bytes that follow it: lines (or a torn line) appended after the run ended."""
-    keep = _offset_after_line(path, final_at)
+    keep = offset_after_line(path, final_at)
     with open(path, "rb") as fh:
         prefix = fh.read(keep)
         after = fh.seek(0, io.SEEK_END) - keep
     parsed = pl.read_ndjson(io.BytesIO(prefix), schema=WRITE_SCHEMA).lazy()
     acked = _acked_writes(parsed).collect()
     return History(acked, ops, path, final_at, 0, after_final=after)
-
-
-def _offset_after_line(path: Path, line: int) -> int:
-    """The byte just after the newline that ends line ``line`` (numbered from 1)."""
-    with open(path, "rb") as fh:
-        for _ in range(line):
-            fh.readline()
-        return fh.tell()
-
-
-def _count_lines(path: Path, size: int, block: int = 1 << 24) -> int:
-    """Newlines in the first ``size`` bytes of ``path``."""
-    n = 0
-    with open(path, "rb") as fh:
-        while size > 0:
-            chunk = fh.read(min(block, size))
-            if not chunk:
-                break
-            n += chunk.count(b"\n")
-            size -= len(chunk)
-    return n
 
 
 def _brief(op: dict[str, Any]) -> dict[str, Any]:
