@@ -355,9 +355,12 @@ def load_run(run_dir: Path) -> RunData:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None
     topic = pl.scan_parquet(run_dir / files.TOPIC).cast(TOPIC_SCHEMA)
     updates = pl.scan_parquet(run_dir / files.UPDATES).cast(UPDATES_SCHEMA)
-    judged, sinces, steps = load_steps(
-        run_dir, CAPTURES in recorded, history.ops, updates, uppers, exported
-    )
+    try:
+        judged, sinces, steps = load_steps(
+            run_dir, CAPTURES in recorded, history.ops, updates, uppers, exported
+        )
+    except files.InputFileError as exc:
+        raise RunInputError(str(exc), tuple(history.harness_failures())) from None
     return RunData(
         topic,
         judged,

@@ -122,7 +122,7 @@ def _mismatched_steps(run: RunData, name: str, upper: int, horizon: int) -> list
 def _changed_steps(run: RunData, res: CheckResult) -> None:
     """A step captured right after it was sealed that the store holds otherwise at the end."""
     examples: list[Anomaly] = []
-    for name, t in run.steps.changed:
+    for name, t in run.steps.changed[:MAX_EXAMPLES]:
         since = run.steps_since(name)
         merged = since > 0 and t == since
         what = f"steps 0-{t} merged into step {t} by compaction" if merged else f"step {t}"
@@ -138,12 +138,15 @@ def _changed_steps(run: RunData, res: CheckResult) -> None:
                 context=run.history.context_for_step(t),
             )
         )
-    res.add_bulk("sealed-step-changed", len(examples), examples)
+    res.add_bulk("sealed-step-changed", len(run.steps.changed), examples)
 
 
 def _unjudged(run: RunData, res: CheckResult) -> None:
     """VALID never covers less than every sealed step: name the steps judged only merged."""
     parts = [f"{c} steps 0-{s}" for c, s in sorted(run.sinces.items()) if s > 0]
+    missed = [
+        f"{c} {a}-{b - 1}" for c, rs in sorted(run.steps.missed.items()) for a, b in rs if b > a
+    ]
     short = [
         f"{c} {res.counts.get(f'{c}_steps_judged', 0)}/{n}"
         for c, n in sorted(run.steps.sealed.items())
@@ -155,6 +158,7 @@ def _unjudged(run: RunData, res: CheckResult) -> None:
         res.valid = None
     why = (
         f"{', '.join(parts)} were merged by compaction before the harness captured them"
+        + (f" (compacted before they could be captured: {', '.join(missed)})" if missed else "")
         if parts
         else "sealed steps are missing from the store's export"
     )

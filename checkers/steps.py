@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 
 from checkers.frames import fingerprints, h, pair_hash, signed
 from rundir import captures
 from rundir.captures import CAPTURED_OP
-
-COLLECTIONS = ("bindings", "data", "errors")
+from rundir.files import UPDATES, InputFileError, why_unreadable
 
 
 @dataclass
@@ -43,6 +43,8 @@ class Steps:
     changed: list[tuple[str, int]] = field(default_factory=list)
     #: steps captured per collection
     captured: dict[str, int] = field(default_factory=dict)
+    #: per collection, the step ranges compaction merged before the harness could capture them
+    missed: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     #: the ``since`` of each collection in the export (before captures filled it in)
     export_sinces: dict[str, int] = field(default_factory=dict)
 
@@ -110,14 +112,17 @@ def _changed(
     return sorted(both.filter(pl.col("fp").ne_missing(pl.col("fp_export")))["ts"].to_list())
 
 
-def captured_ranges(ops: list[dict[str, object]]) -> dict[str, list[tuple[int, int]]]:
-    """Per collection, the step ranges the history's ``captured`` ops say were captured."""
+def captured_ranges(
+    ops: list[dict[str, object]], which: str = "ranges"
+) -> dict[str, list[tuple[int, int]]]:
+    """Per collection, the step ranges the history's ``captured`` ops say were captured
+    (``which="missed"``: merged by compaction before they could be)."""
     out: dict[str, list[tuple[int, int]]] = {}
     for op in ops:
         value = op.get("value")
         if op.get("f") != CAPTURED_OP or not isinstance(value, dict):
             continue
-        for c, r in (value.get("ranges") or {}).items():
+        for c, r in (value.get(which) or {}).items():
             out.setdefault(str(c), []).append((int(r[0]), int(r[1])))
     return out
 
@@ -143,8 +148,26 @@ def load(
     sinces: dict[str, int],
 ) -> tuple[pl.LazyFrame, dict[str, int], Steps]:
     """:func:`merge` with the run's captures — read only when the manifest lists them
-    (``listed``); raises ``OSError`` / ``pyarrow.ArrowInvalid`` on an unreadable file."""
-    rows = pl.from_arrow(captures.read(run_dir / captures.CAPTURES)) if listed else None
-    assert rows is None or isinstance(rows, pl.DataFrame)
+    (``listed``). An unreadable captures file or export is a
+    :class:`rundir.files.InputFileError` naming it."""
+    rows: pl.DataFrame | None = None
+    if listed:
+        path = run_dir / captures.CAPTURES
+        try:
+            read = pl.from_arrow(captures.read(path))
+        except (OSError, pa.ArrowException) as exc:
+            raise InputFileError(
+                f"{path}: not a whole Arrow IPC stream ({why_unreadable(exc)}): restore it "
+                "from the run, or re-run the test"
+            ) from None
+        rows = read if isinstance(read, pl.DataFrame) else read.to_frame()
     ranges = captured_ranges(ops) if listed else {}
-    return merge(export, uppers, sinces, observed_uppers(ops), rows, ranges)
+    try:
+        judged, effective, steps = merge(export, uppers, sinces, observed_uppers(ops), rows, ranges)
+        steps.missed = captured_ranges(ops, "missed") if listed else {}
+        return judged, effective, steps
+    except pl.exceptions.PolarsError as exc:
+        raise InputFileError(
+            f"{run_dir / UPDATES}: cannot be read ({why_unreadable(exc)}): restore it from the "
+            "run, or re-run the test"
+        ) from None

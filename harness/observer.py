@@ -40,6 +40,8 @@ class Observer:
         self.last: dict[str, int] = {}
         self._written = time.monotonic()
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._stopped = False
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -77,10 +79,18 @@ class Observer:
             self.sample()
 
     def stop(self) -> None:
-        """Stop sampling (one last sample first)."""
+        """Stop sampling, with one last sample (and capture) once the thread has ended. Only
+        the first call does anything: teardown calls it again after the history's final op,
+        which nothing may follow."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(5)
+            self._thread.join(30)  # a capture under way finishes (its reads time out sooner)
+            if self._thread.is_alive():  # stuck: never two samplers on one writer
+                return
         self.sample()
         if self.captures is not None:
             self.captures.close()

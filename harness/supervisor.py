@@ -19,7 +19,6 @@ Incarnations are spawned from the supervisor's own thread, which lives until :me
 from __future__ import annotations
 
 import json
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.node import Incarnation
+from nemeses.effects import signal_name
 from rundir.history import HistoryWriter
 
 
@@ -71,11 +71,9 @@ def exit_evidence(code: int, log_text: str) -> dict[str, Any]:
     logged: ``failpoint`` and ``action``, whatever the action) and ``last_event`` (the last
     JSON event it logged, e.g. ``fenced``)."""
     out: dict[str, Any] = {}
-    if code < 0:
-        try:
-            out["signal"] = signal.Signals(-code).name
-        except ValueError:
-            out["signal"] = f"signal {-code}"
+    name = signal_name(code)
+    if name is not None:
+        out["signal"] = name
     for line in log_text.splitlines():
         if not line.startswith('{"') or '"event"' not in line:
             continue

@@ -5,8 +5,9 @@ SIGCONT locally, the cgroup freezer in containers). A frozen broker keeps its so
 answers nothing — a harder fault for clients than a dead one, whose connections are refused.
 
 Each freeze and thaw says whether it bit (``effect``): the process's state read from
-``/proc/<pid>/stat`` (``T``: stopped) where the node is a local process, else the node's own
-``frozen`` flag where it has one, else "effect not observable".
+``/proc/<pid>/stat`` (``T``: stopped) where the node is a local process, or its cgroup's
+freezer state for a container's host pid, else the node's own ``frozen`` flag where it has one,
+else "effect not observable".
 """
 
 from __future__ import annotations
@@ -34,13 +35,37 @@ def proc_state(pid: Any) -> str | None:
     return fields[0] if fields else None
 
 
+def cgroup_frozen(pid: int) -> bool | None:
+    """Whether the cgroup freezer holds process ``pid`` (a paused container: its tasks sleep
+    in the freezer, state ``S`` or ``D``, not ``T``): cgroup v2's ``cgroup.events``
+    ``frozen 1`` or v1's ``freezer.state`` ``FROZEN``; None when neither can be read."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        try:
+            if controllers == "freezer":
+                state = Path(f"/sys/fs/cgroup/freezer{path}/freezer.state").read_text()
+                return state.strip() == "FROZEN"
+            if controllers == "" and path != "/":
+                events = Path(f"/sys/fs/cgroup{path}/cgroup.events").read_text().split()
+                return "frozen" in events and events[events.index("frozen") + 1] == "1"
+        except (OSError, IndexError):
+            continue
+    return None
+
+
 def frozen_effect(node: Node, ident: Any, want: bool) -> dict[str, Any]:
     """Whether ``node`` (``ident``: what the freeze or thaw returned) is frozen as ``want``
     says, with the evidence."""
     state = proc_state(ident)
-    if state is not None:  # T: stopped; Z or X: dead, neither frozen nor running
-        bit = state in "Tt" if want else state not in "TtZX"
-        return effect(bit, f"pid {ident} in state {state} after the {_verb(want)}")
+    if state is not None:  # T: stopped (or the cgroup freezer); Z or X: dead
+        frozen = state in "Tt" or (state not in "ZX" and cgroup_frozen(ident) is True)
+        bit = frozen if want else not frozen and state not in "ZX"
+        how = "stopped" if state in "Tt" else "in a frozen cgroup" if frozen else "running"
+        return effect(bit, f"pid {ident} {how} (state {state}) after the {_verb(want)}")
     flag = getattr(node, "frozen", None)
     if isinstance(flag, bool):
         return effect(flag == want, f"{node.name} reports frozen={flag} after the {_verb(want)}")

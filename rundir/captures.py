@@ -28,6 +28,7 @@ CAPTURES = "captures.arrows"
 #: the history op recording what one capture holds
 CAPTURED_OP = "captured"
 
+#: the columns of ``captures.arrows``: the export's (:data:`rundir.files.UPDATES`)
 SCHEMA = pa.schema(
     [
         ("collection", pa.string()),
@@ -92,9 +93,13 @@ class CaptureWriter:
         self.path = path
         self._sink: Any = None
         self._writer: Any = None
+        self._closed = False
 
     def write(self, capture: Capture) -> None:
-        """Append one capture's rows as a record batch and flush it to the file."""
+        """Append one capture's rows as a record batch and flush it to the file; after
+        :meth:`close`, a ``ValueError`` (the file is an input of the run by then)."""
+        if self._closed:
+            raise ValueError(f"{self.path} is closed: nothing may be captured after the run")
         if self._writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._sink = pa.OSFile(str(self.path), "wb")
@@ -107,6 +112,7 @@ class CaptureWriter:
 
     def close(self) -> None:
         """End the stream (idempotent)."""
+        self._closed = True
         if self._writer is not None:
             self._writer.close()
             self._sink.close()

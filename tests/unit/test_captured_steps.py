@@ -153,3 +153,38 @@ def test_captures_round_trip_and_a_sqlite_store_is_captured_read_only(tmp_path: 
     table = read(tmp_path / "captures.arrows")
     assert table.num_rows == 4 and table.column("ts").to_pylist() == [0, 1, 1, 2]
     assert read_capture(str(tmp_path / "absent.db"), {}) is None
+
+
+def test_the_observer_stops_once_and_nothing_follows_the_final_op(tmp_path: Path) -> None:
+    from harness.observer import Observer
+    from rundir.history import HistoryWriter
+
+    captures = CaptureWriter(tmp_path / "captures.arrows")
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    uppers = {"data": 1}
+
+    def capture(since: dict[str, int]) -> Capture:
+        lo = since.get("data", 0)
+        return Capture({"data": (lo, uppers["data"])}, {}, [("data", b"k", b"v", lo, 1)])
+
+    observer = Observer(
+        lambda: dict(uppers), history, heartbeat_s=0.0, capture=capture, captures=captures
+    )
+    observer.sample()
+    observer.stop()
+    lines = (tmp_path / "history.jsonl").read_text().count("\n")
+    uppers["data"] = 2  # teardown stops it again after the final op: nothing may be written
+    observer.stop()
+    assert (tmp_path / "history.jsonl").read_text().count("\n") == lines
+    assert read(tmp_path / "captures.arrows").num_rows == 1
+    with pytest.raises(ValueError, match="is closed"):
+        captures.write(capture({}))
+
+
+def test_steps_compaction_merged_before_a_capture_are_named() -> None:
+    full = build_run(PAIRS, step_size=6)
+    export = compacted(full, 8, ["bindings", "data", "errors"])
+    run = _with_captures(export, full, captured_below=5)
+    run.steps.missed = {"data": [(5, 9)]}
+    error = str(run_checkers(run).checkers["sealed_state"].error)
+    assert "compacted before they could be captured: data 5-8" in error

@@ -249,11 +249,28 @@ def test_a_pause_reads_the_stopped_state_of_the_process_it_froze() -> None:
         )
         assert done["effect"] == {
             "effect": True,
-            "evidence": f"pid {proc.pid} in state T after the SIGSTOP",
+            "evidence": f"pid {proc.pid} stopped (state T) after the SIGSTOP",
         }
     finally:
         proc.kill()
         proc.wait()
+    # a process whose cgroup the freezer holds (a paused container) sleeps, it is not in T
+    import nemeses.pause as pause_module
+
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        original = pause_module.cgroup_frozen
+        pause_module.cgroup_frozen = lambda pid: pid == sleeper.pid
+        try:
+            seen = pause_module.frozen_effect(FakeNode(pid=sleeper.pid), sleeper.pid, True)
+        finally:
+            pause_module.cgroup_frozen = original
+        assert seen["effect"] is True and "in a frozen cgroup (state " in seen["evidence"]
+        thawed = pause_module.frozen_effect(FakeNode(pid=sleeper.pid), sleeper.pid, True)
+        assert thawed["effect"] is False and "running" in thawed["evidence"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
     node = FakeNode(pid=10**9)  # no such process: the node's own flag is the evidence
     done = Pause("pause", "pipeline", PlanInfo(1, ())).invoke(
         pause, FakeTarget(node, FakeDisk([0]))
