@@ -93,7 +93,9 @@ def test_the_failure_message_is_printed_once(pytester: pytest.Pytester) -> None:
             assert sealcheck("pipeline", broken="x").valid
         """
     )
-    res = pytester.runpytest("-p", "no:cacheprovider")
+    # -rN: no short summary, which repeats each message (and is not cut to the terminal's
+    # width when CI is set)
+    res = pytester.runpytest("-p", "no:cacheprovider", "-rN")
     res.assert_outcomes(failed=2)
     out = res.stdout.str()
     asserted, plain = out.split("_ test_plain _")
