@@ -59,7 +59,9 @@ def test_kill_kafka_kills_a_broker_and_heal_starts_it(tmp_path: Path) -> None:
         assert (kill.f, start.f) == ("kill-broker", "start-broker")
         pid = backend.brokers[0].ident
         done = nemesis.invoke(kill, target)  # type: ignore[arg-type]
+        effect = done.pop("effect")
         assert done == {"broker": 0, "killed": pid, "outcome": "happened"}
+        assert effect["effect"] is True and "after the SIGKILL" in effect["evidence"]
         assert not backend.brokers[0].alive
         assert not acked(backend.bootstrap, 2_000)  # nobody to acknowledge
         assert nemesis.heal(target) == ["started kafka-1"]  # type: ignore[arg-type]
