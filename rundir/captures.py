@@ -23,21 +23,14 @@ from typing import Any
 
 import pyarrow as pa
 
-#: the captures file, relative to the run directory
-CAPTURES = "captures.arrows"
+from rundir.files import CAPTURES, EXPORT_SCHEMA
+
+__all__ = ["CAPTURED_OP", "CAPTURES", "SCHEMA", "Capture", "CaptureWriter", "plan", "read"]
+
 #: the history op recording what one capture holds
 CAPTURED_OP = "captured"
-
-#: the columns of ``captures.arrows``: the export's (:data:`rundir.files.UPDATES`)
-SCHEMA = pa.schema(
-    [
-        ("collection", pa.string()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("ts", pa.int64()),
-        ("diff", pa.int64()),
-    ]
-)
+#: the columns of ``captures.arrows``: the export's
+SCHEMA = EXPORT_SCHEMA
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rundir.captures import CAPTURES
-
 TOPIC = "topic.parquet"
 UPDATES = "persist/updates.parquet"
 FRONTIERS = "persist/frontiers.json"
@@ -33,6 +31,8 @@ FRONTIERS = "persist/frontiers.json"
 ASOF = "persist/asof.parquet"
 #: a micro-batch system's table versions per batch (optional; :func:`step_labels` reads it)
 VERSIONS = "persist/versions.json"
+#: the sealed steps the harness captured during the run (:mod:`rundir.captures`)
+CAPTURES = "captures.arrows"
 #: Every file a checker reads, relative to the run directory.
 INPUT_FILES = (TOPIC, UPDATES, FRONTIERS)
 #: Where an export keeps whatever else it copied of the store (e.g. a SQLite file): recorded
@@ -65,7 +65,8 @@ def write_topic(records: list[TopicRecord], path: Path) -> None:
     pq.write_table(table, path)
 
 
-_EXPORT_SCHEMA = pa.schema(
+#: the columns of the export (and of the captured steps, :mod:`rundir.captures`)
+EXPORT_SCHEMA = pa.schema(
     [
         ("collection", pa.string()),
         ("key", pa.binary()),
@@ -164,11 +165,11 @@ def write_export(
     updates = run_dir / UPDATES
     updates.parent.mkdir(parents=True, exist_ok=True)
     tmp = updates.with_suffix(".parquet.tmp")
-    with pq.ParquetWriter(tmp, _EXPORT_SCHEMA) as writer:
+    with pq.ParquetWriter(tmp, EXPORT_SCHEMA) as writer:
         for rows in batches:
             cols = list(zip(*rows, strict=True))
             arrays = [pa.array(c) for c in cols]
-            writer.write_table(pa.Table.from_arrays(arrays, schema=_EXPORT_SCHEMA))
+            writer.write_table(pa.Table.from_arrays(arrays, schema=EXPORT_SCHEMA))
     tmp.replace(updates)
     (run_dir / FRONTIERS).write_text(json.dumps(frontiers, indent=1, sort_keys=True))
 
