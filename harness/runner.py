@@ -143,11 +143,20 @@ def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Di
 
 
 def _judge(run_dir: Path, test: Test, display: Display) -> bool | None:
+    import polars as pl
+
     from checkers import check_run
+    from checkers.result import verdict_text
     from report.report import write_report
+    from rundir.archive import write_plain_report
 
     display.update(phase="checking")
     result = check_run(run_dir, list(test.checkers) or None)
     write_json(run_dir / "results.json", result.to_json())
-    write_report(run_dir)
+    try:
+        write_report(run_dir)
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:  # inputs it cannot draw
+        word = verdict_text(result.valid).upper()
+        why = f"the full report could not be drawn ({type(exc).__name__}: {exc})"
+        write_plain_report(run_dir, word, [why])
     return result.valid

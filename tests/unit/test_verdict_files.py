@@ -359,3 +359,24 @@ def test_a_line_cut_out_is_the_reason_printed_first(
     assert "history.jsonl line 101: expected op index 100, found 101" in reason
     assert reason in verdict_line(out)
     assert out.index("line 101") < out.index("no observed uppers")
+
+
+def test_a_report_that_cannot_be_drawn_after_a_run_leaves_a_plain_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    import report.report
+    from harness import runner
+
+    run_dir = stored_run(tmp_path)
+
+    def broken(path: Path) -> Path:
+        raise ValueError("an observed upper is not a number")
+
+    monkeypatch.setattr(report.report, "write_report", broken)
+    shown = SimpleNamespace(update=lambda **kw: None)
+    valid = runner._judge(run_dir, SimpleNamespace(checkers=()), shown)  # type: ignore[arg-type]
+    page = (run_dir / "report.html").read_text()
+    assert valid is True and "VALID" in page
+    assert "the full report could not be drawn (ValueError: an observed upper" in page
