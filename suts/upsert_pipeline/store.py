@@ -9,7 +9,8 @@ read path. The tables (``pipeline/persist``; ``docs/architecture.md``):
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +39,35 @@ def _sqlite_path(location: str) -> Path:
     return Path(location.removeprefix("sqlite://"))
 
 
-def _query(location: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """Rows of one read-only query (raises when the store cannot be reached)."""
+Fetch = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+
+
+@contextmanager
+def _snapshot(location: str) -> Iterator[Fetch]:
+    """``fetch(sql, params)`` for read-only queries that all see one snapshot of the store
+    (PostgreSQL: a REPEATABLE READ read-only transaction; SQLite: one deferred transaction
+    under WAL). Raises when the store cannot be reached."""
     if _postgres(location):
         import psycopg
 
         with psycopg.connect(location, connect_timeout=2) as pg:
-            return list(pg.execute(sql.format(p="%s"), params).fetchall())
-    con = sqlite3.connect(f"file:{_sqlite_path(location)}?mode=ro", uri=True, timeout=1.0)
+            pg.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            pg.read_only = True
+            yield lambda sql, params: list(pg.execute(sql.format(p="%s"), params).fetchall())
+        return
+    uri = f"file:{_sqlite_path(location)}?mode=ro"
+    con = sqlite3.connect(uri, uri=True, timeout=1.0, isolation_level=None)
     try:
-        return list(con.execute(sql.format(p="?"), params).fetchall())
+        con.execute("BEGIN")
+        yield lambda sql, params: list(con.execute(sql.format(p="?"), params).fetchall())
     finally:
         con.close()
+
+
+def _query(location: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of one read-only query (raises when the store cannot be reached)."""
+    with _snapshot(location) as fetch:
+        return fetch(sql, params)
 
 
 def _exists(location: str) -> bool:
@@ -80,7 +98,7 @@ def read_progress(location: str) -> Progress | None:
     return Progress(uppers, {int(bytes(k)): int(bytes(v)) for k, v in rows})
 
 
-def _capture(fetch: Any, since_captured: dict[str, int]) -> Capture:
+def _capture(fetch: Fetch, since_captured: dict[str, int]) -> Capture:
     """One capture through ``fetch(sql, params)`` inside an open read transaction."""
     found = fetch(_FRONTIERS, ())
     uppers = {str(c): int(u) for c, u, _ in found}
@@ -101,28 +119,8 @@ def read_capture(location: str, since_captured: dict[str, int]) -> Capture | Non
     if not _exists(location):
         return None
     try:
-        if _postgres(location):
-            import psycopg
-
-            with psycopg.connect(location, connect_timeout=2) as pg:
-                pg.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-                pg.read_only = True
-
-                def pg_fetch(sql: str, params: Sequence[Any]) -> list[Any]:
-                    return list(pg.execute(sql.format(p="%s"), params).fetchall())
-
-                return _capture(pg_fetch, since_captured)
-        uri = f"file:{_sqlite_path(location)}?mode=ro"
-        con = sqlite3.connect(uri, uri=True, timeout=1.0, isolation_level=None)
-        try:
-            con.execute("BEGIN")  # one snapshot for the frontiers and the rows
-
-            def lite_fetch(sql: str, params: Sequence[Any]) -> list[Any]:
-                return list(con.execute(sql.format(p="?"), params).fetchall())
-
-            return _capture(lite_fetch, since_captured)
-        finally:
-            con.close()
+        with _snapshot(location) as fetch:  # the frontiers and the rows of one moment
+            return _capture(fetch, since_captured)
     except Exception:  # down (a nemesis), being created, or locked: try again later
         return None
 
