@@ -84,15 +84,18 @@ def sha256(path: Path) -> str:
 
 
 def _rows(path: Path) -> int | None:
-    """Rows of a Parquet file, entries of a JSON document; None for other files and for a
-    file that cannot be read as its suffix says (truncated, corrupt, unreadable): the rows
-    are for people, the SHA-256 is the proof."""
+    """Rows of a Parquet file or an Arrow IPC stream, entries of a JSON document; None for
+    other files and for a file that cannot be read as its suffix says (truncated, corrupt,
+    unreadable): the rows are for people, the SHA-256 is the proof."""
     try:
         if path.suffix == ".parquet":
             return int(pq.ParquetFile(path).metadata.num_rows)
         if path.suffix == ".json":
             doc = json.loads(path.read_text())
             return len(doc) if isinstance(doc, dict | list) else 1
+        if path.suffix == ".arrows":  # an Arrow IPC stream (the captured steps)
+            with pa.OSFile(str(path), "rb") as source:
+                return int(pa.ipc.open_stream(source).read_all().num_rows)
     except (OSError, ValueError, pa.ArrowException):  # ArrowInvalid is a ValueError too
         return None
     return None
@@ -142,13 +145,13 @@ def verify(run_dir: Path, recorded: dict[str, Any]) -> list[str]:
             )
             continue
         if have != want.get("sha256"):
-            rows = _rows(path)
+            rows, was = _rows(path), want.get("rows")
             now = "not readable as its format now" if rows is None else f"{rows} rows now"
+            counts = f"; {now}, {was} rows recorded" if was is not None else ""
             problems.append(
                 f"{rel} is not the file the run produced (SHA-256 {have[:12]}… now, "
-                f"{str(want.get('sha256'))[:12]}… recorded; {now}, "
-                f"{want.get('rows')} rows recorded): judging it would judge other data; restore "
-                "the original or re-run the test"
+                f"{str(want.get('sha256'))[:12]}… recorded{counts}): judging it would judge "
+                "other data; restore the original or re-run the test"
             )
     return problems
 
