@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from checkers import load_run, run_checkers
-from rundir.files import describe
+from sealcheck.checkers import load_run, run_checkers
+from sealcheck.rundir.files import describe
 
 
 def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> int:

@@ -19,15 +19,15 @@ import threading
 import time
 from pathlib import Path
 
-from harness import smoke
-from harness.workload import UpsertMix, upsert_records
-from infra.jars import spark_connector_jars
-from infra.kafka_local import KafkaCluster
-from infra.topic import log_end
-from pipeline.loop import BINDINGS, DATA, ERRORS, LoopConfig, StepLoop
-from pipeline.persist import Batch, Update, open_store
-from pipeline.source import KafkaSparkSource
-from pipeline.spark import spark_session
+from sealcheck.harness.cli import smoke
+from sealcheck.harness.run.workload import UpsertMix, upsert_records
+from sealcheck.infra.jars import spark_connector_jars
+from sealcheck.infra.kafka_local import KafkaCluster
+from sealcheck.infra.topic import log_end
+from sealcheck_upsert_source.loop import BINDINGS, DATA, ERRORS, LoopConfig, StepLoop
+from sealcheck_upsert_source.persist import Batch, Update, open_store
+from sealcheck_upsert_source.source import KafkaSparkSource
+from sealcheck_upsert_source.spark import spark_session
 
 
 def quiet(event: dict[str, object]) -> None:

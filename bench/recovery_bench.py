@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from measure import log_events  # noqa: E402
 
-from rundir.history import History  # noqa: E402
+from sealcheck.rundir.history import History  # noqa: E402
 
 
 def first_sealed_step(log: Path) -> int | None:
@@ -84,7 +84,7 @@ def run(store: Path, mode: str, seed: int) -> Path:
     flags = ["--no-progress", "--store", str(store), "--seed", str(seed), "--spark", mode]
     flags += ["--nemesis", "kill", "--interval", "6"]
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "run", *flags], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "sealcheck", "run", *flags], cwd=ROOT, capture_output=True, text=True
     )
     run_dir = (store / "latest").resolve()
     print(f"  {mode} seed {seed}: exit {proc.returncode}, {run_dir}", flush=True)

@@ -21,7 +21,8 @@ checkers — times, the store's size, memory, and the verdict.
    ``history.jsonl`` (an ``ok`` op per acknowledged write, the observer's uppers, ``log-end``,
    ``caught-up`` and the final ``inputs`` manifest).
 4. **checkers**: in a child process (its peak RSS is theirs alone): reading the inputs
-   (``load_run`` + ``prepare``) and judging (``run_checkers``) — ``checkers.check_run`` in two
+   (``load_run`` + ``prepare``) and judging (``run_checkers``) — ``sealcheck.checkers.check_run``
+   in two
    timed halves. The verdict must be VALID; anything else is printed with its reasons.
 
 Prints every number; ``--json`` writes them; asserts nothing.
@@ -55,10 +56,10 @@ from measure import (  # noqa: E402
 )
 from scale_run import dump_topic, write_history  # noqa: E402
 
-from infra.local import LocalBackend  # noqa: E402
-from infra.topic import log_end  # noqa: E402
-from suts import system  # noqa: E402
-from suts.api import Settings  # noqa: E402
+from sealcheck.infra.local import LocalBackend  # noqa: E402
+from sealcheck.infra.topic import log_end  # noqa: E402
+from sealcheck.systems import system  # noqa: E402
+from sealcheck.systems.api import Settings  # noqa: E402
 
 TOPIC = "scale"
 PARTITIONS = 3
@@ -222,7 +223,7 @@ def store_bytes(db: Path) -> int:
 
 def judge(run_dir: Path) -> dict[str, Any]:
     """In a child process: read the inputs, run every checker; times, verdict, peak RSS."""
-    from checkers import RunInputError, load_run, run_checkers
+    from sealcheck.checkers import RunInputError, load_run, run_checkers
 
     t0 = time.monotonic()
     try:

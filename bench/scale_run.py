@@ -16,7 +16,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rundir.files import describe
+from sealcheck.rundir.files import describe
 
 _SCHEMA = pa.schema(
     [
@@ -29,7 +29,8 @@ _SCHEMA = pa.schema(
 
 
 def dump_topic(bootstrap: str, topic: str, ends: dict[int, int], path: Path) -> int:
-    """Every record of ``topic`` below ``ends`` into ``path`` (``rundir.files.write_topic``'s
+    """Every record of ``topic`` below ``ends`` into ``path``
+    (``sealcheck.rundir.files.write_topic``'s
     format, in partition and offset order); the number of rows."""
     from confluent_kafka import Consumer, TopicPartition
 

@@ -40,7 +40,7 @@ def run_once(store: Path, seed: int, extra: list[str]) -> SoakRun:
     start = time.monotonic()
     flags = ["--no-progress", "--store", str(store), "--seed", str(seed), *extra]
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "run", *flags],
+        [sys.executable, "-m", "sealcheck", "run", *flags],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.persist import Update, open_store
+from sealcheck_upsert_source.persist import Update, open_store
 
 
 def value(i: int, version: int) -> bytes:

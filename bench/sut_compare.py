@@ -72,12 +72,12 @@ from measure import (  # noqa: E402
     wait,
 )
 
-from harness import smoke  # noqa: E402
-from harness.workload import UpsertMix, records, upsert_records  # noqa: E402
-from infra.local import LocalBackend  # noqa: E402
-from infra.topic import log_end  # noqa: E402
-from suts import system  # noqa: E402
-from suts.api import Settings  # noqa: E402
+from sealcheck import smoke  # noqa: E402
+from sealcheck.harness.run.workload import UpsertMix, records, upsert_records  # noqa: E402
+from sealcheck.infra.local import LocalBackend  # noqa: E402
+from sealcheck.infra.topic import log_end  # noqa: E402
+from sealcheck.systems import system  # noqa: E402
+from sealcheck.systems.api import Settings  # noqa: E402
 
 TOPIC = "compare"
 RAW = "raw"

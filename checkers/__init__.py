@@ -10,10 +10,10 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from checkers.inputs import RunData, RunInputError, load_run
-from checkers.registry import CHECKERS, run_checkers
-from checkers.result import Anomaly, CheckResult, RunResult
-from rundir.files import why_unreadable
+from sealcheck.checkers.inputs import RunData, RunInputError, load_run
+from sealcheck.checkers.registry import CHECKERS, run_checkers
+from sealcheck.checkers.result import Anomaly, CheckResult, RunResult
+from sealcheck.rundir.files import why_unreadable
 
 
 def check_run(run_dir: Path, names: list[str] | None = None) -> RunResult:

@@ -16,10 +16,10 @@ from typing import Any
 
 import polars as pl
 
-from checkers.frames import h, pair_hash
-from checkers.inputs import RunData
-from checkers.replay import model_fingerprints
-from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
+from sealcheck.checkers.frames import h, pair_hash
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.replay import model_fingerprints
+from sealcheck.checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
 
 def _model_state(run: RunData, name: str, ts: int) -> pl.DataFrame:

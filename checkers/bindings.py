@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.inputs import RunData
-from checkers.replay import POS_BITS, binding_ranges
-from checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.replay import POS_BITS, binding_ranges
+from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult
 
 
 def check(run: RunData) -> CheckResult:

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from checkers.frames import pair_hash, run_ends, signed
-from checkers.inputs import RunData
-from checkers.replay import binding_ranges, latest, positioned
-from checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
+from sealcheck.checkers.frames import pair_hash, run_ends, signed
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.replay import binding_ranges, latest, positioned
+from sealcheck.checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
 
 def _final_bound(run: RunData) -> dict[int, int]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.inputs import RunData
-from checkers.multiplicity import COLLECTIONS, sealed_change_points
-from checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.multiplicity import COLLECTIONS, sealed_change_points
+from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 
 def check(run: RunData) -> CheckResult:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.inputs import RunData
-from checkers.result import Anomaly, CheckResult
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.result import Anomaly, CheckResult
 
 
 def _order(uppers: dict[str, Any], where: str, context: dict[str, Any]) -> list[Anomaly]:

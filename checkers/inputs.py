@@ -7,9 +7,9 @@ A run directory holds (written by the harness; see ``docs/architecture.md``):
 * ``persist/updates.parquet`` — every persisted update: ``collection, key, value, ts, diff``;
   ``persist/frontiers.json`` — ``{collection: {"upper": u, "since": s}}``;
   (or ``persist/store.db``, a SQLite store, exported to the two files above, see
-  :func:`rundir.files.ensure_export`);
+  :func:`sealcheck.rundir.files.ensure_export`);
 * ``history.jsonl`` — the history, whose final op records the rows and digest of each of the
-  files above (:mod:`rundir.files`). Without it, or when a file differs from what it
+  files above (:mod:`sealcheck.rundir.files`). Without it, or when a file differs from what it
   records, nothing is judged valid: :meth:`RunData.input_problems` says why.
 """
 
@@ -21,8 +21,8 @@ from typing import Any
 
 import polars as pl
 
-from checkers.frames import change_points, h
-from checkers.replay import (
+from sealcheck.checkers.frames import change_points, h
+from sealcheck.checkers.replay import (
     assign_steps,
     binding_ranges,
     classify,
@@ -32,12 +32,12 @@ from checkers.replay import (
     slot_bytes,
     step_winners,
 )
-from checkers.result import show
-from checkers.steps import Steps
-from checkers.steps import load as load_steps
-from rundir import files
-from rundir.captures import CAPTURES
-from rundir.history import History, HistoryError
+from sealcheck.checkers.result import show
+from sealcheck.checkers.steps import Steps
+from sealcheck.checkers.steps import load as load_steps
+from sealcheck.rundir import files
+from sealcheck.rundir.captures import CAPTURES
+from sealcheck.rundir.history import History, HistoryError
 
 TOPIC_SCHEMA = pl.Schema(
     {
@@ -88,13 +88,15 @@ class RunData:
     #: what was noticed while loading and is not a problem (a torn last line, a re-export)
     notes: list[str] = field(default_factory=list)
     #: snapshots of the store as of some steps (``collection, ts, key, value``), when the
-    #: export offers a second reading of it (:data:`rundir.files.ASOF`); None otherwise
+    #: export offers a second reading of it (:data:`sealcheck.rundir.files.ASOF`); None otherwise
     asof: Frame | None = None
     #: step -> what the system calls it ("batch 3: data v7, errors v6"), when its export says
-    #: (:func:`rundir.files.step_labels`); anomalies at a step carry it as ``context["batch"]``
+    #: (:func:`sealcheck.rundir.files.step_labels`); anomalies at a step carry it as
+    # ``context["batch"]``
     step_names: dict[int, str] = field(default_factory=dict)
     #: which steps are judged one by one, which were captured, which changed after sealing
-    #: (:mod:`checkers.steps`); ``updates`` already holds the captured steps compaction merged
+    #: (:mod:`sealcheck.checkers.steps`); ``updates`` already holds the captured steps compaction
+    # merged
     steps: Steps = field(default_factory=Steps)
 
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
@@ -118,7 +120,8 @@ class RunData:
             self.change_points(name)
 
     def change_points(self, name: str) -> pl.DataFrame:
-        """:func:`checkers.frames.change_points` of a collection's updates below its upper:
+        """:func:`sealcheck.checkers.frames.change_points` of a collection's updates below its
+        upper:
         ``kh, vh, ts, diff, mult, row`` (``row`` indexes :attr:`updates`). Computed once."""
         memo = f"cp:{name}"
         if memo not in self._memo:
@@ -134,18 +137,19 @@ class RunData:
         return self._memo[memo]
 
     def classified(self) -> pl.DataFrame:
-        """The records of :func:`checkers.replay.classify` (computed once)."""
+        """The records of :func:`sealcheck.checkers.replay.classify` (computed once)."""
         if "classified" not in self._memo:
             self._memo["classified"], self._memo["record_errors"] = classify(self.topic)
         return self._memo["classified"]
 
     def record_errors(self) -> pl.DataFrame:
-        """The errors of :func:`checkers.replay.classify`: ``row, evh, skh`` (computed once)."""
+        """The errors of :func:`sealcheck.checkers.replay.classify`: ``row, evh, skh`` (computed
+        once)."""
         self.classified()
         return self._memo["record_errors"]
 
     def acked(self) -> pl.DataFrame:
-        """The acknowledged writes in history order, as ``pos`` (:func:`checkers.replay.
+        """The acknowledged writes in history order, as ``pos`` (:func:`sealcheck.checkers.replay.
         packed` partition and offset) and ``full`` (a hash of position, key and value)."""
         if "acked" not in self._memo:
             acked = self.history.collect(
@@ -189,7 +193,8 @@ class RunData:
         return frame.select(h(slot_bytes()).alias("skh"))["skh"]
 
     def winners(self) -> pl.DataFrame:
-        """:func:`checkers.replay.step_winners` of the records bound at sealed steps (computed
+        """:func:`sealcheck.checkers.replay.step_winners` of the records bound at sealed steps
+        (computed
         once). ``bound_records`` counts those records."""
         if "winners" not in self._memo:
             sealed = min(self.uppers.get("data", 0), self.uppers.get("bindings", 0))
@@ -201,8 +206,8 @@ class RunData:
         return self._memo["winners"]
 
     def model_changes(self, name: str) -> pl.DataFrame:
-        """The winners as changes of ``data`` or ``errors`` (:func:`checkers.replay.
-        data_changes` / :func:`checkers.replay.error_changes`)."""
+        """The winners as changes of ``data`` or ``errors`` (:func:`sealcheck.checkers.replay.
+        data_changes` / :func:`sealcheck.checkers.replay.error_changes`)."""
         if name == "data":
             return data_changes(self.winners())
         return error_changes(self.winners(), self.record_errors())

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from rundir.files import TopicRecord
+from sealcheck.rundir.files import TopicRecord
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import polars as pl
 
-from checkers.inputs import RunData
+from sealcheck.checkers.inputs import RunData
 
 COLLECTIONS = ("data", "errors", "bindings")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.frames import pair_hash
-from checkers.inputs import RunData
-from checkers.replay import packed, slot_bytes
-from checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
+from sealcheck.checkers.frames import pair_hash
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.replay import packed, slot_bytes
+from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 
 def check(run: RunData) -> CheckResult:

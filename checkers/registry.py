@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 import polars as pl
 import pyarrow as pa
 
-from checkers import (
+from sealcheck.checkers import (
     as_of,
     bindings,
     completeness,
@@ -25,10 +25,10 @@ from checkers import (
     sealed_state,
     unique_key,
 )
-from checkers.inputs import RunData
-from checkers.result import CheckResult, RunResult
-from rundir import files
-from rundir.history import HistoryError
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.result import CheckResult, RunResult
+from sealcheck.rundir import files
+from sealcheck.rundir.history import HistoryError
 
 Checker = Callable[[RunData], CheckResult]
 

@@ -2,7 +2,8 @@
 record wins each slot at each step, and the updates (or just the fingerprints) that the
 model emits for ``data`` and ``errors``.
 
-The record encoding is the one in ``docs/architecture.md``; :mod:`checkers.model` is the slow
+The record encoding is the one in ``docs/architecture.md``; :mod:`sealcheck.checkers.model` is the
+slow
 row-by-row reference the tests compare this against. Bytes are looked at once, batch by batch,
 while classifying: afterwards only hashes, positions and a reason code are kept.
 """
@@ -17,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.frames import SEED, h, pair_hash, run_ends, signed, sort_runs
+from sealcheck.checkers.frames import SEED, h, pair_hash, run_ends, signed, sort_runs
 
 NULL_KEY, BAD_KEY, BAD_VALUE = "null key", "key is not UTF-8", "value is not UTF-8 JSON"
 #: ``reason`` codes of :func:`classify` (0: the record is good)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rundir.judged import NOT_APPLICABLE
+from sealcheck.rundir.judged import NOT_APPLICABLE
 
 #: Examples kept per anomaly kind; counts are always complete.
 MAX_EXAMPLES = 10

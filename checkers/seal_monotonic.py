@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from checkers.inputs import RunData
-from checkers.result import Anomaly, CheckResult
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.result import Anomaly, CheckResult
 
 
 def check(run: RunData) -> CheckResult:

@@ -3,9 +3,11 @@ topic replayed up to the offsets bound at ``t`` — compared change by change, s
 
 Both sides start empty, so equal states at every step is the same as equal changes at every
 step. The changes are compared per step by multiset fingerprint
-(:func:`checkers.frames.fingerprints`); only the steps whose fingerprints differ are joined
+(:func:`sealcheck.checkers.frames.fingerprints`); only the steps whose fingerprints differ are
+joined
 update by update, to say what differs. Each record belongs to the step that first bound it
-(:func:`checkers.replay.first_bound`), so a regression of the bindings shows here no earlier
+(:func:`sealcheck.checkers.replay.first_bound`), so a regression of the bindings shows here no
+earlier
 than the step where it happens.
 
 An explanation shows, for the key and step, the model's value and the updates it expects,
@@ -20,10 +22,10 @@ from typing import Any
 
 import polars as pl
 
-from checkers.frames import consolidate, fingerprints, pair_hash, signed
-from checkers.inputs import RunData
-from checkers.replay import error_bytes, model_fingerprints, model_updates, reason_text
-from checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
+from sealcheck.checkers.frames import consolidate, fingerprints, pair_hash, signed
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.replay import error_bytes, model_fingerprints, model_updates, reason_text
+from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 
 def _record_value(run: RunData, collection: str, row: int) -> str | None:
@@ -185,7 +187,7 @@ def check(run: RunData) -> CheckResult:
     for name in ("data", "errors"):
         upper = min(run.uppers.get(name, 0), sealed)
         # Steps up to ``since`` survive only merged into it (compacted before the harness
-        # captured them: checkers.steps): they are judged as one step, never one by one.
+        # captured them: sealcheck.checkers.steps): they are judged as one step, never one by one.
         res.counts[f"{name}_steps_sealed"] = run.steps.sealed.get(name, upper)
         res.counts[f"{name}_steps_judged"] = max(0, upper - since - 1) if since else upper
         res.counts[f"{name}_steps_captured"] = run.steps.captured.get(name, 0)

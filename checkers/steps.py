@@ -1,5 +1,5 @@
 """Every sealed step, one by one: the export's updates with the steps compaction merged filled
-in from the harness's captures (:mod:`rundir.captures`).
+in from the harness's captures (:mod:`sealcheck.rundir.captures`).
 
 A store that compacts to ``since`` keeps the steps up to ``since`` only merged into step
 ``since``; judged from the export alone they are judged as one, and a wrong step that healed
@@ -27,10 +27,10 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from checkers.frames import fingerprints, h, pair_hash, signed
-from rundir import captures
-from rundir.captures import CAPTURED_OP
-from rundir.files import UPDATES, InputFileError, why_unreadable
+from sealcheck.checkers.frames import fingerprints, h, pair_hash, signed
+from sealcheck.rundir import captures
+from sealcheck.rundir.captures import CAPTURED_OP
+from sealcheck.rundir.files import UPDATES, InputFileError, why_unreadable
 
 
 @dataclass
@@ -149,7 +149,7 @@ def load(
 ) -> tuple[pl.LazyFrame, dict[str, int], Steps]:
     """:func:`merge` with the run's captures — read only when the manifest lists them
     (``listed``). An unreadable captures file or export is a
-    :class:`rundir.files.InputFileError` naming it."""
+    :class:`sealcheck.rundir.files.InputFileError` naming it."""
     rows: pl.DataFrame | None = None
     if listed:
         path = run_dir / captures.CAPTURES

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from checkers.frames import run_ends, segmented_cum_sum
-from checkers.inputs import RunData
-from checkers.multiplicity import COLLECTIONS, sealed_change_points
-from checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
+from sealcheck.checkers.frames import run_ends, segmented_cum_sum
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.multiplicity import COLLECTIONS, sealed_change_points
+from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 
 def live_counts(cp: pl.DataFrame) -> pl.DataFrame:

@@ -6,9 +6,9 @@ planned step), :class:`Target` and :class:`Node` (what nemeses act on: nodes by 
 registry), :func:`plan_schedule` and :func:`describe`.
 """
 
-from nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target
-from nemeses.registry import NEMESES
-from nemeses.schedule import describe, plan_schedule
+from sealcheck.nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target
+from sealcheck.nemeses.registry import NEMESES
+from sealcheck.nemeses.schedule import describe, plan_schedule
 
 __all__ = [
     "NEMESES",

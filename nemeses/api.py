@@ -10,7 +10,7 @@ small :class:`Target` protocol — ``pipeline`` (the system under test's running
 and on optional capabilities (:class:`Failpoints`, :class:`Partitions`). A nemesis names the
 backend capabilities it ``requires`` (so a run that cannot host it is refused before it starts)
 and how the report's timeline draws each of its actions (:attr:`Nemesis.marks`). A new fault
-is one module plus one line in :data:`nemeses.registry.NEMESES`.
+is one module plus one line in :data:`sealcheck.nemeses.registry.NEMESES`.
 """
 
 from __future__ import annotations
@@ -233,11 +233,11 @@ GROUPS = ("kill", "failpoint", "pause", "partition", "outage", "zombie", "storag
 class Nemesis:
     """Base class: plan, invoke, resolve, heal; setup and teardown default to nothing.
 
-    A subclass is one module plus one line in :data:`nemeses.registry.NEMESES`.
+    A subclass is one module plus one line in :data:`sealcheck.nemeses.registry.NEMESES`.
     """
 
     name = "nemesis"
-    #: Backend capabilities it needs (``infra.node.CAPABILITIES``); checked before a run.
+    #: Backend capabilities it needs (``sealcheck.infra.node.CAPABILITIES``); checked before a run.
     requires: frozenset[str] = frozenset()
 
     @property
@@ -253,8 +253,9 @@ class Nemesis:
         """Perform ``action``; what happened goes into the history as the op's value, with
         ``outcome``: ``happened``, ``skipped`` (and ``why``), or ``pending`` when the effect
         comes later — then :meth:`resolve` settles it before the next fault. A nemesis that
-        can see whether the fault bit adds ``effect`` (:func:`nemeses.effects.effect`: the
-        evidence); else :func:`nemeses.effects.judge` finds it in the supervisor's exits."""
+        can see whether the fault bit adds ``effect`` (:func:`sealcheck.nemeses.effects.effect`: the
+        evidence); else :func:`sealcheck.nemeses.effects.judge` finds it in the supervisor's
+        exits."""
         raise NotImplementedError
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:

@@ -4,7 +4,8 @@ The network version of ``indeterminate`` (capabilities ``database`` and ``partit
 containers backend). A one-way cut is placed in the running incarnation's network namespace
 that arms itself in the kernel at the incarnation's next commit: the ``COMMIT`` reaches
 PostgreSQL, which commits it, and from that packet on every packet from PostgreSQL is dropped
-(:class:`infra.containers.cuts.CommitReplyCut`). The client waits for a reply that never comes
+(:class:`sealcheck.infra.containers.cuts.CommitReplyCut`). The client waits for a reply that never
+comes
 and gives up (the pipeline's connection has a TCP user time-out), without knowing whether the
 commit happened. A correct system treats that as unknown: it crashes, restarts in a new
 container (the cut stays behind in the old namespace) and learns the outcome from the store.
@@ -17,7 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target
+from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target
 
 KIND = "commit-reply"
 

@@ -11,7 +11,7 @@ failpoint fired with each exit.
 
 The fault is guaranteed: a failpoint that has not fired by the time the next fault is due
 (or the fault phase ends) — and has had its chance: armed 3 s and two steps sealed since, or
-20 s (1.5 windows when windows are longer; :func:`nemeses.api.wait_fired`) — is disarmed
+20 s (1.5 windows when windows are longer; :func:`sealcheck.nemeses.api.wait_fired`) — is disarmed
 and replaced by a kill at that moment, and the history's ``outcome`` op says which of the two
 happened.
 """
@@ -22,7 +22,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import (
+from sealcheck.nemeses.api import (
     Action,
     Mark,
     Nemesis,
@@ -76,7 +76,8 @@ class Failpoint(Nemesis):
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
         """Fired (the pipeline consumed the armed point by crashing there), or disarmed and
-        replaced by a kill once it has had its chance (:func:`~nemeses.api.wait_fired`)."""
+        replaced by a kill once it has had its chance
+        (:func:`~sealcheck.nemeses.api.wait_fired`)."""
         point = action.value["failpoint"]
         waited_s = wait_fired(target, waited_s, self._sealed_at_arm, action.value.get("chance_s"))
         if not target.failpoints.armed() or not target.failpoints.disarm():

@@ -15,7 +15,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_fired
+from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_fired
 
 
 class Indeterminate(Nemesis):
@@ -50,7 +50,7 @@ class Indeterminate(Nemesis):
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
         """Happened when the armed point was consumed, else disarmed (once it has had its
-        chance: :func:`~nemeses.api.wait_fired`)."""
+        chance: :func:`~sealcheck.nemeses.api.wait_fired`)."""
         waited_s = wait_fired(target, waited_s, self._sealed_at_arm, action.value.get("chance_s"))
         if not target.failpoints.armed() or not target.failpoints.disarm():
             return {"outcome": "happened", "fired": action.value["failpoint"]}

@@ -7,7 +7,8 @@ later; healing starts whatever is still down. With one broker the pipeline and p
 wait; with three (replication 3, min ISR 2) they carry on.
 
 Whether a kill bit: the pipeline's from the supervisor's ``pipeline-exit`` op (the incarnation
-it killed exited by SIGKILL: ``nemeses.effects``); another node's from the node itself, which
+it killed exited by SIGKILL: ``sealcheck.nemeses.effects``); another node's from the node itself,
+which
 must be down (or running a new process) after the kill. A restart bit when the node serves again.
 """
 
@@ -18,8 +19,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target, settled
-from nemeses.effects import effect
+from sealcheck.nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target, settled
+from sealcheck.nemeses.effects import effect
 
 #: role -> (the noun in action names, the capability the role needs)
 ROLES = {

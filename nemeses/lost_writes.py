@@ -4,7 +4,8 @@ as after a power cut.
 
 A kill -9 never loses what the OS page cache holds, so a store that commits without fsync
 passes every kill. This nemesis needs the store on a lazy filesystem (capability
-``lazy-disk``: :mod:`infra.lazyfs`, which keeps un-fsynced writes apart). Each action freezes
+``lazy-disk``: :mod:`sealcheck.infra.lazyfs`, which keeps un-fsynced writes apart). Each action
+freezes
 the running incarnation (so nothing is written mid-way), drops every un-fsynced write, then
 kills it; the supervisor starts the next incarnation on what was durable. A correct system
 fsyncs before it reports a commit, so nothing it sealed is lost; one that does not (``--broken
@@ -15,7 +16,7 @@ pages only while a write is in flight. So a cut waits — up to the rest of its 
 (``wait_s``) — until the disk's counters show un-fsynced bytes, freezes the writer, and cuts if
 they are still there under the freeze (else it thaws it and looks again). At the deadline it
 cuts anyway. The op's ``effect`` says whether it bit: the bytes and files dropped, or "no
-un-fsynced data when the power was cut" (``nemeses.effects``).
+un-fsynced data when the power was cut" (``sealcheck.nemeses.effects``).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Disk, Mark, Nemesis, Node, PlanInfo, Target
-from nemeses.effects import effect
-from nemeses.kill import start_node
+from sealcheck.nemeses.api import Action, Disk, Mark, Nemesis, Node, PlanInfo, Target
+from sealcheck.nemeses.effects import effect
+from sealcheck.nemeses.kill import start_node
 
 #: how long a cut planned before ``wait_s`` was in its value waits for un-fsynced data
 DEFAULT_WAIT_S = 1.0

@@ -8,7 +8,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, Partitions, PlanInfo, Target, settled
+from sealcheck.nemeses.api import Action, Mark, Nemesis, Partitions, PlanInfo, Target, settled
 
 
 class Partition(Nemesis):

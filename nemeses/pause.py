@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target, settled
-from nemeses.effects import effect
-from nemeses.kill import count, index_key
+from sealcheck.nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target, settled
+from sealcheck.nemeses.effects import effect
+from sealcheck.nemeses.kill import count, index_key
 
 
 def proc_state(pid: Any) -> str | None:

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from nemeses.api import Mark, Nemesis, PlanInfo
-from nemeses.commit_reply import LoseCommitReply
-from nemeses.failpoint import Failpoint
-from nemeses.indeterminate import Indeterminate
-from nemeses.kill import Kill
-from nemeses.lost_writes import LostBrokerWrites, LostWrites
-from nemeses.partition import Partition
-from nemeses.pause import Pause
-from nemeses.zombie import Zombie
+from sealcheck.nemeses.api import Mark, Nemesis, PlanInfo
+from sealcheck.nemeses.commit_reply import LoseCommitReply
+from sealcheck.nemeses.failpoint import Failpoint
+from sealcheck.nemeses.indeterminate import Indeterminate
+from sealcheck.nemeses.kill import Kill
+from sealcheck.nemeses.lost_writes import LostBrokerWrites, LostWrites
+from sealcheck.nemeses.partition import Partition
+from sealcheck.nemeses.pause import Pause
+from sealcheck.nemeses.zombie import Zombie
 
 NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "kill": lambda info: Kill("kill", "pipeline", info),

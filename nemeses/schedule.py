@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import random
 
-from nemeses.api import Action, PlanInfo
-from nemeses.registry import build
+from sealcheck.nemeses.api import Action, PlanInfo
+from sealcheck.nemeses.registry import build
 
 
 def plan_schedule(

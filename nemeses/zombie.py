@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nemeses.api import Action, Mark, Nemesis, PlanInfo, Replaceable, Target
+from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Replaceable, Target
 
 
 class Zombie(Nemesis):

@@ -3,7 +3,8 @@ every pytest session of that environment).
 
 * fixture ``sealcheck``: a factory, ``sealcheck(system="pipeline", seed=..., nemeses=[...],
   **settings)``, that runs one chaos test and returns a
-  :class:`~harness.verdicts.ChaosResult` (verdict, failing checkers, anomalies, report
+  :class:`~sealcheck.harness.campaigns.verdicts.ChaosResult` (verdict, failing checkers, anomalies,
+  report
   path, reproduce commands);
 * marker ``@pytest.mark.sealcheck(seeds=[1, 2], nemeses=[["kill"], ["pause", "zombie"]])``:
   one test case per seed x nemesis set, handed to the factory through the ``sealcheck_case``
@@ -33,9 +34,9 @@ from typing import Any
 
 import pytest
 
-from harness.child_run import run_chaos
-from harness.suite_spec import SuiteError, parse_seeds
-from harness.verdicts import ChaosResult, VerdictError
+from sealcheck.harness.campaigns.child_run import run_chaos
+from sealcheck.harness.campaigns.suite_spec import SuiteError, parse_seeds
+from sealcheck.harness.campaigns.verdicts import ChaosResult, VerdictError
 from sealcheck_pytest.runner import Case, run_name
 
 _RESULTS = pytest.StashKey[list[ChaosResult]]()
@@ -185,7 +186,7 @@ def pytest_runtest_makereport(
 def sealcheck_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One local Kafka broker (KRaft) for the session: ``.bootstrap``,
     ``.create_topic(name, partitions=...)``; stopped at the end of the session."""
-    from infra.kafka_local import KafkaCluster
+    from sealcheck.infra.kafka_local import KafkaCluster
 
     cluster = KafkaCluster(tmp_path_factory.mktemp("sealcheck-kafka"))
     cluster.start()

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rundir.history import History
+from sealcheck.rundir.history import History
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def sealcheck_run(store: Path, *flags: str, timeout_s: float = 600) -> tuple[int, str, Path]:
     """Exit code, output and run directory of one `sealcheck run` into ``store``."""
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--store", str(store), "--no-progress", *flags],
+        [sys.executable, "-m", "sealcheck", "run", "--store", str(store), "--no-progress", *flags],
         capture_output=True,
         text=True,
         timeout=timeout_s,
@@ -56,7 +56,7 @@ def labelled() -> list[str]:
     """Names of every container and network carrying a run's label (none after a run)."""
     import docker
 
-    from infra.containers.kafka import RUN_LABEL
+    from sealcheck.infra.containers.kafka import RUN_LABEL
 
     client = docker.from_env()
     try:
@@ -82,7 +82,7 @@ def sealed_after(history: list[dict[str, Any]], actions: tuple[str, ...]) -> lis
 def left_of_cluster(run_dir: Path) -> list[str]:
     """Processes of the run still alive, and Spark workers whose command line names the run
     (none after a run)."""
-    from infra import cleanup
+    from sealcheck.infra import cleanup
 
     left = [str(p) for p in cleanup.leftovers() if p.run == str(run_dir)]
     alive = subprocess.run(["pgrep", "-af", "deploy.worker.Worker"], capture_output=True, text=True)

@@ -20,8 +20,8 @@ def kafka(sealcheck_kafka: Any) -> Any:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """A local-mode Spark session with the Kafka connector."""
-    from infra.jars import spark_connector_jars
-    from pipeline.spark import spark_session
+    from sealcheck.infra.jars import spark_connector_jars
+    from sealcheck_upsert_source.spark import spark_session
 
     session = spark_session([str(p) for p in spark_connector_jars()], "sealcheck-tests")
     try:
@@ -33,7 +33,7 @@ def spark() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def docker_engine() -> None:
     """Skip (with the engine's own reason) when no Docker engine can be started here."""
-    from infra.containers.images import EngineUnavailableError, ensure_engine
+    from sealcheck.infra.containers.images import EngineUnavailableError, ensure_engine
 
     try:
         ensure_engine()
@@ -44,7 +44,7 @@ def docker_engine() -> None:
 @pytest.fixture(scope="session")
 def kafka_image(docker_engine: None) -> str:
     """The locally built Kafka image (built on first use)."""
-    from infra.containers.images import kafka_image as build
+    from sealcheck.infra.containers.images import kafka_image as build
 
     return build()
 
@@ -52,8 +52,8 @@ def kafka_image(docker_engine: None) -> str:
 @pytest.fixture(scope="session")
 def postgres_server(docker_engine: None) -> Iterator[Any]:
     """One PostgreSQL container for the session (each test makes its own database)."""
-    from infra.containers.images import postgres_image
-    from infra.containers.postgres import PostgresContainer
+    from sealcheck.infra.containers.images import postgres_image
+    from sealcheck.infra.containers.postgres import PostgresContainer
 
     server = PostgresContainer(postgres_image(), run_id="pytest-postgres")
     server.start()
@@ -67,8 +67,8 @@ def postgres_server(docker_engine: None) -> Iterator[Any]:
 def spark_remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of one Spark Connect server (local process) for the session: the harness's
     default way to run the pipeline, and 2 s per incarnation instead of a new JVM's 13 s."""
-    from infra.local import LocalBackend
-    from suts.upsert_pipeline.spark_server import SparkServer
+    from sealcheck.infra.local import LocalBackend
+    from sealcheck.systems.upsert_source.spark_server import SparkServer
 
     where = tmp_path_factory.mktemp("spark-server")
     server = SparkServer(LocalBackend(1, where), where)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checkers.model import expected_state
-from pipeline.persist import InvariantViolation, Persist
-from rundir.files import TopicRecord
+from sealcheck.checkers.model import expected_state
+from sealcheck.rundir.files import TopicRecord
+from sealcheck_upsert_source.persist import InvariantViolation, Persist
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The pipeline as a local process for integration tests: start it with chosen arguments and
 failpoints, wait for it to start or catch up, stop it — through the same local-process node
-the harness uses (:class:`infra.local.LocalProcess`)."""
+the harness uses (:class:`sealcheck.infra.local.LocalProcess`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-from infra.jars import spark_connector_jars
-from infra.local import LocalProcess
-from suts.api import Progress
-from suts.upsert_pipeline.store import read_progress
+from sealcheck.infra.jars import spark_connector_jars
+from sealcheck.infra.local import LocalProcess
+from sealcheck.systems.api import Progress
+from sealcheck.systems.upsert_source.store import read_progress
 
 
 class PipelineRun:

@@ -13,10 +13,10 @@ from typing import Any
 
 import polars as pl
 
-from checkers.inputs import TOPIC_SCHEMA, UPDATES_SCHEMA, RunData
-from pipeline.loop import choose_range, diff_bindings
-from pipeline.upsert import SourceRecord, apply, upsert_step, winners
-from rundir.history import History
+from sealcheck.checkers.inputs import TOPIC_SCHEMA, UPDATES_SCHEMA, RunData
+from sealcheck.rundir.history import History
+from sealcheck_upsert_source.loop import choose_range, diff_bindings
+from sealcheck_upsert_source.upsert import SourceRecord, apply, upsert_step, winners
 
 Pair = tuple[bytes | None, bytes | None]
 
@@ -96,7 +96,7 @@ def write_history(
     record acknowledged, one observation of ``uppers``, the final ops — written through the
     harness's own writer (``h``, one already open, e.g. an observer's), so its final op
     records the files exactly as a run does."""
-    from rundir.history import HistoryWriter, encode_bytes, record_inputs
+    from sealcheck.rundir.history import HistoryWriter, encode_bytes, record_inputs
 
     path = run_dir / "history.jsonl"
     h = HistoryWriter(path) if h is None else h
@@ -120,8 +120,8 @@ def finish_run_dir(
     """What the harness leaves at the end of a run: the topic dump, the store's export (by
     the pipeline's descriptor) and a complete history whose final op records both (written
     on with ``h`` when the run's history is already open)."""
-    from rundir.files import write_topic
-    from suts.upsert_pipeline.store import export
+    from sealcheck.rundir.files import write_topic
+    from sealcheck.systems.upsert_source.store import export
 
     write_topic(list(records), run_dir / "topic.parquet")
     export(store, run_dir)
@@ -134,9 +134,9 @@ def stored_run(tmp_path: Path, seed: int = 11, records: int = 400) -> Path:
     the step loop."""
     import random
 
-    from harness.workload import UpsertMix, upsert_records
-    from pipeline.loop import LoopConfig
-    from pipeline.persist import open_store
+    from sealcheck.harness.run.workload import UpsertMix, upsert_records
+    from sealcheck_upsert_source.loop import LoopConfig
+    from sealcheck_upsert_source.persist import open_store
     from tests.unit.test_loop import ListSource, catch_up
 
     src = ListSource(2)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rundir.history import History
+from sealcheck.rundir.history import History
 from tests.cli_runs import labelled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,7 +168,7 @@ def test_a_killed_harness_leaves_no_containers_after_cleanup(
     os.kill(harness.pid, signal.SIGKILL)
     harness.wait()
     out = subprocess.run(
-        [sys.executable, "-m", "harness", "cleanup"],
+        [sys.executable, "-m", "sealcheck", "cleanup"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rundir.history import History
+from sealcheck.rundir.history import History
 from tests.cli_runs import labelled, sealcheck_run
 
 pytestmark = [pytest.mark.containers, pytest.mark.nightly]

@@ -15,11 +15,11 @@ import docker
 import psycopg
 import pytest
 
-from infra.containers.backend import ContainerPartitions, ContainersBackend
-from infra.containers.cuts import can_connect, rules_in
-from infra.containers.topology import container_ip
-from nemeses import NEMESES, PlanInfo
-from suts.upsert_pipeline.image import pipeline_image
+from sealcheck.infra.containers.backend import ContainerPartitions, ContainersBackend
+from sealcheck.infra.containers.cuts import can_connect, rules_in
+from sealcheck.infra.containers.topology import container_ip
+from sealcheck.nemeses import NEMESES, PlanInfo
+from sealcheck.systems.upsert_source.image import pipeline_image
 
 pytestmark = pytest.mark.containers
 

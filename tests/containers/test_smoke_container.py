@@ -8,10 +8,10 @@ from typing import Any
 import docker
 import pytest
 
-from harness import smoke
-from harness.workload import PLAIN, upsert_records
-from infra.containers.kafka import RUN_LABEL, KafkaContainer
-from infra.kafka_admin import create_topic
+from sealcheck.harness.cli import smoke
+from sealcheck.harness.run.workload import PLAIN, upsert_records
+from sealcheck.infra.containers.kafka import RUN_LABEL, KafkaContainer
+from sealcheck.infra.kafka_admin import create_topic
 
 pytestmark = pytest.mark.containers
 

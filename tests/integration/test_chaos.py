@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from checkers import check_run
-from harness.config import from_json
-from harness.test import build_test
-from infra import cleanup
-from report.report import outcomes
-from rundir.history import History
+from sealcheck.checkers import check_run
+from sealcheck.harness.run.config import from_json
+from sealcheck.harness.run.test import build_test
+from sealcheck.infra import cleanup
+from sealcheck.report.report import outcomes
+from sealcheck.rundir.history import History
 from tests.cli_runs import ROOT, ops, sealcheck_run
 
 pytestmark = pytest.mark.integration
@@ -126,7 +126,7 @@ def _in_chromium(report: Path, tmp_path: Path) -> tuple[str, Any]:
     assert browser.returncode == 0, browser.stderr
     chromium = browser.stdout.strip().splitlines()[-1]
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
-    shot = tmp_path / "report.png"
+    shot = tmp_path / "sealcheck.report.png"
     subprocess.run(
         [chromium, *flags, "--window-size=1280,1600", f"--screenshot={shot}", report.as_uri()],
         capture_output=True,
@@ -204,7 +204,7 @@ def test_a_killed_harness_leaves_nothing_after_cleanup(tmp_path: Path) -> None:
     import signal
     import time
 
-    output = tmp_path / "harness.out"
+    output = tmp_path / "sealcheck.out"
     with open(output, "wb") as out:
         harness = subprocess.Popen(
             [
@@ -240,7 +240,7 @@ def test_a_killed_harness_leaves_nothing_after_cleanup(tmp_path: Path) -> None:
     os.kill(harness.pid, signal.SIGKILL)
     harness.wait()
     time.sleep(2)
-    subprocess.run([sys.executable, "-m", "harness", "cleanup"], cwd=ROOT, check=True)
+    subprocess.run([sys.executable, "-m", "sealcheck", "cleanup"], cwd=ROOT, check=True)
     time.sleep(1)
     assert not [p for p in cleanup.leftovers() if p.run == str(run_dir)]
     alive = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_config
+from sealcheck.harness.run.config import load_config
 from tests.cli_runs import left_of_cluster, ops, outcomes, replay, sealed_after
 
 pytestmark = [pytest.mark.integration, pytest.mark.nightly]

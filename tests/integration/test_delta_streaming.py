@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from checkers import check_run
-from harness import smoke
-from harness.workload import UpsertMix, upsert_records
-from infra.topic import dump_topic, log_end
-from suts.api import Settings
-from suts.delta_streaming import DeltaStreaming, JobDeployment
+from sealcheck.checkers import check_run
+from sealcheck.harness.cli import smoke
+from sealcheck.harness.run.workload import UpsertMix, upsert_records
+from sealcheck.infra.topic import dump_topic, log_end
+from sealcheck.systems.api import Settings
+from sealcheck.systems.delta_streaming import DeltaStreaming, JobDeployment
 from tests.runs import write_history
 
 pytestmark = pytest.mark.integration
@@ -100,7 +100,7 @@ def run_job(
     run_dir = tmp / "run"
     run_dir.mkdir()
     records = dump_topic(kafka.bootstrap, topic)
-    from rundir.files import write_topic
+    from sealcheck.rundir.files import write_topic
 
     write_topic(records, run_dir / "topic.parquet")
     dep.export(run_dir)

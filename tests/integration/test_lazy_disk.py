@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.lazy_disk import LazyDisk, _mounted, stale_mounts, unmount_stale
+from sealcheck.infra.lazy_disk import LazyDisk, _mounted, stale_mounts, unmount_stale
 
 pytestmark = pytest.mark.integration
 
@@ -94,7 +94,7 @@ def test_the_mount_of_a_dead_harness_is_unmounted_by_cleanup(tmp_path: Path) -> 
         f"""
         import time
         from pathlib import Path
-        from infra.lazy_disk import LazyDisk
+        from sealcheck.infra.lazy_disk import LazyDisk
         LazyDisk(Path({str(tmp_path / "d")!r}), Path({str(tmp_path / "m")!r}),
                  Path({str(tmp_path / "log")!r})).start()
         print("mounted", flush=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from infra import cleanup, procs
-from infra.left_running import ENDED, LEFT_RUNNING, LeftRunning, read
+from sealcheck.infra import cleanup, procs
+from sealcheck.infra.left_running import ENDED, LEFT_RUNNING, LeftRunning, read
 from tests.cli_runs import ROOT, sealcheck_run
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,7 @@ def _sealed_after_producing(record: LeftRunning, timeout_s: float = 120.0) -> di
     """Produce a few records after the run and wait until the left incarnation seals them."""
     from confluent_kafka import Producer
 
-    from suts.upsert_pipeline.store import read_uppers
+    from sealcheck.systems.upsert_source.store import read_uppers
 
     assert record.database is not None
     before = read_uppers(record.database) or {}
@@ -47,7 +47,7 @@ def _sealed_after_producing(record: LeftRunning, timeout_s: float = 120.0) -> di
 
 def _cleanup(store: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness", "cleanup", "--runs", str(store)],
+        [sys.executable, "-m", "sealcheck", "cleanup", "--runs", str(store)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from infra import cleanup
-from report.report import outcomes
+from sealcheck.infra import cleanup
+from sealcheck.report.report import outcomes
 from tests.cli_runs import ops, sealcheck_run
 
 pytestmark = pytest.mark.integration

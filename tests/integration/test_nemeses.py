@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from infra.local import LocalBackend
-from nemeses import NEMESES, PlanInfo
+from sealcheck.infra.local import LocalBackend
+from sealcheck.nemeses import NEMESES, PlanInfo
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +73,7 @@ def test_kill_kafka_kills_a_broker_and_heal_starts_it(tmp_path: Path) -> None:
 
 
 def test_pause_kafka_freezes_a_broker_and_heal_thaws_it(tmp_path: Path) -> None:
-    from infra.procs import proc_state
+    from sealcheck.infra.procs import proc_state
 
     backend = LocalBackend(1, tmp_path)
     try:

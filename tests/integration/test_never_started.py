@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from harness.config import load_config
-from harness.progress import Display
-from harness.runner import run_test
-from harness.test import build_test
-from infra import cleanup
-from suts.registry import system
+from sealcheck.harness.run.config import load_config
+from sealcheck.harness.run.progress import Display
+from sealcheck.harness.run.runner import run_test
+from sealcheck.harness.run.test import build_test
+from sealcheck.infra import cleanup
+from sealcheck.systems.registry import system
 
 pytestmark = pytest.mark.integration
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from checkers import CHECKERS, check_run, load_run
-from harness import smoke
-from harness.workload import UpsertMix, upsert_records
-from infra.topic import dump_topic, log_end
-from pipeline.cli import EXIT_FENCED, EXIT_OK
-from pipeline.failpoints import FAILPOINTS
-from pipeline.persist import open_store
-from suts.upsert_pipeline import UpsertPipeline
+from sealcheck.checkers import CHECKERS, check_run, load_run
+from sealcheck.harness.cli import smoke
+from sealcheck.harness.run.workload import UpsertMix, upsert_records
+from sealcheck.infra.topic import dump_topic, log_end
+from sealcheck.systems.upsert_source import UpsertPipeline
+from sealcheck_upsert_source.cli import EXIT_FENCED, EXIT_OK
+from sealcheck_upsert_source.failpoints import FAILPOINTS
+from sealcheck_upsert_source.persist import open_store
 from tests.oracle import check_every_step
 from tests.pipelines import PipelineRun, progress, wait_caught_up
 from tests.runs import finish_run_dir

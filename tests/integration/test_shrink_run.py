@@ -24,7 +24,7 @@ def test_shrink_keeps_one_kill_and_replays(tmp_path: Path) -> None:
     assert code == 1, out[-3000:]
     planned = json.loads((run_dir / "test.json").read_text())["schedule"]
     assert sum(a["f"] == "kill-pipeline" for a in planned) >= 1 and len(planned) >= 2, planned
-    argv = [sys.executable, "-m", "harness", "shrink", str(run_dir), "--max-runs", "8"]
+    argv = [sys.executable, "-m", "sealcheck", "shrink", str(run_dir), "--max-runs", "8"]
     argv += [
         "--runs-per-candidate",
         "1",

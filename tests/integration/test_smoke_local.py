@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from harness import smoke
-from harness.workload import PLAIN, upsert_records
-from infra import procs
-from infra.kafka_local import KafkaCluster
+from sealcheck.harness.cli import smoke
+from sealcheck.harness.run.workload import PLAIN, upsert_records
+from sealcheck.infra import procs
+from sealcheck.infra.kafka_local import KafkaCluster
 
 pytestmark = pytest.mark.integration
 

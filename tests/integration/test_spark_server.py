@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from infra.local import LocalBackend
-from suts.upsert_pipeline.spark_server import SparkServer
+from sealcheck.infra.local import LocalBackend
+from sealcheck.systems.upsert_source.spark_server import SparkServer
 
 pytestmark = pytest.mark.integration
 
 
 _COUNT = """
 import sys
-from pipeline.spark import remote_session
+from sealcheck_upsert_source.spark import remote_session
 spark = remote_session(sys.argv[1])
 frame = (
     spark.read.format("kafka")
@@ -50,7 +50,7 @@ def _count(url: str, bootstrap: str, topic: str) -> int:
 
 
 def test_server_serves_restarts_when_dead_and_stops(kafka: Any, tmp_path: Path) -> None:
-    from harness.smoke import produce
+    from sealcheck.harness.cli.smoke import produce
 
     topic = "spark-server"
     kafka.create_topic(topic, partitions=2)

@@ -15,14 +15,14 @@ from typing import Any
 import polars as pl
 import pytest
 
-from checkers import run_checkers
-from checkers.inputs import RunData
-from checkers.replay import binding_ranges
-from harness.verdicts import read_result
-from report.explain import context_lines
-from report.report import render
-from report.story import stories
-from rundir.history import History
+from sealcheck.checkers import run_checkers
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.replay import binding_ranges
+from sealcheck.harness.campaigns.verdicts import read_result
+from sealcheck.report.explain import context_lines
+from sealcheck.report.report import render
+from sealcheck.report.story import stories
+from sealcheck.rundir.history import History
 from tests.runs import build_run, compacted, stored_run, with_updates
 from tests.unit.test_pytest_plugin import STAND_IN
 

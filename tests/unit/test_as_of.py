@@ -7,8 +7,8 @@ import dataclasses
 import polars as pl
 import pytest
 
-from checkers import run_checkers
-from checkers.inputs import RunData
+from sealcheck.checkers import run_checkers
+from sealcheck.checkers.inputs import RunData
 from tests.runs import build_run
 from tests.unit.test_checkers import PAIRS
 

@@ -1,6 +1,6 @@
-"""Every deliberate bug of the pipeline (``pipeline.broken``) is invisible in a faultless run
-and shows (to the slow oracle, or as a store that cannot be resumed) once its fault happens:
-so each variant in the self-test's matrix is a real bug with a known trigger."""
+"""Every deliberate bug of the pipeline (``sealcheck_upsert_source.broken``) is invisible in a
+faultless run and shows (to the slow oracle, or as a store that cannot be resumed) once its fault
+happens: so each variant in the self-test's matrix is a real bug with a known trigger."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.workload import UpsertMix, upsert_records
-from pipeline import failpoints
-from pipeline.broken import BROKEN_MODES, durable_commits, make_loop
-from pipeline.loop import LoopConfig, StepLoop, StoreInconsistent
-from pipeline.persist import Persist, open_store
+from sealcheck.harness.run.workload import UpsertMix, upsert_records
+from sealcheck_upsert_source import failpoints
+from sealcheck_upsert_source.broken import BROKEN_MODES, durable_commits, make_loop
+from sealcheck_upsert_source.loop import LoopConfig, StepLoop, StoreInconsistent
+from sealcheck_upsert_source.persist import Persist, open_store
 from tests.oracle import check_every_step
 from tests.unit.test_loop import ListSource, quiet
 
@@ -108,7 +108,7 @@ def test_variant_is_caught_once_its_fault_happens(tmp_path: Path, mode: str) -> 
 
 @pytest.mark.parametrize("trigger", sorted(set(TRIGGERS.values())))
 def test_the_correct_loop_survives_every_trigger(tmp_path: Path, trigger: str) -> None:
-    from pipeline.loop import Fenced
+    from sealcheck_upsert_source.loop import Fenced
 
     src, path = _source(), str(tmp_path / "s.db")
     first = _loop(open_store(path), src, None)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Every sealed step judged: captures fill in what compaction merged (checkers.steps).
+"""Every sealed step judged: captures fill in what compaction merged (sealcheck.checkers.steps).
 
 Compaction merges a store's oldest steps; a wrong step that healed before it is invisible in
 the export alone. The harness captures each step right after it is sealed; these tests show the
@@ -14,11 +14,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from checkers import run_checkers
-from checkers.inputs import RunData
-from checkers.steps import merge
-from rundir.captures import Capture, CaptureWriter, plan, read
-from suts.upsert_pipeline.store import read_capture
+from sealcheck.checkers import run_checkers
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.steps import merge
+from sealcheck.rundir.captures import Capture, CaptureWriter, plan, read
+from sealcheck.systems.upsert_source.store import read_capture
 from tests.runs import build_run, compacted
 
 PAIRS = [(b"k%d" % (i % 7), b"{bad" if i % 11 == 0 else b'{"i": %d}' % i) for i in range(90)]
@@ -156,8 +156,8 @@ def test_captures_round_trip_and_a_sqlite_store_is_captured_read_only(tmp_path: 
 
 
 def test_the_observer_stops_once_and_nothing_follows_the_final_op(tmp_path: Path) -> None:
-    from harness.observer import Observer
-    from rundir.history import HistoryWriter
+    from sealcheck.harness.run.observer import Observer
+    from sealcheck.rundir.history import HistoryWriter
 
     captures = CaptureWriter(tmp_path / "captures.arrows")
     history = HistoryWriter(tmp_path / "history.jsonl")

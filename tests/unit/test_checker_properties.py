@@ -7,10 +7,10 @@ import polars as pl
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from checkers import run_checkers
-from checkers.inputs import RunData
-from checkers.steps import merge
-from rundir.history import History
+from sealcheck.checkers import run_checkers
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.steps import merge
+from sealcheck.rundir.history import History
 from tests.runs import build_run, compacted, with_updates
 
 keys = st.sampled_from([b"a", b"b", b"c", b"d", b"\xfe", None])

@@ -8,10 +8,10 @@ import json
 import polars as pl
 import pytest
 
-from checkers import CHECKERS, run_checkers
-from checkers.inputs import RunData
-from checkers.result import show
-from rundir.history import History
+from sealcheck.checkers import CHECKERS, run_checkers
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.result import show
+from sealcheck.rundir.history import History
 from tests.runs import build_run, with_updates
 
 PAIRS = [
@@ -249,7 +249,7 @@ def test_no_history_is_unknown_not_valid(run: RunData) -> None:
 def test_a_checker_that_raises_is_unknown_with_its_error(
     run: RunData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from checkers import registry
+    from sealcheck.checkers import registry
 
     def raising(_: RunData) -> None:
         raise pl.exceptions.ColumnNotFoundError('unable to find column "diff"')

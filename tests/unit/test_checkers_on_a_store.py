@@ -9,22 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from checkers import CHECKERS, RunInputError, check_run, load_run
-from harness.observer import Observer
-from harness.workload import UpsertMix, upsert_records
-from pipeline.loop import LoopConfig
-from pipeline.persist import open_store
-from rundir.captures import CAPTURES, CaptureWriter
-from rundir.files import write_topic
-from rundir.history import HistoryWriter
-from suts.upsert_pipeline.store import export, read_capture, read_uppers
+from sealcheck.checkers import CHECKERS, RunInputError, check_run, load_run
+from sealcheck.harness.run.observer import Observer
+from sealcheck.harness.run.workload import UpsertMix, upsert_records
+from sealcheck.rundir.captures import CAPTURES, CaptureWriter
+from sealcheck.rundir.files import write_topic
+from sealcheck.rundir.history import HistoryWriter
+from sealcheck.systems.upsert_source.store import export, read_capture, read_uppers
+from sealcheck_upsert_source.loop import LoopConfig
+from sealcheck_upsert_source.persist import open_store
 from tests.runs import finish_run_dir, write_history
 from tests.unit.test_loop import ListSource, catch_up, make_loop, quiet
 
 
 @pytest.mark.parametrize("retain", [0, 2])
 def test_compacted_and_uncompacted_stores_are_valid(tmp_path: Path, retain: int) -> None:
-    # The harness's observer captures every step as it is sealed (rundir.captures), so the
+    # The harness's observer captures every step as it is sealed (sealcheck.rundir.captures), so the
     # steps compaction merges are still judged one by one.
     src = ListSource(3)
     src.grow(upsert_records(random.Random(8), 2000, UpsertMix(keys=150, bad_ratio=0.05)))
@@ -81,7 +81,7 @@ def test_a_run_directory_without_a_topic_dump_says_so(tmp_path: Path) -> None:
 def test_sealcheck_check_writes_results_and_exits_with_the_verdict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness import cli
+    from sealcheck.harness.cli import app as cli
 
     src = ListSource(2)
     src.grow(upsert_records(random.Random(9), 300, UpsertMix(keys=40)))

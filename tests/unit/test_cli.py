@@ -1,6 +1,6 @@
 import pytest
 
-from harness import cli
+from sealcheck.harness.cli import app as cli
 
 
 @pytest.mark.parametrize(

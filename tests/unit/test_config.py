@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.config import ConfigError, TestConfig, build_config, from_json, load_config
+from sealcheck.harness.cli.app import main
+from sealcheck.harness.run.config import (
+    ConfigError,
+    TestConfig,
+    build_config,
+    from_json,
+    load_config,
+)
 
 
 def load(path: Path | None = None, **over: object) -> TestConfig:
@@ -67,10 +73,10 @@ def test_the_reproduce_line_gives_back_every_setting() -> None:
     import dataclasses
     import shlex
 
-    from harness.cli import build_parser
-    from harness.cli_run import _overrides
-    from harness.config import WorkloadConfig, settings, to_flags
-    from harness.runner import repro_command
+    from sealcheck.harness.cli.app import build_parser
+    from sealcheck.harness.cli.run import _overrides
+    from sealcheck.harness.run.config import WorkloadConfig, settings, to_flags
+    from sealcheck.harness.run.runner import repro_command
 
     # Every setting away from its default (so none can hide behind one).
     cfg = TestConfig(
@@ -191,7 +197,7 @@ def test_replay_checks_the_saved_config_and_schedule(
 
 
 def test_spark_connect_server_command_binds_where_asked() -> None:
-    from pipeline.spark import connect_server_command
+    from sealcheck_upsert_source.spark import connect_server_command
 
     argv = connect_server_command("/jars", 15002, host="0.0.0.0", spark_submit="/x/spark-submit")
     assert argv[0] == "/x/spark-submit" and argv[-1] == "spark-internal"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from suts.delta_streaming import layout
-from suts.delta_streaming.export import bindings_rows
+from sealcheck.systems.delta_streaming import layout
+from sealcheck.systems.delta_streaming.export import bindings_rows
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import failpoints
-from pipeline.failpoints import FailpointError, FailpointSpecError, parse
+from sealcheck_upsert_source import failpoints
+from sealcheck_upsert_source.failpoints import FailpointError, FailpointSpecError, parse
 
 
 def test_parse_actions_and_hits() -> None:
@@ -67,7 +67,7 @@ def test_a_crash_armed_from_the_file_consumes_it(tmp_path: Path) -> None:
     spec_file = tmp_path / "fp"
     spec_file.write_text("rehydrate.mid=crash")
     env = {**os.environ, failpoints.FILE_ENV_VAR: str(spec_file)}
-    code = "from pipeline.failpoints import failpoint; failpoint('rehydrate.mid')"
+    code = "from sealcheck_upsert_source.failpoints import failpoint; failpoint('rehydrate.mid')"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL
     assert '{"action": "crash", "event": "failpoint", "name": "rehydrate.mid"' in proc.stdout

@@ -11,13 +11,13 @@ import subprocess
 import time
 from typing import Any
 
-from harness.supervisor import exit_evidence
-from nemeses import Action, PlanInfo
-from nemeses.effects import judge
-from nemeses.kill import Kill
-from nemeses.lost_writes import LostWrites
-from nemeses.pause import Pause, proc_state
-from report.coverage import coverage, summary
+from sealcheck.harness.run.supervisor import exit_evidence
+from sealcheck.nemeses import Action, PlanInfo
+from sealcheck.nemeses.effects import judge
+from sealcheck.nemeses.kill import Kill
+from sealcheck.nemeses.lost_writes import LostWrites
+from sealcheck.nemeses.pause import Pause, proc_state
+from sealcheck.report.coverage import coverage, summary
 
 
 class FakeNode:
@@ -255,7 +255,7 @@ def test_a_pause_reads_the_stopped_state_of_the_process_it_froze() -> None:
         proc.kill()
         proc.wait()
     # a process whose cgroup the freezer holds (a paused container) sleeps, it is not in T
-    import nemeses.pause as pause_module
+    import sealcheck.nemeses.pause as pause_module
 
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
@@ -294,7 +294,7 @@ def test_a_broker_kill_counts_when_the_broker_is_down_afterwards() -> None:
     nemesis = Kill("kill-kafka", "broker", PlanInfo(1, ()))
     done = nemesis.invoke(kill, Brokers(Broker(), FakeDisk([0])))
     assert done["effect"]["effect"] is True and "kafka-1 down" in done["effect"]["evidence"]
-    from nemeses.kill import down_effect
+    from sealcheck.nemeses.kill import down_effect
 
     stuck = down_effect(FakeNode(), 42, wait_s=0.0)  # still running the process it killed
     assert stuck["effect"] is False and "still ran 42" in stuck["evidence"]

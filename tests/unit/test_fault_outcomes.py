@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemeses import Action, PlanInfo
-from nemeses.commit_reply import LoseCommitReply
-from nemeses.failpoint import Failpoint
-from nemeses.kill import Kill
-from nemeses.pause import Pause
-from report.report import outcomes
+from sealcheck.nemeses import Action, PlanInfo
+from sealcheck.nemeses.commit_reply import LoseCommitReply
+from sealcheck.nemeses.failpoint import Failpoint
+from sealcheck.nemeses.kill import Kill
+from sealcheck.nemeses.pause import Pause
+from sealcheck.report.report import outcomes
 
 
 class FakeFailpoints:
@@ -189,7 +189,7 @@ def test_the_report_shows_each_action_s_final_outcome() -> None:
 
 
 def test_window_coverage_counts_what_the_history_says_was_reached() -> None:
-    from report.coverage import coverage, unreached
+    from sealcheck.report.coverage import coverage, unreached
 
     points = {"a.mid": "inside a", "b.mid": "inside b", "c.mid": "inside c"}
     meta = {
@@ -252,9 +252,10 @@ def test_a_failpoint_waits_for_the_system_to_progress_before_it_is_replaced(
 ) -> None:
     """An incarnation still starting (nothing sealed since the point was armed) keeps the
     point armed past MIN_ARMED_S, up to MAX_ARMED_S."""
-    import nemeses.api
 
-    monkeypatch.setattr(nemeses.api, "MAX_ARMED_S", 4.0)
+    from sealcheck.nemeses import api as nemeses_api
+
+    monkeypatch.setattr(nemeses_api, "MAX_ARMED_S", 4.0)
     target, nemesis = FakeTarget(), Failpoint(PlanInfo(1, ("compact.mid",)))
     target.stalled = True  # type: ignore[attr-defined]
     nemesis.invoke(ARM, target)
@@ -267,8 +268,8 @@ def test_longer_windows_give_an_armed_point_longer_to_fire_and_a_zombie_a_longer
     (it restarts slowly) gets 30 s for a point to fire and a stall of up to 14 s."""
     import random
 
-    from nemeses.api import chance_s
-    from nemeses.zombie import Zombie
+    from sealcheck.nemeses.api import chance_s
+    from sealcheck.nemeses.zombie import Zombie
 
     assert chance_s(3.0) is None and chance_s(20.0) == 30.0
     info = PlanInfo(1, ("a.mid",), stall_failpoint="a.mid")

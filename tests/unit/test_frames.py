@@ -11,9 +11,9 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.frames import change_points, fingerprints, pair_hash, signed, sort_runs
-from checkers.replay import REASONS, assign_steps, classify, error_bytes, reason_text
-from pipeline.upsert import SourceRecord, decide
+from sealcheck.checkers.frames import change_points, fingerprints, pair_hash, signed, sort_runs
+from sealcheck.checkers.replay import REASONS, assign_steps, classify, error_bytes, reason_text
+from sealcheck_upsert_source.upsert import SourceRecord, decide
 
 SETTINGS = settings(max_examples=80, deadline=None)
 small = st.integers(0, 4)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from infra import cleanup, procs
-from report.report import render
-from report.timeline import build_timeline
-from rundir.history import History, HistoryWriter
+from sealcheck.infra import cleanup, procs
+from sealcheck.report.report import render
+from sealcheck.report.timeline import build_timeline
+from sealcheck.rundir.history import History, HistoryWriter
 
 
 def test_history_is_flushed_line_by_line_from_many_threads(tmp_path: Path) -> None:
@@ -170,7 +170,7 @@ def test_cleanup_kills_processes_whose_harness_is_gone(tmp_path: Path) -> None:
 def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
     import urllib.request
 
-    from report.serve import make_server
+    from sealcheck.report.serve import make_server
 
     store = tmp_path / "store"
     for name, valid in (("good", True), ("bad", False)):
@@ -196,7 +196,7 @@ def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
 def test_seal_lag_runs_from_acknowledgement_to_the_first_observed_seal() -> None:
     import polars as pl
 
-    from report.timeline import seal_lag
+    from sealcheck.report.timeline import seal_lag
 
     # acknowledged at 1 s, 2 s and 3 s; offset 2 is never bound
     acks = pl.DataFrame(

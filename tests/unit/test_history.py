@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from rundir.history import History
+from sealcheck.rundir.history import History
 
 
 def test_history_load_keeps_acks_and_other_ops_and_skips_a_torn_line(tmp_path: Path) -> None:

@@ -15,11 +15,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from checkers import check_run, run_checkers
-from checkers.inputs import RunData
-from checkers.replay import binding_ranges
-from harness import cli
-from rundir.history import History, HistoryError
+from sealcheck.checkers import check_run, run_checkers
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.replay import binding_ranges
+from sealcheck.harness.cli import app as cli
+from sealcheck.rundir.history import History, HistoryError
 from tests.runs import build_run, compacted, stored_run, with_updates
 
 
@@ -86,7 +86,7 @@ def test_a_garbage_line_names_the_file_and_line_for_checkers_and_report(
     res = check_run(run_dir)
     assert res.valid is None
     assert "history.jsonl line 6" in res.input_problems[0]
-    from report.report import render
+    from sealcheck.report.report import render
 
     (run_dir / "results.json").write_text(json.dumps(res.to_json()))
     (run_dir / "test.json").write_text(json.dumps({"config": {"name": "t"}}))

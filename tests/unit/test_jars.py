@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from infra import jars
+from sealcheck.infra import jars
 
 
 def test_pom_pins_spark_to_installed_pyspark() -> None:

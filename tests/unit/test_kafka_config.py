@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.kafka_local import KafkaCluster, cluster_id
+from sealcheck.infra.kafka_local import KafkaCluster, cluster_id
 
 
 def _props(text: str) -> dict[str, str]:
@@ -44,7 +44,7 @@ def test_cluster_id_is_stable_and_valid(tmp_path: Path) -> None:
 
 
 def test_free_ports_are_distinct() -> None:
-    from infra.kafka_local import free_ports
+    from sealcheck.infra.kafka_local import free_ports
 
     ports = free_ports(64)
     assert len(set(ports)) == 64

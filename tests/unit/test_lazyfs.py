@@ -1,4 +1,4 @@
-"""The lazy filesystem's page bookkeeping (infra.lazyfs.LazyState) on plain files: what is
+"""The lazy filesystem's page bookkeeping (sealcheck.infra.lazyfs.LazyState) on plain files: what is
 written is read back, fsync makes it durable, a drop loses exactly what was not fsynced."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infra.lazyfs import PAGE, LazyState
+from sealcheck.infra.lazyfs import PAGE, LazyState
 
 
 def _open(state: LazyState, name: str) -> int:

@@ -14,10 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import build_parser, main
-from harness.config import ConfigError, TestConfig, build_config, load_config, to_flags
-from infra import cleanup, procs
-from infra.left_running import (
+from sealcheck.harness.cli.app import build_parser, main
+from sealcheck.harness.run.config import (
+    ConfigError,
+    TestConfig,
+    build_config,
+    load_config,
+    to_flags,
+)
+from sealcheck.infra import cleanup, procs
+from sealcheck.infra.left_running import (
     CLEANUP_COMMAND,
     ENDED,
     LEFT_RUNNING,
@@ -127,7 +133,7 @@ def test_the_flag_is_a_harness_setting_kept_out_of_saved_configs() -> None:
     assert cfg.leave_running and "leave_running" not in cfg.to_json()
     assert "--leave-running" not in to_flags(cfg) and "leave" not in " ".join(to_flags(cfg))
     assert build_config(cfg.to_json()) == TestConfig()  # a replay does not leave things running
-    from harness.cli_run import _overrides
+    from sealcheck.harness.cli.run import _overrides
 
     args = build_parser().parse_args(["run", "--leave-running"])
     assert _overrides(args) == {"leave_running": True}
@@ -158,7 +164,7 @@ def test_bad_combinations_are_one_line_and_254(
 
 
 def test_a_replay_may_be_left_running(tmp_path: Path) -> None:
-    from harness.cli_run import _replay
+    from sealcheck.harness.cli.run import _replay
 
     run = tmp_path / "run"
     run.mkdir()
@@ -245,7 +251,7 @@ def test_end_owned_kills_only_that_harness_children(tmp_path: Path) -> None:
 
 
 def _keeper(harness: str, run: Path) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "infra.keeper", harness, str(run)]
+    argv = [sys.executable, "-m", "sealcheck.infra.keeper", harness, str(run)]
     env = {k: v for k, v in os.environ.items() if k != procs.OWNER_ENV}
     return subprocess.Popen(argv, env=env, start_new_session=True)
 
@@ -298,7 +304,7 @@ def test_a_dead_mount_on_the_way_up_does_not_stop_the_search(
 ) -> None:
     """A lazy disk whose lazyfs died answers every stat with ENOTCONN: the search for a
     left-running record goes on above it (before, cleanup itself crashed on it)."""
-    from infra.left_running import LEFT_RUNNING, left_running_root
+    from sealcheck.infra.left_running import LEFT_RUNNING, left_running_root
 
     run = tmp_path / "run"
     mount = run / "work" / "store"

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.workload import UpsertMix, upsert_records
-from pipeline import failpoints
-from pipeline.broken import make_loop
-from pipeline.failpoints import FAILPOINTS, FailpointError
-from pipeline.loop import (
+from sealcheck.harness.run.workload import UpsertMix, upsert_records
+from sealcheck.rundir.files import TopicRecord
+from sealcheck_upsert_source import failpoints
+from sealcheck_upsert_source.broken import make_loop
+from sealcheck_upsert_source.failpoints import FAILPOINTS, FailpointError
+from sealcheck_upsert_source.loop import (
     BINDINGS,
     DATA,
     ERRORS,
@@ -25,9 +26,8 @@ from pipeline.loop import (
     choose_range,
     decode_bindings,
 )
-from pipeline.persist import Persist, Update, open_store
-from pipeline.upsert import SourceRecord, winners
-from rundir.files import TopicRecord
+from sealcheck_upsert_source.persist import Persist, Update, open_store
+from sealcheck_upsert_source.upsert import SourceRecord, winners
 from tests.oracle import check_every_step
 
 

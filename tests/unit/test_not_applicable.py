@@ -12,16 +12,16 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from checkers import run_checkers
-from checkers.result import NOTHING_SEALED, CheckResult, RunResult
-from harness import cli
-from harness.selftest import detection
-from harness.shrink import anomaly_kinds
-from harness.verdicts import read_result
-from report.report import render
-from report.serve import read_run
-from rundir.history import History
-from rundir.judged import NOT_APPLICABLE
+from sealcheck.checkers import run_checkers
+from sealcheck.checkers.result import NOTHING_SEALED, CheckResult, RunResult
+from sealcheck.harness.campaigns.selftest import detection
+from sealcheck.harness.campaigns.shrink import anomaly_kinds
+from sealcheck.harness.campaigns.verdicts import read_result
+from sealcheck.harness.cli import app as cli
+from sealcheck.report.report import render
+from sealcheck.report.serve import read_run
+from sealcheck.rundir.history import History
+from sealcheck.rundir.judged import NOT_APPLICABLE
 from tests.runs import build_run, final_ops, stored_run
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import failpoints
-from pipeline.persist import (
+from sealcheck_upsert_source import failpoints
+from sealcheck_upsert_source.persist import (
     Batch,
     InvariantViolation,
     Persist,

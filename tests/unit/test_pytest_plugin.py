@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.child_run import ConfigError, command, config_for
-from harness.verdicts import read_result
+from sealcheck.harness.campaigns.child_run import ConfigError, command, config_for
+from sealcheck.harness.campaigns.verdicts import read_result
 from sealcheck_pytest.runner import run_name
 
 pytest_plugins = ["pytester"]
@@ -19,7 +19,7 @@ pytest_plugins = ["pytester"]
 STAND_IN = '''
 import pytest
 import sealcheck_pytest.plugin as plugin
-from harness.verdicts import AnomalySummary, ChaosResult
+from sealcheck.harness.campaigns.verdicts import AnomalySummary, ChaosResult
 
 
 @pytest.fixture(autouse=True)
@@ -148,7 +148,7 @@ def test_the_command_spells_flags_and_settings() -> None:
         {"system": "pipeline", "duration": 15, "final_timeout_s": 90, "workload.keys": 300},
     )
     text = " ".join(command(cfg)[1:])
-    assert text.startswith("-m harness run --no-progress ")
+    assert text.startswith("-m sealcheck run --no-progress ")
     for spelled in ("--name t", "--seed 4", "--nemesis kill,pause", "--runs /runs"):
         assert spelled in text, text
     for spelled in ("--system pipeline", "--duration 15.0", "--final-timeout 90.0", "--keys 300"):

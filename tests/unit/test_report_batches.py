@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from report.batches import batch_rows, step_labels, tables_of
-from report.report import render
+from sealcheck.report.batches import batch_rows, step_labels, tables_of
+from sealcheck.report.report import render
 
 
 def test_a_replayed_batch_and_a_double_commit_are_named(tmp_path: Path) -> None:

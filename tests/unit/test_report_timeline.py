@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from report import chart
-from report.explain import context_lines, schedule_rows
-from report.report import render
-from report.timeline import Marker, build_timeline
-from rundir.history import History
+from sealcheck.report import chart
+from sealcheck.report.explain import context_lines, schedule_rows
+from sealcheck.report.report import render
+from sealcheck.report.timeline import Marker, build_timeline
+from sealcheck.rundir.history import History
 
 
 def _op(i: int, s: float, process: str, type_: str, f: str, value: Any) -> dict[str, Any]:

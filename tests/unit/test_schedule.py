@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from harness.config import TestConfig, WorkloadConfig
-from harness.test import build_test as make_plan
-from harness.workload import records
-from nemeses import NEMESES, Action, PlanInfo, describe, plan_schedule
-from pipeline.failpoints import FAILPOINTS
+from sealcheck.harness.run.config import TestConfig, WorkloadConfig
+from sealcheck.harness.run.test import build_test as make_plan
+from sealcheck.harness.run.workload import records
+from sealcheck.nemeses import NEMESES, Action, PlanInfo, describe, plan_schedule
+from sealcheck_upsert_source.failpoints import FAILPOINTS
 
 INFO = PlanInfo(
     3,
@@ -73,7 +73,7 @@ def test_unknown_nemesis_is_named() -> None:
 
 
 def test_late_failpoints_close_each_cover_and_the_default_run_plans_them_all() -> None:
-    from suts.upsert_pipeline import UpsertPipeline
+    from sealcheck.systems.upsert_source import UpsertPipeline
 
     late = UpsertPipeline.late_failpoints
     info = PlanInfo(3, tuple(FAILPOINTS), frozenset({"rehydrate.mid"}), late)

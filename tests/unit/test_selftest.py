@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import selftest
+from sealcheck.harness.campaigns import selftest
 
 
 def _fake_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from report.serve import index_html, make_server
-from report.suite_trend import case_summary, list_suites
+from sealcheck.report.serve import index_html, make_server
+from sealcheck.report.suite_trend import case_summary, list_suites
 
 EVIL = "<script>alert(1)"
 LOG = "step 3 sealed\n<b>not markup</b>\n"

@@ -9,9 +9,16 @@ from typing import Any
 
 import pytest
 
-from harness.config import TestConfig
-from harness.shrink import Shrinker, ShrinkError, ddmin, parse_kind, schedule_hash, units
-from nemeses import Action
+from sealcheck.harness.campaigns.shrink import (
+    Shrinker,
+    ShrinkError,
+    ddmin,
+    parse_kind,
+    schedule_hash,
+    units,
+)
+from sealcheck.harness.run.config import TestConfig
+from sealcheck.nemeses import Action
 
 SCHEDULE = [
     Action(2.0, "kill", "kill-pipeline"),

@@ -1,7 +1,7 @@
 import json
 
-from harness import smoke
-from rundir.files import TopicRecord as Record
+from sealcheck.harness.cli import smoke
+from sealcheck.rundir.files import TopicRecord as Record
 
 
 def test_offsets_json_is_what_spark_expects() -> None:

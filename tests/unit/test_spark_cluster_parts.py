@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from delta_job import cli as delta_cli
-from delta_job import job as job_module
-from delta_job.job import JobConfig, cluster_conf
-from harness.config import ConfigError, load_config
-from infra.node import Launch
-from nemeses.api import PlanInfo
-from nemeses.registry import NEMESES, requirements
-from pipeline.spark import connect_server_command
-from suts.api import Settings
-from suts.delta_streaming.image import delta_job_image
-from suts.registry import system
-from suts.spark_cluster import EXECUTOR_CLASS, executor_pids
+from sealcheck.harness.run.config import ConfigError, load_config
+from sealcheck.infra.node import Launch
+from sealcheck.nemeses.api import PlanInfo
+from sealcheck.nemeses.registry import NEMESES, requirements
+from sealcheck.systems.api import Settings
+from sealcheck.systems.delta_streaming.image import delta_job_image
+from sealcheck.systems.registry import system
+from sealcheck.systems.spark_cluster import EXECUTOR_CLASS, executor_pids
+from sealcheck_delta_streaming import cli as delta_cli
+from sealcheck_delta_streaming import job as job_module
+from sealcheck_delta_streaming.job import JobConfig, cluster_conf
+from sealcheck_upsert_source.spark import connect_server_command
 
 INFO = PlanInfo(1, ())
 

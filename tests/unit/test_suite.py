@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from harness import suite as suite_mod
-from harness.suite import check_cases, exit_code, failed_cases, run_suite
-from harness.suite_spec import SuiteError, load_suite, parse_suite
-from harness.verdicts import ChaosResult
+from sealcheck.harness.campaigns import suite as suite_mod
+from sealcheck.harness.campaigns.suite import check_cases, exit_code, failed_cases, run_suite
+from sealcheck.harness.campaigns.suite_spec import SuiteError, load_suite, parse_suite
+from sealcheck.harness.campaigns.verdicts import ChaosResult
 
 MATRIX = {
     "name": "night",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.config import ConfigError, load_config, to_flags
+from sealcheck.harness.run.config import ConfigError, load_config, to_flags
 
 
 def test_the_delta_job_brings_its_own_defaults_and_flags_still_win() -> None:

@@ -16,14 +16,14 @@ from typing import Any
 import polars as pl
 import pytest
 
-import checkers
-from checkers import check_run, load_run
-from harness import cli
-from harness.verdicts import read_result
-from report.serve import read_run
-from report.suite_trend import read_night
-from rundir.archive import PARTIAL, list_runs
-from rundir.files import TopicRecord
+from sealcheck import checkers
+from sealcheck.checkers import check_run, load_run
+from sealcheck.harness.campaigns.verdicts import read_result
+from sealcheck.harness.cli import app as cli
+from sealcheck.report.serve import read_run
+from sealcheck.report.suite_trend import read_night
+from sealcheck.rundir.archive import PARTIAL, list_runs
+from sealcheck.rundir.files import TopicRecord
 from tests.runs import stored_run, write_history
 
 
@@ -141,7 +141,7 @@ def test_a_check_that_dies_leaves_unknown_being_re_judged_everywhere(
     assert res.summary().splitlines()[1] == f"  unknown because: {why}"
     [summary] = [r for r in list_runs(store) if r.path == run_dir]
     assert (summary.valid, summary.reason) == ("unknown", why)
-    from report.report import render
+    from sealcheck.report.report import render
 
     assert "has not finished" in render(run_dir)  # the full report of the marker says so too
 
@@ -178,7 +178,7 @@ def test_a_suite_night_names_why_a_case_was_unknown(tmp_path: Path) -> None:
     (night / "summary.json").write_text(json.dumps({"runs": runs, "cases": 3, "done": True}))
     read = read_night(night, "suites/s/night")
     assert read.reasons == {"a": "being re-judged since then", "b": "history.jsonl line 7: cut"}
-    from report.suite_trend import trend
+    from sealcheck.report.suite_trend import trend
 
     cells = {t.case: t.cells[0].title for t in trend([read])}
     assert cells["a"] == "night: UNKNOWN: being re-judged since then"
@@ -366,15 +366,15 @@ def test_a_report_that_cannot_be_drawn_after_a_run_leaves_a_plain_page(
 ) -> None:
     from types import SimpleNamespace
 
-    import report.report
-    from harness import runner
+    from sealcheck.harness.run import runner
+    from sealcheck.report import report as report_module
 
     run_dir = stored_run(tmp_path)
 
     def broken(path: Path) -> Path:
         raise ValueError("an observed upper is not a number")
 
-    monkeypatch.setattr(report.report, "write_report", broken)
+    monkeypatch.setattr(report_module, "write_report", broken)
     shown = SimpleNamespace(update=lambda **kw: None)
     valid = runner._judge(run_dir, SimpleNamespace(checkers=()), shown)  # type: ignore[arg-type]
     page = (run_dir / "report.html").read_text()

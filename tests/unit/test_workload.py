@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from harness.workload import UpsertMix, upsert_records
+from sealcheck.harness.run.workload import UpsertMix, upsert_records
 
 
 def test_same_seed_same_records_other_seed_other_records() -> None:

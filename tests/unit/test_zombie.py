@@ -8,8 +8,8 @@ import threading
 import time
 from pathlib import Path
 
-from harness.supervisor import FailpointFile, SupervisedNode, Supervisor
-from rundir.history import History, HistoryWriter
+from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode, Supervisor
+from sealcheck.rundir.history import History, HistoryWriter
 
 
 class FakeIncarnation:

@@ -1,0 +1,94 @@
+"""One chaos run as a child process: ``sealcheck run`` (a crash of the run or of its JVMs never
+takes the caller with it; Ctrl-C reaches both), into a directory of its own, read back as a
+:class:`~sealcheck.harness.campaigns.verdicts.ChaosResult`. The pytest plugin and ``sealcheck
+suite`` run tests
+this way."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sealcheck.harness.campaigns.verdicts import ChaosResult, read_result
+from sealcheck.harness.run.config import ConfigError, TestConfig, load_config, to_flags
+
+__all__ = ["ALIASES", "ConfigError", "command", "config_for", "run_chaos"]
+
+#: short names callers may use for settings (``sealcheck(duration=15)``, a suite's
+#: ``duration = 30``) -> the config's names; any other name is a config name as it stands
+ALIASES = {
+    "duration": "duration_s",
+    "interval": "nemesis_interval_s",
+    "rate": "workload.rate",
+    "keys": "workload.keys",
+}
+
+
+def config_for(
+    store: Path,
+    name: str,
+    seed: int,
+    nemeses: Sequence[str] | None,
+    options: Mapping[str, Any],
+) -> TestConfig:
+    """The checked config of one run (``options``: settings by config name or alias, and
+    ``config``: a TOML file under them). Bad settings raise :class:`ConfigError` here, in the
+    caller, before anything starts."""
+    opts = {k: v for k, v in options.items() if v is not None}
+    path = opts.pop("config", None)
+    raw = {ALIASES.get(k, k): v for k, v in opts.items()}
+    raw.update(name=name, seed=seed, runs_dir=str(store))
+    if nemeses:
+        raw["nemeses"] = list(nemeses)
+    return load_config(Path(path) if path else None, raw)
+
+
+def command(cfg: TestConfig) -> list[str]:
+    """The ``sealcheck run`` command line of ``cfg``: every setting spelled out, as in a run's
+    ``reproduce`` line (:func:`sealcheck.harness.run.config.to_flags`)."""
+    return [sys.executable, "-m", "sealcheck", "run", "--no-progress", *to_flags(cfg)]
+
+
+def run_chaos(
+    store: Path,
+    name: str,
+    seed: int,
+    nemeses: Sequence[str] | None,
+    options: Mapping[str, Any],
+    timeout_s: float,
+) -> ChaosResult:
+    """Run one chaos test into ``store/<name>/`` and read its verdict back. Bad settings raise
+    :class:`ConfigError` before anything starts; a time-out gives UNKNOWN."""
+    argv = command(config_for(store, name, seed, nemeses, options))
+    store.mkdir(parents=True, exist_ok=True)
+
+    def run_dir() -> Path:
+        """The newest run of this test (``store/latest`` is shared by every test)."""
+        mine = sorted((store / name).glob("*/test.json"))
+        return mine[-1].parent if mine else store / name
+
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)  # the harness tears down on Ctrl-C, leaving nothing
+        try:
+            output, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # its leftovers are removed by the next run's cleanup
+            output, _ = proc.communicate()
+        return ChaosResult(
+            "UNKNOWN",
+            run_dir(),
+            seed,
+            proc.returncode,
+            problems=(f"the run took longer than {timeout_s:.0f}s and was stopped",),
+            output=output,
+        )
+    if proc.returncode == 254:  # bad settings: nothing ran
+        raise ValueError(f"sealcheck run refused the settings: {output.strip()}")
+    return read_result(run_dir(), seed, proc.returncode, output)

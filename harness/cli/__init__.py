@@ -1,0 +1,1 @@
+"""The ``sealcheck`` command line: argparse and one module per command family."""

@@ -1,0 +1,300 @@
+"""``sealcheck run | serve | cleanup``: the chaos test, the run browser, and leftover removal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from sealcheck.nemeses.registry import NEMESES
+
+VERDICT_EXIT = {True: 0, False: 1, None: 2}
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    return tuple(n for n in text.split(",") if n and n != "none")
+
+
+_HELP = {
+    "name": "test name (the store directory)",
+    "seed": "the seed of the workload and the schedule",
+    "backend": "local (processes, the default) or containers (Docker, PostgreSQL)",
+    "brokers": "1 or 3 Kafka brokers",
+    "duration_s": "seconds of faults",
+    "nemeses": "comma-separated nemeses, a name twice for two shares of the windows, or none "
+    "(default: the mix in docs/architecture.md, less what the backend cannot host): "
+    + ",".join(NEMESES),
+    "nemesis_interval_s": "seconds per fault window",
+    "final_timeout_s": "seconds allowed to catch up after healing",
+    "broken": "run the system under test with a deliberate bug or a variant people write "
+    "(an unknown name lists the known ones)",
+    "runs_dir": "the archive where runs are stored (default store/; --store is the same)",
+    "system": "the system under test (default pipeline)",
+    "spark": "connect (one Spark Connect server per run, the default), local (a driver in "
+    "every incarnation) or cluster (that server drives a Spark standalone cluster: a master and "
+    "two workers; nemeses kill-spark-worker, kill-executor, pause-spark-worker)",
+    "checkers": "comma-separated checkers that judge the run (default: every one)",
+    "workload.rate": "records per second",
+    "workload.distribution": "uniform or zipf",
+    "leave_running": "after the verdict and the report, keep Kafka, the store and a last "
+    "incarnation of the system under test running (local backend) and print how to reach "
+    "them; `sealcheck cleanup` ends them",
+}
+#: Flags that may be given with --replay: they change where the run goes or how it ends, not
+#: what it is.
+_REPLAY_OK = ("runs_dir", "leave_running")
+
+
+def _add_setting_flags(run: Any) -> None:
+    """One flag per entry of :data:`sealcheck.harness.run.config.FLAGS`, typed like the setting,
+    and one
+    without a value per entry of :data:`sealcheck.harness.run.config.HARNESS_FLAGS`."""
+    from sealcheck.harness.run.config import FLAGS, HARNESS_FLAGS, TestConfig, settings
+
+    defaults = dict(settings(TestConfig()))
+    for name, flag in FLAGS.items():
+        default = defaults[name]
+        kind: Any = str
+        if isinstance(default, list | tuple):
+            kind = _name_list
+        elif isinstance(default, float):
+            kind = float
+        elif isinstance(default, int):
+            kind = int
+        aliases = ["--store"] if flag == "--runs" else []  # the old name of --runs
+        run.add_argument(flag, *aliases, dest=name, type=kind, help=_HELP.get(name))
+    for name, flag in HARNESS_FLAGS.items():  # None unless given, like the others
+        run.add_argument(flag, dest=name, action="store_const", const=True, help=_HELP.get(name))
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``run``, ``serve`` and ``cleanup`` on the top-level subparsers."""
+    run = sub.add_parser(
+        "run",
+        help="run a chaos test (real Kafka, the real system under test, faults) and judge it",
+        description="Run a Jepsen-style test; exit 0 valid, 1 invalid, 2 unknown, "
+        "254 bad arguments, 255 the harness crashed. Flags override --config.",
+    )
+    run.add_argument("--config", type=Path, help="a TOML test config (flags override it)")
+    run.add_argument(
+        "--replay",
+        type=Path,
+        metavar="RUN_DIR",
+        help="repeat a stored run exactly: its saved config and fault schedule (only --runs, "
+        "--leave-running and --no-progress may be given with it)",
+    )
+    _add_setting_flags(run)
+    run.add_argument(
+        "--set",
+        action="append",
+        dest="settings",
+        metavar="NAME=VALUE",
+        default=None,
+        help="any setting, e.g. --set workload.zipf_s=1.2 --set retain_steps=0 (a TOML value)",
+    )
+    run.add_argument("--no-progress", action="store_true", help="no live display")
+    run.set_defaults(func=cmd_run)
+
+    serve = sub.add_parser("serve", help="browse stored runs and their reports")
+    serve.add_argument("--store", type=Path, default=Path("store"))
+    serve.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    serve.set_defaults(func=cmd_serve)
+
+    clean = sub.add_parser(
+        "cleanup",
+        help="end runs left running (--leave-running) and remove what runs whose harness died "
+        "left behind",
+    )
+    clean.add_argument(
+        "--runs",
+        "--store",
+        dest="runs_dir",
+        type=Path,
+        default=Path("store"),
+        help="also end the left-running runs recorded in this archive whose processes are "
+        "gone already (default store/)",
+    )
+    clean.set_defaults(func=cmd_cleanup)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given on the command line: flags and ``--set`` (each at most once)."""
+    from sealcheck.harness.run.config import FLAGS, HARNESS_FLAGS, ConfigError, parse_set
+
+    given = [*FLAGS, *HARNESS_FLAGS]
+    out = {name: getattr(args, name) for name in given if getattr(args, name) is not None}
+    for item in args.settings or []:
+        name, value = parse_set(item)
+        if name in out:
+            flag = {**FLAGS, **HARNESS_FLAGS}.get(name, f"--set {name}")
+            raise ConfigError(f"--set {item!r}: {name} is already given ({flag}); give it once")
+        out[name] = value
+    return out
+
+
+def _replay(args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """The saved config (checked like a new one) and schedule of ``--replay RUN_DIR``."""
+    import dataclasses
+
+    from sealcheck.harness.run.config import FLAGS, ConfigError, build_config
+    from sealcheck.nemeses import NEMESES, Action
+
+    extra = [FLAGS.get(n, f"--set {n}") for n in overrides if n not in _REPLAY_OK]
+    if args.config is not None:
+        extra.insert(0, "--config")
+    if extra:
+        raise ConfigError(
+            f"--replay repeats {args.replay} exactly as saved, so {', '.join(extra)} cannot be "
+            "given with it (only --runs, --leave-running and --no-progress can); to change "
+            "settings, run without --replay"
+        )
+    meta_path = args.replay / "test.json"
+    try:
+        meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(
+            f"cannot replay {args.replay}: {meta_path} does not exist (give a run directory, "
+            "e.g. store/latest)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot replay {args.replay}: {meta_path}: {exc}") from None
+    if not isinstance(meta, dict) or "config" not in meta or "schedule" not in meta:
+        raise ConfigError(f"cannot replay {args.replay}: {meta_path} has no config or schedule")
+    try:
+        cfg = build_config(meta["config"])
+    except ConfigError as exc:
+        raise ConfigError(f"cannot replay {args.replay}: saved {exc}") from None
+    schedule = []
+    for n, doc in enumerate(meta["schedule"] if isinstance(meta["schedule"], list) else [None]):
+        try:
+            action = Action.from_json(doc)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot replay {args.replay}: schedule entry {n} {doc!r} is not an action "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        if action.nemesis not in NEMESES or not 0 <= action.at_s <= cfg.duration_s:
+            raise ConfigError(
+                f"cannot replay {args.replay}: schedule entry {n} names nemesis "
+                f"{action.nemesis!r} at {action.at_s}s; known nemeses: {', '.join(NEMESES)}, "
+                f"times within 0..{cfg.duration_s:g}s"
+            )
+        schedule.append(action)
+    if "runs_dir" in overrides:
+        cfg = dataclasses.replace(cfg, runs_dir=str(overrides["runs_dir"]))
+    if overrides.get("leave_running") is not None:
+        cfg = build_config({**cfg.to_json(), "leave_running": overrides["leave_running"]})
+    return cfg, schedule
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a test and print its verdict and report path."""
+    from sealcheck.harness.run.config import ConfigError, load_config
+    from sealcheck.harness.run.progress import Display
+    from sealcheck.harness.run.runner import run_test
+    from sealcheck.harness.run.test import build_test
+
+    schedule = None
+    try:
+        overrides = _overrides(args)
+        if args.replay is not None:
+            cfg, schedule = _replay(args, overrides)
+        else:
+            cfg = load_config(args.config, overrides)
+    except ConfigError as exc:
+        print(f"sealcheck run: {exc}", file=sys.stderr)
+        return 254
+    with Display(live=not args.no_progress) as display:
+        display.status.duration_s = cfg.duration_s
+        outcome = run_test(build_test(cfg, schedule), display)
+    words = {True: "VALID", False: "INVALID", None: "UNKNOWN"}
+    if outcome.reason:
+        print(f"final phase: {outcome.reason}")
+    print(f"verdict: {words[outcome.valid]}  (took {outcome.took_s:.0f}s)")
+    judged = _steps_judged(outcome.run_dir)
+    if judged:
+        print(f"sealed steps judged one by one / sealed: {judged}")
+    print(f"report: {outcome.run_dir / 'report.html'}")
+    for line in outcome.left.lines() if outcome.left is not None else ():
+        print(line)
+    return VERDICT_EXIT[outcome.valid]
+
+
+def _steps_judged(run_dir: Path) -> str:
+    """``sealed_state``'s "data 142/142, errors 142/142" from the run's results (or "")."""
+    from sealcheck.report.report import steps_judged
+
+    try:
+        return steps_judged(json.loads((run_dir / "results.json").read_text()))
+    except (OSError, ValueError):
+        return ""
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the store until Ctrl-C."""
+    from sealcheck.report.serve import make_server
+
+    if not args.store.is_dir():
+        print(
+            f"sealcheck serve: {args.store} is not a directory; give the store of runs with "
+            "--store (default store/, created by `sealcheck run`)",
+            file=sys.stderr,
+        )
+        return 254
+    try:
+        server = make_server(args.store, args.port)
+    except (OSError, OverflowError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(
+            f"sealcheck serve: cannot listen on 127.0.0.1:{args.port} ({why}); choose "
+            "another port with --port, or --port 0 for a free one",
+            file=sys.stderr,
+        )
+        return 254
+    port = server.server_address[1]
+    print(f"serving {args.store} at http://127.0.0.1:{port}/ (Ctrl-C to stop)")
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    """End runs left running, kill leftover processes of dead runs; list what was removed.
+    Idempotent, and goes on past errors (each is printed)."""
+    from sealcheck.infra.cleanup import (
+        cleanup,
+        cleanup_containers,
+        cleanup_mounts,
+        end_left_running,
+        left_running_runs,
+    )
+
+    ended = [end_left_running(run) for run in left_running_runs([args.runs_dir])]
+    for run in ended:
+        print(f"ended left-running run {run.run_dir}:")
+        for what in run.processes:
+            print(f"  stopped {what}")
+        for where in run.mounts:
+            print(f"  unmounted {where}")
+        if run.removed:
+            print(f"  removed {run.removed}")
+        for error in run.errors:
+            print(f"  warning: {error}")
+    gone = cleanup()
+    for item in gone:
+        print(f"killed pid {item.pid} of run {item.run}: {item.command}")
+    mounts = cleanup_mounts()
+    for where in mounts:
+        print(f"unmounted {where}")
+    boxes = cleanup_containers()
+    for what in boxes:
+        print(f"removed {what}")
+    print(
+        f"cleanup: {len(ended)} left-running runs ended, {len(gone)} leftover processes, "
+        f"{len(mounts)} mounts, {len(boxes)} containers/networks removed"
+    )
+    return 0

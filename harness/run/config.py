@@ -1,0 +1,410 @@
+"""A test is a config with a seed: what to run, for how long, with which faults.
+
+Configs come from a TOML file and/or command-line flags (flags win). Every field is checked
+here, so a bad config is one clear line (:class:`ConfigError`) before anything starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sealcheck.harness.run.workload import DISTRIBUTIONS, UpsertMix
+
+
+class ConfigError(ValueError):
+    """A config value is wrong; the message names it and says what would be right."""
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """The producers: how many, how fast, writing what."""
+
+    keys: int = 2_000
+    distribution: str = "uniform"  # or "zipf"
+    zipf_s: float = 1.1
+    tombstone_ratio: float = 0.05
+    bad_ratio: float = 0.02
+    value_size: int = 32
+    rate: float = 400.0  # records per second, all producers together
+    concurrency: int = 2  # producer processes (threads with their own producer)
+
+    def mix(self) -> UpsertMix:
+        """The record mix of this workload."""
+        return UpsertMix(
+            keys=self.keys,
+            tombstone_ratio=self.tombstone_ratio,
+            bad_ratio=self.bad_ratio,
+            value_size=self.value_size,
+            distribution=self.distribution,
+            zipf_s=self.zipf_s,
+        )
+
+
+@dataclass(frozen=True)
+class TestConfig:
+    """Everything that defines a run; saved as ``test.json`` so it can be repeated."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    name: str = "chaos"
+    seed: int = 1
+    system: str = "pipeline"  # the system under test (sealcheck.systems.registry.SYSTEMS)
+    backend: str = "local"
+    # Where the system's Spark driver runs: "connect", one long-lived Spark Connect server per
+    # run (a killed incarnation is back in ~2 s), or "local", inside every incarnation (~13 s).
+    spark: str = "connect"
+    brokers: int = 1
+    partitions: int = 3
+    duration_s: float = 81.0  # workload and faults; the final phase comes after
+    # A nemesis named k times gets k shares of the fault windows: 4 of every 9 windows arm a
+    # failpoint, so with a crash costing ~2 s (Spark Connect) an 81 s run (27 windows) reaches
+    # every one of the pipeline's failpoints and still kills, pauses, makes a zombie writer,
+    # loses a commit's reply and cuts the store's power. Left unset, nemeses the backend cannot
+    # host are left out (lost-writes needs the local backend's lazy disk).
+    nemeses: tuple[str, ...] = (
+        "failpoint",
+        "kill",
+        "failpoint",
+        "pause",
+        "failpoint",
+        "zombie",
+        "failpoint",
+        "indeterminate",
+        "lost-writes",
+    )
+    nemesis_interval_s: float = 3.0
+    final_timeout_s: float = 120.0  # liveness: time allowed to seal the log end after healing
+    max_records_per_step: int = 2_000
+    # Compaction every 2 steps (so its failpoints are reached within a 3 s fault window),
+    # keeping 20 steps: steps below the store's ``since`` survive only merged, so they cannot
+    # be judged one by one.
+    retain_steps: int = 20
+    compact_every: int = 2
+    broken: str | None = None  # a deliberate bug of the system under test (its broken_modes)
+    checkers: tuple[str, ...] = ()  # the checkers that judge the run (empty: every one)
+    runs_dir: str = (
+        "store"  # the archive of runs (sealcheck.rundir.archive), not the system's store
+    )
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    # After the verdict, keep Kafka, the store and a last incarnation running until
+    # `sealcheck cleanup` (sealcheck.harness.run.leave). How the run ends, not what it is: see
+    # HARNESS_FLAGS.
+    leave_running: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of what the test is (lists for tuples); the settings of
+        :data:`HARNESS_FLAGS`, which only say how the harness ends the run, are left out, so a
+        saved config, a replay and a reproduce line never carry them."""
+        out = dataclasses.asdict(self)
+        out["nemeses"] = list(self.nemeses)
+        out["checkers"] = list(self.checkers)
+        for name in HARNESS_FLAGS:
+            del out[name]
+        return out
+
+
+#: Where a system's Spark driver may run (see ``TestConfig.spark``).
+SPARK_MODES = ("connect", "local", "cluster")
+
+#: The longest run a schedule is planned for (the whole schedule is planned up front).
+MAX_DURATION_S = 7 * 24 * 3600.0
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def _hostable(cfg: TestConfig) -> tuple[str, ...]:
+    """The nemeses of ``cfg`` whose requirements its backend and system offer."""
+    from sealcheck.infra.backends import NAMES, capabilities
+    from sealcheck.nemeses.registry import NEMESES, requirements
+    from sealcheck.systems.registry import SYSTEMS, system
+
+    if cfg.backend not in NAMES or cfg.system not in SYSTEMS:
+        return cfg.nemeses  # _check says what is wrong
+    offered = capabilities(cfg.backend) | system(cfg.system).offers(cfg.backend)
+    if cfg.spark != "cluster":
+        offered -= {"spark-cluster"}
+    return tuple(n for n in cfg.nemeses if n not in NEMESES or requirements(n) <= offered)
+
+
+def _check(cfg: TestConfig) -> None:
+    from sealcheck.checkers.registry import CHECKERS
+    from sealcheck.infra.backends import NAMES, capabilities
+    from sealcheck.infra.node import CAPABILITIES
+    from sealcheck.nemeses.registry import NEMESES, requirements
+    from sealcheck.systems.registry import SYSTEMS, system
+
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise ConfigError(what)
+
+    need(bool(_NAME.match(cfg.name)), f"name={cfg.name!r}: use letters, digits, '.', '_', '-'")
+    need(
+        cfg.system in SYSTEMS,
+        f"system={cfg.system!r} is unknown; known systems under test: {', '.join(SYSTEMS)}",
+    )
+    need(cfg.backend in NAMES, f"backend={cfg.backend!r}: use " + " or ".join(NAMES))
+    need(cfg.spark in SPARK_MODES, f"spark={cfg.spark!r}: use " + " or ".join(SPARK_MODES))
+    sut = system(cfg.system)
+    offered = capabilities(cfg.backend) | sut.offers(cfg.backend)
+    need(
+        cfg.spark != "cluster" or "spark-cluster" in offered,
+        f"spark='cluster': {cfg.system!r} cannot submit to a Spark cluster; use --spark "
+        "connect or local",
+    )
+    for n in cfg.nemeses:
+        need(n in NEMESES, f"nemesis {n!r} is unknown; known: {', '.join(NEMESES)}")
+        need(
+            cfg.spark == "cluster" or "spark-cluster" not in requirements(n),
+            f"nemesis {n!r} acts on a Spark cluster's workers; add --spark cluster",
+        )
+        lacking = sorted(requirements(n) - offered)
+        where = [b for b in NAMES if not set(lacking) - capabilities(b) - sut.offers(b)]
+        need(
+            not lacking,
+            f"nemesis {n!r} needs {' and '.join(CAPABILITIES[c] for c in lacking)}, which "
+            f"{cfg.system!r} on the {cfg.backend} backend lacks"
+            + (f"; use --backend {' or '.join(where)}" if where else ""),
+        )
+    if any(requirements(n) & {"lazy-disk", "broker-lazy-disk"} for n in cfg.nemeses):
+        from sealcheck.infra.lazy_disk import FUSE_HINT, fuse_missing
+
+        why = fuse_missing()
+        need(not why, f"{why}: {FUSE_HINT}")
+    lacking = sorted(sut.requires - capabilities(cfg.backend))
+    hosts = [b for b in NAMES if sut.requires <= capabilities(b)]
+    need(
+        not lacking,
+        f"system {cfg.system!r} needs {' and '.join(CAPABILITIES.get(c, c) for c in lacking)}, "
+        f"which the {cfg.backend} backend lacks"
+        + (f"; use --backend {' or '.join(hosts)}" if hosts else ""),
+    )
+    need(
+        cfg.broken is None or cfg.broken in sut.broken_modes,
+        f"broken={cfg.broken!r}: {cfg.system!r} has the broken modes "
+        f"{', '.join(sut.broken_modes) or '(none)'}",
+    )
+    unknown = [c for c in cfg.checkers if c not in CHECKERS]
+    need(not unknown, f"checkers: {unknown} unknown; known: {', '.join(CHECKERS)}")
+    need(
+        not (cfg.leave_running and cfg.backend == "containers"),
+        f"leave_running=true (--leave-running) with backend={cfg.backend!r}: it works on the "
+        "local backend only (every run removes the containers of finished harnesses, and an "
+        "incarnation's log lives in Docker); run with --backend local --leave-running, or "
+        "without --leave-running (the containers' logs are kept in the run's logs/)",
+    )
+    need(cfg.brokers in (1, 3), f"brokers={cfg.brokers!r}: use 1 or 3")
+    need(1 <= cfg.partitions <= 64, f"partitions={cfg.partitions!r}: use 1 to 64")
+    need(cfg.duration_s > 0, f"duration_s={cfg.duration_s!r}: must be positive")
+    need(
+        cfg.duration_s <= MAX_DURATION_S,
+        f"duration_s={cfg.duration_s!r}: at most {MAX_DURATION_S:g} (a week); split longer "
+        "soaks into several runs",
+    )
+    need(cfg.nemesis_interval_s >= 1, f"nemesis_interval_s={cfg.nemesis_interval_s!r}: >= 1")
+    need(cfg.final_timeout_s > 0, f"final_timeout_s={cfg.final_timeout_s!r}: must be positive")
+    need(cfg.max_records_per_step >= 1, "max_records_per_step must be at least 1")
+    need(cfg.retain_steps >= 0, f"retain_steps={cfg.retain_steps!r}: 0 (never compact) or more")
+    need(cfg.compact_every >= 1, f"compact_every={cfg.compact_every!r}: at least 1")
+    w = cfg.workload
+    need(w.rate > 0, f"workload.rate={w.rate!r}: records per second, must be positive")
+    need(1 <= w.concurrency <= 32, f"workload.concurrency={w.concurrency!r}: use 1 to 32")
+    need(
+        w.distribution in DISTRIBUTIONS,
+        f"workload.distribution={w.distribution!r}: use " + " or ".join(DISTRIBUTIONS),
+    )
+    try:
+        w.mix()
+    except ValueError as exc:
+        raise ConfigError(f"workload: {exc}") from None
+
+
+def _build(kind: type, values: Any, where: str) -> Any:
+    if not isinstance(values, dict):
+        raise ConfigError(
+            f"{where}={values!r}: expected a table of settings ([{where}] in TOML, "
+            f"--set {where}.<name>=<value> on the command line)"
+        )
+    names = {f.name: f for f in dataclasses.fields(kind)}
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ConfigError(f"{where}: unknown setting(s) {unknown}; known: {sorted(names)}")
+    out = {}
+    for key, value in values.items():
+        default = getattr(kind(), key)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if dataclasses.is_dataclass(default):
+            continue  # a nested table, built by the caller
+        if isinstance(default, bool):  # before int: a bool is an int to Python
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}.{key}={value!r}: expected true or false")
+        elif isinstance(default, tuple):
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}.{key}={value!r}: expected a list of names")
+            value = tuple(value)
+        elif isinstance(default, float):
+            if not number or not math.isfinite(value):
+                raise ConfigError(f"{where}.{key}={value!r}: expected a finite number")
+            value = float(value)
+        elif isinstance(default, int) and not (
+            number and math.isfinite(value) and float(value).is_integer()
+        ):
+            raise ConfigError(f"{where}.{key}={value!r}: expected a whole number")
+        elif isinstance(default, int):
+            value = int(value)
+        elif (isinstance(default, str) or default is None) and not (
+            value is None or isinstance(value, str)
+        ):
+            raise ConfigError(f"{where}.{key}={value!r}: expected text")
+        out[key] = value
+    return kind(**out)
+
+
+def _system_defaults(cfg: TestConfig, given: dict[str, Any]) -> TestConfig:
+    """``cfg`` with its system under test's own defaults where ``given`` sets nothing."""
+    from sealcheck.systems.registry import SYSTEMS, system
+
+    if cfg.system not in SYSTEMS:
+        return cfg  # _check says what is wrong
+    defaults = {k: v for k, v in system(cfg.system).run_defaults.items() if k not in given}
+    return _build(TestConfig, {**given, **defaults}, "config") if defaults else cfg
+
+
+def build_config(raw: dict[str, Any]) -> TestConfig:
+    """A checked config from a dict shaped like :meth:`TestConfig.to_json` (a TOML file, a
+    saved ``test.json``). ``store_dir``, the old name of ``runs_dir``, is still read."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config={raw!r}: expected a table of settings")
+    values = dict(raw)
+    if "store_dir" in values and "runs_dir" not in values:
+        values["runs_dir"] = values.pop("store_dir")
+    workload = values.pop("workload", {})
+    try:
+        cfg = _build(TestConfig, values, "config")
+        cfg = _system_defaults(cfg, values)
+        if cfg.backend == "containers" and "brokers" not in values:
+            cfg = dataclasses.replace(cfg, brokers=3)  # the containers topology: 3 brokers
+        if "nemeses" not in values:  # the default mix, without what this backend cannot host
+            cfg = dataclasses.replace(cfg, nemeses=_hostable(cfg))
+        cfg = dataclasses.replace(cfg, workload=_build(WorkloadConfig, workload, "workload"))
+    except TypeError as exc:
+        raise ConfigError(f"config: {exc}") from None
+    _check(cfg)
+    assert isinstance(cfg, TestConfig)
+    return cfg
+
+
+def load_config(path: Path | None, overrides: dict[str, Any]) -> TestConfig:
+    """The config from ``path`` (TOML, optional) with ``overrides`` applied, checked.
+
+    ``overrides`` keys are top-level names or ``workload.<name>``; None values are ignored.
+    """
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {path} cannot be read: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key.startswith("workload."):
+            table = raw.setdefault("workload", {})
+            if not isinstance(table, dict):
+                raise ConfigError(f"config: workload={table!r}: expected a table of settings")
+            table[key.removeprefix("workload.")] = value
+        else:
+            raw[key] = value
+    return build_config(raw)
+
+
+def from_json(doc: dict[str, Any]) -> TestConfig:
+    """A config saved by :meth:`TestConfig.to_json` (to repeat a run), checked like a new one."""
+    return build_config(doc)
+
+
+#: The command-line flag of each setting (``workload.<name>`` for the workload's); a setting
+#: without one is given as ``--set name=value``. The CLI builds its flags from this map and
+#: :func:`to_flags` writes every setting with it, so a reproduce line cannot leave one out.
+FLAGS: dict[str, str] = {
+    "name": "--name",
+    "seed": "--seed",
+    "system": "--system",
+    "backend": "--backend",
+    "spark": "--spark",
+    "brokers": "--brokers",
+    "partitions": "--partitions",
+    "duration_s": "--duration",
+    "nemeses": "--nemesis",
+    "nemesis_interval_s": "--interval",
+    "final_timeout_s": "--final-timeout",
+    "max_records_per_step": "--max-records-per-step",
+    "broken": "--broken",
+    "checkers": "--checkers",
+    "runs_dir": "--runs",
+    "workload.rate": "--rate",
+    "workload.keys": "--keys",
+    "workload.distribution": "--distribution",
+    "workload.concurrency": "--concurrency",
+}
+
+
+#: Settings of how the harness ends a run, not of the test (each a flag without a value):
+#: not saved in ``test.json``'s config, not in reproduce lines, not taken from a replayed run.
+HARNESS_FLAGS: dict[str, str] = {"leave_running": "--leave-running"}
+
+
+def settings(cfg: TestConfig) -> list[tuple[str, Any]]:
+    """Every setting of ``cfg`` as ``(name, value)``, workload ones as ``workload.<name>``."""
+    doc = cfg.to_json()
+    workload = doc.pop("workload")
+    return [*doc.items(), *((f"workload.{k}", v) for k, v in workload.items())]
+
+
+def to_flags(cfg: TestConfig) -> list[str]:
+    """Command-line arguments that give exactly ``cfg``: every setting, its flag or
+    ``--set name=value`` (a TOML value), so nothing depends on today's defaults."""
+    out: list[str] = []
+    for name, value in settings(cfg):
+        if value is None:
+            continue  # the only optional setting (broken) is off
+        if name in ("nemeses", "checkers"):
+            if name == "checkers" and not value:
+                continue  # every checker: the default
+            text = ",".join(value) or "none"
+        elif isinstance(value, float):
+            text = repr(value)
+        else:
+            text = str(value)
+        if name in FLAGS:
+            out += [FLAGS[name], text]
+        else:
+            literal = json.dumps(value) if isinstance(value, str | list) else text
+            out += ["--set", f"{name}={literal}"]
+    return out
+
+
+def parse_set(item: str) -> tuple[str, Any]:
+    """``name=value`` of ``--set`` (value: a TOML value; bare words are text)."""
+    name, sep, text = item.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise ConfigError(
+            f"--set {item!r}: expected name=value, e.g. --set workload.zipf_s=1.2 or "
+            "--set retain_steps=0"
+        )
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    return name, value

@@ -1,0 +1,164 @@
+"""One whole test, Jepsen style: set up, run the workload under a planned fault schedule,
+heal, let the system under test catch up, tear down, judge, store — and with
+``--leave-running``, leave Kafka, the store and a last incarnation running
+(:mod:`sealcheck.harness.run.leave`).
+
+Phases (each printed and recorded): plan (the :class:`~sealcheck.harness.run.test.Test` is built:
+every
+seed and the whole schedule, before anything starts) → Kafka and the topic → incarnations
+under the supervisor, observer, producers → faults at their planned times until
+``duration_s`` → final phase: stop producing, heal every nemesis, wait (``final_timeout_s``)
+until the system has sealed the log end → stop it, dump the topic, export its store, stop
+Kafka → checkers → ``results.json`` and ``report.html``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sealcheck.harness.run.config import TestConfig, to_flags
+from sealcheck.harness.run.progress import Display
+from sealcheck.harness.run.session import TOPIC, Session, Teardown
+from sealcheck.harness.run.test import Test
+from sealcheck.infra import cleanup, procs
+from sealcheck.infra.left_running import LEFT_RUNNING, LeftRunning
+from sealcheck.nemeses import describe
+from sealcheck.rundir.archive import new_run_dir, point_latest, write_json
+from sealcheck.rundir.history import HistoryWriter
+
+
+@dataclass
+class Outcome:
+    """How a run ended."""
+
+    run_dir: Path
+    valid: bool | None
+    reason: str
+    took_s: float
+    left: LeftRunning | None = None  # what --leave-running left, and how to reach it
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    from sealcheck.infra.jars import pom_property
+
+    out = {"python": sys.version.split()[0], "kafka": pom_property("kafka.version")}
+    for dist in ("sealcheck", "pyspark", "confluent-kafka", "polars"):
+        try:
+            out[dist] = version(dist)
+        except Exception:
+            out[dist] = "?"
+    return out
+
+
+def repro_command(cfg: TestConfig, run_dir: Path) -> list[str]:
+    """Commands that repeat this run: every setting of the config as flags (so nothing depends
+    on today's defaults), or the saved config and schedule as they are."""
+    return [
+        "sealcheck run " + shlex.join(to_flags(cfg)),
+        f"sealcheck run --replay {shlex.quote(str(run_dir))}",
+    ]
+
+
+def run_test(test: Test, display: Display) -> Outcome:
+    """Run ``test``: every phase, then judge and store it."""
+    cfg = test.spec
+    started = time.monotonic()
+    gone = [
+        *(str(p.pid) for p in cleanup.cleanup()),
+        *cleanup.cleanup_containers(),
+        *cleanup.cleanup_mounts(),
+    ]
+    if gone:
+        display.log(
+            f"cleaned up {len(gone)} processes/containers/mounts left by runs whose harness died"
+        )
+    archive = Path(cfg.runs_dir)
+    run_dir = new_run_dir(archive, cfg.name)
+    point_latest(archive, run_dir)
+    meta: dict[str, Any] = {
+        "config": cfg.to_json(),
+        "schedule_seed": test.schedule_seed,
+        "producer_seeds": test.producer_seeds,
+        "schedule": [a.to_json() for a in test.schedule],
+        "windows": dict(test.system.failpoints),  # what window coverage is measured against
+        "versions": _versions(),
+        "reproduce": repro_command(cfg, run_dir),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    write_json(run_dir / "test.json", meta)
+    display.console.print(f"run directory: {run_dir}")
+    display.console.print(f"fault schedule (seed {cfg.seed}): {len(test.schedule)} actions")
+    for line in describe(test.schedule):
+        display.console.print("  " + line)
+    procs.mark_children(run_dir, detached=cfg.leave_running)
+    history = HistoryWriter(run_dir / "history.jsonl")
+    teardown = Teardown(display)
+    teardown.push("close the history", history.close)
+    session = Session(test, run_dir, history, display, teardown)
+    left = None
+    try:
+        try:
+            reason = session.run()
+        finally:
+            teardown.run()
+        meta["took_s"] = round(time.monotonic() - started, 1)
+        meta["final_phase"] = reason or "caught up"
+        write_json(run_dir / "test.json", meta)
+        valid = _judge(run_dir, test, display)
+        _print_coverage(run_dir, meta, test, display)
+        point_latest(archive, run_dir)
+        if session.kept is not None:
+            left = session.kept.leave(run_dir, test.system.name, TOPIC)
+        else:
+            shutil.rmtree(run_dir / "work", ignore_errors=True)
+    finally:
+        if cfg.leave_running and left is None:  # an error or Ctrl-C: leave nothing behind
+            if session.kept is not None:
+                session.kept.stop()
+            cleanup.end_owned()  # detached children do not die with the harness
+            (run_dir / LEFT_RUNNING).unlink(missing_ok=True)
+    return Outcome(run_dir, valid, reason, time.monotonic() - started, left)
+
+
+def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Display) -> None:
+    from sealcheck.report.coverage import coverage, summary
+    from sealcheck.rundir.history import History, HistoryError
+
+    points = dict(test.system.failpoints) if "failpoint" in test.nemeses else {}
+    if not test.schedule:
+        return
+    try:
+        windows = coverage(meta, History.load(run_dir / "history.jsonl").ops)
+    except HistoryError as exc:
+        display.console.print(f"window coverage: unknown ({exc})")
+        return
+    for line in summary(windows, points):  # reached: only with evidence of the effect
+        display.console.print(line)
+
+
+def _judge(run_dir: Path, test: Test, display: Display) -> bool | None:
+    import polars as pl
+
+    from sealcheck.checkers import check_run
+    from sealcheck.checkers.result import verdict_text
+    from sealcheck.report.report import write_report
+    from sealcheck.rundir.archive import write_plain_report
+
+    display.update(phase="checking")
+    result = check_run(run_dir, list(test.checkers) or None)
+    write_json(run_dir / "results.json", result.to_json())
+    try:
+        write_report(run_dir)
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:  # inputs it cannot draw
+        word = verdict_text(result.valid).upper()
+        why = f"the full report could not be drawn ({type(exc).__name__}: {exc})"
+        write_plain_report(run_dir, word, [why])
+    return result.valid

@@ -1,0 +1,323 @@
+"""The supervisor: keeps one incarnation of the system under test running, restarting it
+whenever it exits, and records every start and exit (with its code and the failpoint that
+fired) in the history, with what the exit shows of its cause (:func:`exit_evidence`).
+
+Nemeses act on the running incarnation through :class:`SupervisedNode` (the ``pipeline`` role:
+kill, pause, resume — waiting for the next incarnation when between two; replace and release
+for zombie writers) and arm failpoints through :class:`FailpointFile` (the failpoint contract
+of ``sealcheck.systems.api``).
+
+A *zombie* is an incarnation the supervisor was told to give up on while it still runs
+(frozen): a new incarnation starts beside it at once, and the zombie's exit — when it is let go
+on and, if the system fences correctly, stops with "fenced" — is recorded like any other, with
+``"zombie": true``.
+
+Incarnations are spawned from the supervisor's own thread, which lives until :meth:`stop`
+(``PR_SET_PDEATHSIG`` fires when the forking thread exits; see :mod:`sealcheck.infra.procs`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sealcheck.infra.node import Incarnation
+from sealcheck.nemeses.effects import signal_name
+from sealcheck.rundir.history import HistoryWriter
+
+
+class FailpointFile:
+    """Failpoints armed through one file that every incarnation re-reads and removes as it
+    fires (:class:`sealcheck.nemeses.api.Failpoints`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def arm(self, spec: str) -> dict[str, Any]:
+        """Arm ``spec`` in the running incarnation (and the next, until it fires)."""
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(spec)
+        tmp.replace(self.path)
+        return {"armed": spec}
+
+    def disarm(self) -> bool:
+        """Remove the file; True if something was armed."""
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def armed(self) -> bool:
+        """Whether the file is still there (an incarnation removes it as it fires)."""
+        return self.path.exists()
+
+    def spec(self) -> str | None:
+        """What is armed now (None: nothing)."""
+        try:
+            return self.path.read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+
+def exit_evidence(code: int, log_text: str) -> dict[str, Any]:
+    """What an exit shows of the faults that caused it (``sealcheck.nemeses.effects``): ``signal``
+    (the
+    signal's name, when killed by one), ``fired`` (the last failpoint event the incarnation
+    logged: ``failpoint`` and ``action``, whatever the action) and ``last_event`` (the last
+    JSON event it logged, e.g. ``fenced``)."""
+    out: dict[str, Any] = {}
+    name = signal_name(code)
+    if name is not None:
+        out["signal"] = name
+    for line in log_text.splitlines():
+        if not line.startswith('{"') or '"event"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # the line being written when the process died
+        if not isinstance(event, dict) or "event" not in event:
+            continue
+        out["last_event"] = str(event["event"])
+        if event["event"] == "failpoint":
+            out["fired"] = {"failpoint": event.get("name"), "action": event.get("action")}
+    return out
+
+
+class Supervisor:
+    """Runs ``make(incarnation)`` again and again until stopped."""
+
+    def __init__(
+        self,
+        make: Callable[[int], Incarnation],
+        history: HistoryWriter,
+        failpoints: FailpointFile,
+        fired: Callable[[str], str | None],
+        restart_delay_s: float = 0.5,
+    ) -> None:
+        self._make, self.history, self.failpoints = make, history, failpoints
+        self._fired = fired
+        self.restart_delay_s = restart_delay_s
+        self._linger_s = 120.0  # how long the loop outlives stop() waiting for exits
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.current: Incarnation | None = None
+        self.incarnations = 0
+        self._changed = threading.Event()  # the current incarnation exited or was given up
+        self._exits: dict[int, int] = {}  # id(incarnation) -> exit code, once it exited
+        self._exited: dict[int, threading.Event] = {}
+        self._codes: list[int] = []  # exit codes of incarnations that were not zombies
+        self.zombies: list[Incarnation] = []  # given up, not yet let go
+        self._zombie_ids: set[int] = set()  # every incarnation ever given up
+        #: consecutive failures to start an incarnation (the backend refused, an image is
+        #: missing) before the supervisor gives up and says why in :attr:`start_error`
+        self.start_attempts = 3
+        self.start_error: str | None = None
+
+    def start(self) -> None:
+        """Start the supervising thread (and with it the first incarnation)."""
+        self._thread = threading.Thread(target=self._loop, name="supervisor", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 30.0) -> int | None:
+        """Stop restarting and stop the current incarnation and every zombie (SIGTERM, then
+        SIGKILL)."""
+        self._stopping.set()
+        self._changed.set()
+        code = None
+        with self._lock:
+            cur, zombies, self.zombies = self.current, list(self.zombies), []
+        for zombie in zombies:
+            zombie.resume()
+            zombie.stop(timeout_s)
+        if cur is not None:
+            code = cur.stop(timeout_s)
+        for proc in [*zombies, *([cur] if cur is not None else [])]:
+            exited = self._exited.get(id(proc))
+            if exited is not None:
+                exited.wait(5)  # its exit is in the history before the history closes
+        if self._thread is not None:
+            self._thread.join(timeout_s + 5)
+        return code
+
+    def _loop(self) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            n = self.incarnations
+            try:
+                proc = self._make(n)
+                proc.start()
+            except Exception as exc:  # recorded, tried again, then given up on (start_error)
+                failures += 1
+                why = f"{type(exc).__name__}: {exc}"[-2000:]
+                value = {"incarnation": n, "attempt": failures, "error": why}
+                self.history.append("supervisor", "info", "pipeline-start-failed", value)
+                if failures >= self.start_attempts:
+                    self.start_error = (
+                        f"incarnation {n} of the system under test could not be started "
+                        f"({failures} attempts); the last error: {why}"
+                    )
+                    break
+                if self._stopping.wait(min(10.0, self.restart_delay_s * 4**failures)):
+                    break
+                continue
+            failures = 0
+            with self._lock:
+                self.current, self.incarnations = proc, n + 1
+            self.history.append(
+                "supervisor",
+                "info",
+                "pipeline-start",
+                {"incarnation": n, "pid": proc.ident, "failpoints": self.failpoints.spec()},
+            )
+            self._exited[id(proc)] = exited = threading.Event()
+            watcher = threading.Thread(
+                target=self._watch, args=(n, proc, exited), name=f"exit-{n}", daemon=True
+            )
+            watcher.start()
+            self._changed.wait()  # it exited, was given up (a zombie now) or we stop
+            self._changed.clear()
+            if self._stopping.wait(self.restart_delay_s):
+                break
+        self._changed.set()
+        # Every incarnation was forked from this thread, and PR_SET_PDEATHSIG SIGKILLs it when
+        # this thread ends: live until stop() has seen each one exit (SIGTERM, then SIGKILL).
+        deadline = time.monotonic() + self._linger_s
+        for exited in list(self._exited.values()):
+            exited.wait(max(0.0, deadline - time.monotonic()))
+
+    def _watch(self, n: int, proc: Incarnation, exited: threading.Event) -> None:
+        code = proc.wait_exit()
+        self._exits[id(proc)] = code
+        if id(proc) not in self._zombie_ids:
+            self._codes.append(code)
+        with self._lock:
+            zombie = id(proc) in self._zombie_ids
+            current = proc is self.current
+        log = proc.log_text()
+        self.history.append(
+            "supervisor",
+            "info",
+            "pipeline-exit",
+            {
+                "incarnation": n,
+                "pid": proc.ident,
+                "code": code,
+                "failpoint": self._fired(log),
+                **({"zombie": True} if zombie else {}),
+                **exit_evidence(code, log),
+            },
+        )
+        exited.set()
+        if current:
+            self._changed.set()
+
+    def refusing(self, codes: frozenset[int], n: int) -> str:
+        """Non-empty (the codes, as text) when the last ``n`` exits of current incarnations
+        all had one of ``codes`` (the system says it cannot go on: waiting is pointless)."""
+        last = self._codes[-n:]
+        if len(last) < n or not codes or not all(c in codes for c in last):
+            return ""
+        return "exit codes " + ", ".join(map(str, last))
+
+    def give_up(self, proc: Incarnation) -> None:
+        """Treat ``proc`` (frozen by the caller) as a zombie and start the next incarnation
+        beside it."""
+        with self._lock:
+            if proc is not self.current:
+                return
+            self.zombies.append(proc)
+            self._zombie_ids.add(id(proc))
+            self.current = None
+        self._changed.set()
+
+    def let_go(self, wait_s: float) -> list[dict[str, Any]]:
+        """Thaw every zombie and wait up to ``wait_s`` for it to exit; kill one that did not.
+        Per zombie: its pid, exit code and whether it had to be killed."""
+        with self._lock:
+            zombies, self.zombies = list(self.zombies), []
+        out = []
+        for zombie in zombies:
+            zombie.resume()
+            exited = self._exited[id(zombie)]
+            killed = not exited.wait(wait_s)
+            if killed:
+                zombie.kill()
+                exited.wait(wait_s)
+            out.append(
+                {"zombie": zombie.ident, "code": self._exits.get(id(zombie)), "killed": killed}
+            )
+        return out
+
+    def running(self) -> Incarnation | None:
+        """The current incarnation if it is alive."""
+        with self._lock:
+            cur = self.current
+        return cur if cur is not None and cur.alive else None
+
+    def wait_running(self, timeout_s: float) -> Incarnation | None:
+        """Wait until an incarnation is alive; None on timeout."""
+        deadline = time.monotonic() + timeout_s
+        while (cur := self.running()) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return cur
+
+
+class SupervisedNode:
+    """The ``pipeline`` role as one node: whatever incarnation runs now. Kill and pause wait
+    up to ``wait_s`` for the next incarnation when between two, so the fault still happens;
+    starting is the supervisor's job (it restarts every incarnation that exits)."""
+
+    name = "pipeline"
+
+    def __init__(self, supervisor: Supervisor, wait_s: float = 15.0) -> None:
+        self.supervisor, self.wait_s = supervisor, wait_s
+        self._paused: Incarnation | None = None
+
+    @property
+    def alive(self) -> bool:
+        """Whether an incarnation runs."""
+        return self.supervisor.running() is not None
+
+    def start(self) -> None:
+        """Nothing: the supervisor restarts incarnations."""
+        return None
+
+    def kill(self) -> int | str | None:
+        """SIGKILL the running incarnation (driver and JVM)."""
+        cur = self.supervisor.wait_running(self.wait_s)
+        return cur.kill() if cur is not None else None
+
+    def pause(self) -> int | str | None:
+        """Freeze the running incarnation; returns once it is frozen."""
+        cur = self.supervisor.wait_running(self.wait_s)
+        if cur is None:
+            return None
+        self._paused = cur
+        return cur.pause()
+
+    def resume(self) -> int | str | None:
+        """Thaw the incarnation this node froze, if it still runs frozen."""
+        cur, self._paused = self._paused, None
+        return cur.resume() if cur is not None else None
+
+    def replace(self) -> int | str | None:
+        """Give up the running incarnation (stalled by the caller, e.g. at a failpoint) and
+        start a new one beside it: the old one is now a zombie, still holding whatever it had
+        in flight."""
+        cur = self.supervisor.running()
+        if cur is None:
+            return None
+        self.supervisor.give_up(cur)
+        return cur.ident
+
+    def release(self, wait_s: float = 20.0) -> list[dict[str, Any]]:
+        """Let every zombie go on, wait for it to exit (killing it after ``wait_s``)."""
+        return self.supervisor.let_go(wait_s)

@@ -1,0 +1,1 @@
+"""The shared vocabulary, lowest floor: what every other part of Sealcheck names."""

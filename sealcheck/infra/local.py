@@ -1,0 +1,242 @@
+"""The local backend (the embedded default): brokers as local processes, each incarnation of
+the system under test as a local process group. Its nodes are local processes: kill is
+SIGKILL to the group, pause SIGSTOP (returning once the kernel reports the process stopped),
+resume SIGCONT. It has no database server and cannot partition (every process shares the
+host's network namespace); nemeses that need either are refused before a run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sealcheck.infra import procs
+from sealcheck.infra.kafka_local import KafkaCluster, KafkaNode
+from sealcheck.infra.lazy_disk import LazyDisk
+from sealcheck.infra.node import Database, Launch, Node
+
+
+class LocalBroker:
+    """A local KRaft broker as a :class:`~sealcheck.infra.node.Node` (start waits until the cluster
+    sees it again)."""
+
+    def __init__(self, cluster: KafkaCluster, node: KafkaNode) -> None:
+        self.cluster, self.node = cluster, node
+        self._frozen = False
+
+    @property
+    def name(self) -> str:
+        """``kafka-<node id>``."""
+        return f"kafka-{self.node.node_id}"
+
+    @property
+    def ident(self) -> int | None:
+        """The broker's pid."""
+        return self.node.proc.pid if self.node.proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        """Whether its JVM runs (frozen counts)."""
+        return self.node.running
+
+    @property
+    def frozen(self) -> bool:
+        """Whether it is SIGSTOPped."""
+        return self._frozen and self.alive
+
+    def start(self) -> int | None:
+        """Start it again and wait (up to 60 s) until the cluster sees it."""
+        if self.alive:
+            return None
+        self.node.start()
+        self._frozen = False
+        self.cluster.wait_ready(60.0)
+        return self.ident
+
+    def kill(self) -> int | None:
+        """SIGKILL it."""
+        pid = self.ident if self.alive else None
+        self.node.kill()
+        return pid
+
+    def pause(self) -> int | None:
+        """SIGSTOP it (returns once the kernel reports it stopped)."""
+        if not self.alive:
+            return None
+        self.node.pause()
+        self._frozen = True
+        return self.ident
+
+    def resume(self) -> int | None:
+        """SIGCONT it if it is frozen."""
+        if not self.frozen:
+            return None
+        self.node.resume()
+        self._frozen = False
+        return self.ident
+
+    def log_text(self) -> str:
+        """Its log so far."""
+        try:
+            return self.node.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+class LocalProcess:
+    """One incarnation as a local process group (:class:`~sealcheck.infra.node.Incarnation`)."""
+
+    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], log: Path) -> None:
+        self.name, self.argv, self.env, self.log_path = name, list(argv), env, log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._frozen = False
+
+    @property
+    def ident(self) -> int | None:
+        """Its pid (None before start)."""
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        """Whether it runs (stopped counts)."""
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def frozen(self) -> bool:
+        """Whether it is SIGSTOPped."""
+        return self._frozen and self.alive
+
+    def start(self) -> int | None:
+        """Spawn it (its own session; it dies with the harness)."""
+        if self.alive:
+            return None
+        self.proc = procs.spawn(self.argv, self.log_path, env={**os.environ, **self.env})
+        return self.ident
+
+    def kill(self) -> int | None:
+        """SIGKILL the whole process group (the driver and its JVM)."""
+        if not self.alive or self.proc is None:
+            return None
+        procs.signal_group(self.proc, signal.SIGKILL)
+        return self.proc.pid
+
+    def pause(self) -> int | None:
+        """SIGSTOP the group; returns once the kernel reports it stopped."""
+        if not self.alive or self.proc is None:
+            return None
+        procs.pause(self.proc)
+        self._frozen = True
+        return self.proc.pid
+
+    def resume(self) -> int | None:
+        """SIGCONT the group if it is stopped."""
+        if not self.frozen or self.proc is None:
+            return None
+        procs.resume(self.proc)
+        self._frozen = False
+        return self.proc.pid
+
+    def wait_exit(self) -> int:
+        """Block until it exits; its exit code (negative: killed by that signal)."""
+        assert self.proc is not None, "start() first"
+        return self.proc.wait()
+
+    def stop(self, timeout_s: float = 30.0) -> int | None:
+        """SIGTERM, then SIGKILL after ``timeout_s``; the exit code."""
+        return procs.terminate(self.proc, timeout_s) if self.proc is not None else None
+
+    def log_text(self) -> str:
+        """Everything it logged so far."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+class LocalBackend:
+    """Kafka (1 or 3 local brokers) under ``work/``; incarnations as local processes."""
+
+    name: ClassVar[str] = "local"
+    capabilities: ClassVar[frozenset[str]] = frozenset({"broker-lazy-disk", "host-directory"})
+    runs_images: ClassVar[bool] = False
+
+    def __init__(self, brokers: int, work: Path, run_id: str = "") -> None:
+        self.cluster = KafkaCluster(work / "kafka", size=brokers)
+        self.brokers = [LocalBroker(self.cluster, n) for n in self.cluster.nodes]
+        self._disks: dict[str, LazyDisk] = {}
+
+    @property
+    def bootstrap(self) -> str:
+        """The brokers' client listeners."""
+        return self.cluster.bootstrap
+
+    def start(self, topic: str, partitions: int, lazy_brokers: bool = False) -> None:
+        """Start the brokers and create the topic (replicated on every broker). With
+        ``lazy_brokers`` each broker's log directory is a lazy mount over ``data-durable``
+        beside it, synced once the topic exists: a drop then loses what the run wrote, never
+        the broker's formatting."""
+        if lazy_brokers:
+            for broker in self.brokers:
+                node = broker.node
+                disk = LazyDisk(
+                    node.directory / "data-durable", node.data_dir, node.directory / "lazyfs.log"
+                )
+                self._disks[broker.name] = disk
+                disk.start()
+        self.cluster.start()
+        self.cluster.create_topic(topic, partitions, len(self.cluster.nodes))
+        for disk in self._disks.values():
+            disk.sync()
+
+    def disks(self) -> Mapping[str, Any]:
+        """The brokers' lazy disks by broker name (empty unless started lazy)."""
+        return dict(self._disks)
+
+    def nodes(self, role: str) -> Sequence[Node]:
+        """The brokers (``broker``); no other role runs here."""
+        return self.brokers if role == "broker" else []
+
+    def database(self) -> Database | None:
+        """None: the local backend has no database server."""
+        return None
+
+    def incarnation(
+        self, launch: Launch, name: str, log_path: Path, failpoint_file: Path
+    ) -> LocalProcess:
+        """``launch`` as a local process: its program and arguments, its environment plus
+        where its failpoint file is."""
+        env = {**launch.env, **launch.local_env, launch.failpoint_env: str(failpoint_file)}
+        return LocalProcess(name, [*launch.program, *launch.args], env, log_path)
+
+    def service(self, launch: Launch, name: str, log_path: Path) -> LocalProcess:
+        """``launch`` as a long-lived local process."""
+        env = {**launch.env, **launch.local_env}
+        return LocalProcess(name, [*launch.program, *launch.args], env, log_path)
+
+    def address(self, name: str) -> str:
+        """Every local process listens on loopback."""
+        return "127.0.0.1"
+
+    def partitions(self) -> None:
+        """None: local processes share the host's network namespace."""
+        return None
+
+    def stop(self, logs: Path) -> None:
+        """Stop the brokers and unmount their lazy disks; keep their logs."""
+        try:
+            self.cluster.stop()
+        finally:
+            for name, disk in self._disks.items():
+                try:
+                    disk.stop()
+                except Exception as exc:  # teardown goes on; Ctrl-C does not
+                    print(f"warning: unmounting {name}'s lazy disk: {exc}")
+                if disk.log.exists():
+                    shutil.copy(disk.log, logs / f"lazyfs-{name}.log")
+        for node in self.cluster.nodes:
+            if node.log_path.exists():
+                shutil.copy(node.log_path, logs / f"kafka-{node.node_id}.log")

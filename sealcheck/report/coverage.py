@@ -1,0 +1,168 @@
+"""Window coverage: which of the system's failure windows a run really reached.
+
+A window or fault counts as *reached* only with evidence of its effect
+(``sealcheck.nemeses.effects``):
+a failpoint is hit when an incarnation died there as its action does — the supervisor's
+``pipeline-exit`` op names the failpoint and the exit matches ``crash`` (SIGKILL); a kill when
+the incarnation it killed exited by SIGKILL; a power cut when it dropped un-fsynced bytes; and
+so on. An action that happened without that evidence is counted apart ("happened, no
+effect"), and so is one whose effect cannot be seen ("effect not observable"). Planned arming
+that never fired (disarmed and replaced by a kill) and actions that did not happen are
+*missed*. The windows a system has come from ``test.json``'s ``windows`` (its failpoints,
+written at the start of the run).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sealcheck.nemeses.effects import exit_matches, judge
+
+
+@dataclass(frozen=True)
+class Window:
+    """One failure window (a failpoint) or one kind of fault action: how often it was
+    planned, reached with evidence of its effect (``hit``), happened without an effect
+    (``no_effect``) or with an effect nobody can see (``unobserved``), and missed (planned but
+    replaced by a kill / not happened); ``evidence``: one example, a missing effect first."""
+
+    name: str
+    where: str
+    planned: int
+    hit: int
+    missed: int
+    no_effect: int = 0
+    unobserved: int = 0
+    evidence: str = ""
+
+
+@dataclass
+class _Tally:
+    planned: int = 0
+    hit: int = 0
+    missed: int = 0
+    no_effect: int = 0
+    unobserved: int = 0
+    evidence: str = ""
+
+    def add(self, happened: bool, bit: dict[str, Any] | None) -> None:
+        self.planned += 1
+        if not happened or bit is None:
+            self.missed += not happened
+            return
+        got = bit.get("effect")
+        self.hit += got is True
+        self.no_effect += got is False
+        self.unobserved += got is None
+        if got is not True or not self.evidence:
+            self.evidence = str(bit.get("evidence", ""))
+
+
+def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
+    """Every window of the system (failpoints first), then every other kind of planned action."""
+    schedule = meta.get("schedule", [])
+    settled = outcomes(ops)
+    exits = [o.get("value", {}) for o in ops if o.get("f") == "pipeline-exit"]
+    hit = Counter(
+        str(v["failpoint"])
+        for v in exits
+        if v.get("failpoint") and exit_matches("crash", v.get("code"))
+    )
+    after = _exits_after(ops)
+    points: dict[str, _Tally] = {}
+    others: dict[str, _Tally] = {}
+    for i, action in enumerate(schedule):
+        done = settled.get(i, {})
+        happened = done.get("outcome") == "happened"
+        bit = (
+            judge(str(action.get("f")), action.get("value", {}), done, after(i))
+            if happened
+            else None
+        )
+        point = action.get("value", {}).get("failpoint")
+        if action.get("f") == "arm-failpoint" and point:
+            points.setdefault(point, _Tally()).add(happened, bit)
+        elif action.get("f") not in ("heal",):
+            others.setdefault(f"{action['nemesis']}: {action['f']}", _Tally()).add(happened, bit)
+    windows: dict[str, str] = dict(meta.get("windows", {}))
+    for point in sorted(set(points) | set(hit)):
+        windows.setdefault(point, "")
+    out = []
+    for p, where in windows.items():
+        t = points.get(p, _Tally())
+        out.append(Window(p, where, t.planned, hit[p], t.missed, t.no_effect, 0, t.evidence))
+    out += [
+        Window(k, "", t.planned, t.hit, t.missed, t.no_effect, t.unobserved, t.evidence)
+        for k, t in sorted(others.items())
+    ]
+    return out
+
+
+def _exits_after(ops: list[dict[str, Any]]) -> Callable[[int], list[dict[str, Any]]]:
+    """For planned action ``i``: the supervisor's ``pipeline-exit`` values recorded after its
+    first op (its invoke), in order."""
+    first: dict[int, int] = {}
+    exits: list[tuple[int, dict[str, Any]]] = []
+    for n, op in enumerate(ops):
+        value = op.get("value")
+        if not isinstance(value, dict):
+            continue
+        if op.get("f") == "pipeline-exit":
+            exits.append((n, value))
+        elif op.get("process") == "nemesis" and isinstance(value.get("action"), int):
+            first.setdefault(value["action"], n)
+    starts = [n for n, _ in exits]
+
+    def after(i: int) -> list[dict[str, Any]]:
+        return [v for _, v in exits[bisect_left(starts, first.get(i, len(ops))) :]]
+
+    return after
+
+
+def outcomes(ops: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Per planned action (its index in the schedule), what finally happened: the value of
+    its last ``nemesis`` op that carries an ``outcome`` (a settled pending action's ``outcome``
+    op comes after its invoke)."""
+    out: dict[int, dict[str, Any]] = {}
+    for op in ops:
+        value = op.get("value")
+        if op.get("process") != "nemesis" or not isinstance(value, dict):
+            continue
+        if isinstance(value.get("action"), int) and "outcome" in value:
+            out[value["action"]] = value
+    return out
+
+
+def unreached(windows: list[Window], failpoints: dict[str, str]) -> list[str]:
+    """The system's failpoints that no incarnation died at (as the failpoint's action does)."""
+    return [w.name for w in windows if w.name in failpoints and w.hit == 0]
+
+
+def summary(windows: list[Window], failpoints: dict[str, str]) -> list[str]:
+    """The lines printed after the verdict: failpoints reached, then each other kind of
+    fault reached with evidence of its effect out of those planned."""
+    lines = []
+    if failpoints:
+        missed = unreached(windows, failpoints)
+        dud = [w.name for w in windows if w.name in failpoints and not w.hit and w.no_effect]
+        reached = len(failpoints) - len(missed)
+        line = f"window coverage: {reached}/{len(failpoints)} failpoints reached"
+        notes = [f"not reached: {', '.join(missed)}"] if missed else []
+        notes += [f"happened, no effect: {', '.join(dud)}"] if dud else []
+        lines.append(line + (f" ({'; '.join(notes)})" if notes else ""))
+    faults = []
+    for w in windows:
+        if w.name in failpoints or ": " not in w.name:
+            continue
+        extra = [f"{w.no_effect} happened, no effect"] if w.no_effect else []
+        extra += [f"{w.unobserved} effect not observable"] if w.unobserved else []
+        extra += [f"{w.missed} missed"] if w.missed else []
+        more = f" ({', '.join(extra)})" if extra else ""
+        faults.append(f"{w.name.partition(': ')[2]} {w.hit}/{w.planned}{more}")
+    if faults:
+        lines.append("window coverage: faults reached with evidence: " + ", ".join(faults))
+    return lines

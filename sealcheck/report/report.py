@@ -1,0 +1,287 @@
+"""``report.html``: one self-contained page per run (inline CSS and SVG, no scripts, no
+network), verdict first, rendered from ``templates/report.html.j2`` with autoescaping.
+
+Sections: the verdict and what it means; why; how to reproduce; the timeline on one time base
+(0 s = the run's start, the schedule's zero marked) with a legend: fault lanes, down-time,
+anomalies at their step, writes per second and each collection's upper; the anomalies with
+their context in words; the failing keys' story; checkers; inputs; seal lag; the fault
+schedule as planned versus what happened; the incarnations and their logs; micro-batches
+(Delta); window coverage; every file and log; config; versions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from sealcheck.report import chart
+from sealcheck.report.batches import batch_rows, step_labels, tables_of
+from sealcheck.report.coverage import coverage, outcomes
+from sealcheck.report.explain import context_lines, schedule_rows
+from sealcheck.report.story import stories
+from sealcheck.report.templating import render as render_template
+from sealcheck.report.timeline import build_timeline
+from sealcheck.rundir.archive import REJUDGING
+from sealcheck.rundir.history import History, HistoryError
+from sealcheck.rundir.judged import NOT_APPLICABLE, is_not_applicable, step_order
+
+if TYPE_CHECKING:
+    from sealcheck.checkers import RunData
+
+__all__ = ["COLORS", "MEANING", "WORDS", "outcomes", "render", "write_report"]
+
+COLORS = {True: "#1a7f37", False: "#cf222e", "unknown": "#9a6700", None: "#9a6700"}
+WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN", None: "UNKNOWN"}
+#: what each verdict means, in the banner (and in the README)
+MEANING = {
+    True: "Every checker passed on complete inputs: nothing acknowledged was lost, nothing "
+    "was invented, and every sealed step equals what the Kafka input implies.",
+    False: "A checker found a violation: the anomalies below are evidence of a bug (in the "
+    "system under test, or in Kafka's guarantees as configured).",
+    None: "Nothing was proved either way: an input was missing, truncated or stale, or a "
+    "checker could not run. The reasons are below; rerun or fix the inputs.",
+}
+#: the banner of a run whose verdict is being re-judged (``sealcheck check`` under way, or dead)
+REJUDGING_MEANING = (
+    "No verdict: `sealcheck check` started re-judging this run and has not finished; the older "
+    "verdict was withdrawn. If this stays, the check died: run it again."
+)
+SERIES = {"bindings": "#8250df", "data": "#0969da", "errors": "#bc4c00", "writes/s": "#1a7f37"}
+
+
+def _loaded(run_dir: Path) -> tuple[RunData, pl.DataFrame] | str:
+    """The run as the checkers read it and its binding ranges (for the seal lag and the keys'
+    story: read once), or why it cannot be read."""
+    try:
+        from sealcheck.checkers import load_run
+        from sealcheck.checkers.replay import binding_ranges
+
+        run = load_run(run_dir)
+        return run, binding_ranges(run.collection("bindings"), run.uppers.get("bindings", 0))
+    except Exception as exc:  # a report must render whatever the files hold
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, default=str)
+    return "" if value is None else str(value)
+
+
+def _files(run_dir: Path) -> list[dict[str, str]]:
+    out = []
+    for path in sorted([*run_dir.glob("*.json*"), *run_dir.glob("logs/*")]):
+        if path.is_file():
+            size = path.stat().st_size
+            out.append({"href": str(path.relative_to(run_dir)), "size": f"{size / 1024:.1f} KiB"})
+    return out
+
+
+def _anomalies(results: dict[str, Any], labels: dict[int, str]) -> list[dict[str, Any]]:
+    """Every example anomaly, the first wrong step first (then by checker; those without a
+    step last)."""
+    rows = []
+    for name, c in results.get("checkers", {}).items():
+        for a in c.get("anomalies", []):
+            step = a.get("step")
+            rows.append(
+                {
+                    **a,
+                    "checker": name,
+                    "step": f"{step} ({labels[step]})" if step in labels else _text(step),
+                    "raw_step": step,
+                    "expected": _text(a.get("expected")),
+                    "found": _text(a.get("found")),
+                    "lines": context_lines(a.get("context") or {}),
+                }
+            )
+    return sorted(rows, key=lambda r: step_order(r["raw_step"], r["checker"]))
+
+
+def steps_judged(results: dict[str, Any]) -> str:
+    """ "data 142/142, errors 142/142": sealed steps judged one by one / sealed, per collection
+    (``sealed_state``'s counts; empty when it did not run)."""
+    counts = (results.get("checkers", {}).get("sealed_state") or {}).get("counts") or {}
+    return ", ".join(
+        f"{c} {counts[f'{c}_steps_judged']:,}/{counts[f'{c}_steps_sealed']:,}"
+        for c in ("data", "errors")
+        if f"{c}_steps_judged" in counts and f"{c}_steps_sealed" in counts
+    )
+
+
+def _word(checker: dict[str, Any]) -> str:
+    """A checker's verdict as the report shows it."""
+    return (
+        "NOT APPLICABLE"
+        if is_not_applicable(checker)
+        else WORDS.get(checker.get("valid"), "UNKNOWN")
+    )
+
+
+def render(run_dir: Path) -> str:
+    """The report of a stored run as one HTML string."""
+    meta = _load(run_dir / "test.json")
+    results = _load(run_dir / "results.json")
+    try:
+        history = History.load(run_dir / "history.jsonl")
+        unreadable = ""
+    except HistoryError as exc:  # the same reader and the same message as the checkers
+        history, unreadable = History.empty(str(exc)), str(exc)
+    ops = history.ops
+    loaded = _loaded(run_dir)
+    try:
+        tl = build_timeline(history, None if isinstance(loaded, str) else loaded[1])
+    except HistoryError as exc:
+        tl, unreadable = build_timeline(History.empty(), None), str(exc)
+    valid = results.get("valid")
+    cfg = meta.get("config", {})
+    inputs = results.get("inputs") or {}
+    acks = inputs.get("acknowledged_writes") or {}
+    anomalies = _anomalies(results, step_labels(run_dir))
+    drawn = [{**a, "step": a["raw_step"]} for a in anomalies]
+    lanes, legend = chart.lanes(tl, drawn)
+    charts = [
+        chart.series(
+            tl,
+            "acknowledged writes per second",
+            "writes/s",
+            {"writes/s": list(tl.rate)},
+            SERIES,
+            step=False,
+        ),
+        chart.series(
+            tl,
+            "upper (sealed steps) per collection",
+            "step",
+            tl.uppers,
+            SERIES,
+            step=True,
+            anomalies=[a for a in drawn if a.get("collection") in ("data", None)],
+        ),
+    ]
+    told, story_why = stories(loaded, drawn) if drawn else ([], "no anomalies")
+    exits = [o for o in ops if o.get("f") == "pipeline-exit"]
+    batches = batch_rows(run_dir)
+    lag = tl.lag_s
+    return render_template(
+        "report.html.j2",
+        name=cfg.get("name", "run"),
+        seed=cfg.get("seed"),
+        system=cfg.get("system", "pipeline"),
+        word=WORDS[valid],
+        color=COLORS[valid],
+        meaning=REJUDGING_MEANING
+        if results.get(REJUDGING)
+        else MEANING[valid if valid in (True, False) else None],
+        run_dir=str(run_dir),
+        started=meta.get("started"),
+        took=meta.get("took_s"),
+        final_phase=meta.get("final_phase"),
+        bad=[
+            n
+            for n, c in results.get("checkers", {}).items()
+            if c.get("valid") is not True and not is_not_applicable(c)
+        ],
+        not_applicable=[n for n, c in results.get("checkers", {}).items() if is_not_applicable(c)],
+        not_applicable_word=NOT_APPLICABLE,
+        steps=steps_judged(results),
+        problems=[*inputs.get("problems", []), *([unreadable] if unreadable else [])],
+        reproduce=meta.get("reproduce", []),
+        faults_start=tl.faults_start_s,
+        legend=legend,
+        style=chart.STYLE,
+        symbol=chart.symbol,
+        lanes=lanes,
+        charts=charts,
+        anomalies=anomalies,
+        anomalies_more=_more(results),
+        stories=told,
+        story_why=story_why,
+        checkers=[
+            {
+                "name": n,
+                "word": _word(c),
+                "anomalies": _text(c.get("anomaly_counts") or "-"),
+                "counts": _text(c.get("counts")),
+                "error": c.get("error") or "",
+                "took": c.get("took_s", 0),
+            }
+            for n, c in results.get("checkers", {}).items()
+        ],
+        inputs=[
+            ("complete", "yes" if inputs.get("complete") else "no"),
+            ("acknowledged writes read / counted", f"{acks.get('read')} / {acks.get('written')}"),
+            *[("note", n) for n in inputs.get("notes", [])],
+        ],
+        lag=[f"{lag['p50']:.2f} s", f"{lag['p99']:.2f} s", f"{lag['max']:.2f} s", int(lag["count"])]
+        if lag.get("count")
+        else None,
+        schedule=schedule_rows(meta.get("schedule", []), ops, tl.faults_start_s),
+        exits=[_exit(run_dir, o) for o in exits],
+        fired=", ".join(
+            sorted(
+                {str(o["value"]["failpoint"]) for o in exits if o.get("value", {}).get("failpoint")}
+            )
+        ),
+        batches=None
+        if batches is None
+        else {
+            "rows": batches[0],
+            "counts": batches[1],
+            "header": [
+                "batch",
+                "planned",
+                "committed",
+                *[f"{t} versions" for t in tables_of(run_dir)],
+                "started by incarnation",
+                "note",
+            ],
+        },
+        windows=coverage(meta, ops),
+        files=_files(run_dir),
+        config=[(k, _text(v)) for k, v in sorted(cfg.items())],
+        versions=sorted(meta.get("versions", {}).items()),
+    )
+
+
+def _more(results: dict[str, Any]) -> str:
+    shown = sum(len(c.get("anomalies", [])) for c in results.get("checkers", {}).values())
+    total = sum(
+        sum((c.get("anomaly_counts") or {}).values()) for c in results.get("checkers", {}).values()
+    )
+    return (
+        f"{shown} examples shown of {total} anomalies (the counts are complete)"
+        if total > shown
+        else ""
+    )
+
+
+def _exit(run_dir: Path, op: dict[str, Any]) -> dict[str, Any]:
+    v = op.get("value") or {}
+    log = f"logs/pipeline-{v.get('incarnation')}.log"
+    return {
+        "incarnation": v.get("incarnation"),
+        "pid": v.get("pid"),
+        "at": f"{int(op.get('time', 0)) / 1e9:.1f} s",
+        "code": v.get("code"),
+        "failpoint": v.get("failpoint") or "",
+        "log": log if (run_dir / log).exists() else None,
+    }
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def write_report(run_dir: Path) -> Path:
+    """Write ``report.html`` into the run directory; return its path."""
+    path = run_dir / "report.html"
+    path.write_text(render(run_dir), encoding="utf-8")
+    return path

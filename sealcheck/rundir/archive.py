@@ -1,0 +1,154 @@
+"""The store of runs: ``store/<test-name>/<timestamp>/`` per run, ``store/latest`` pointing at
+the newest one.
+
+A run directory holds ``test.json`` (config, seed, schedule, versions, the command that
+repeats it), ``history.jsonl``, ``results.json``, ``report.html``, ``logs/`` (Kafka and
+each
+pipeline incarnation), ``topic.parquet`` (the topic dump) and ``persist/store.db`` (a copy of
+the persist store), so ``sealcheck check <dir>`` re-judges it offline.
+
+``results.json`` is the run's verdict and only a complete judgement writes it: while
+``sealcheck check`` re-judges a run it holds an UNKNOWN marker (:func:`mark_rejudging`), and a
+check of some checkers only writes :data:`PARTIAL` instead. :func:`verdict_reason` says why a
+verdict is UNKNOWN, for every listing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def new_run_dir(store: Path, name: str) -> Path:
+    """Create ``store/<name>/<timestamp>/`` (unique even within one second)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    base = store / name
+    base.mkdir(parents=True, exist_ok=True)
+    for n in range(1000):
+        run = base / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            run.mkdir()
+        except FileExistsError:
+            continue
+        (run / "logs").mkdir()
+        return run
+    raise RuntimeError(f"could not create a run directory under {base}")
+
+
+def point_latest(store: Path, run_dir: Path) -> None:
+    """Make ``store/latest`` a relative symlink to ``run_dir`` (atomically replaced)."""
+    link = store / "latest"
+    tmp = store / f".latest-{os.getpid()}"
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    tmp.symlink_to(run_dir.relative_to(store))
+    tmp.replace(link)
+
+
+def write_json(path: Path, doc: Any) -> None:
+    """Write JSON atomically (a reader never sees half a file)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+    tmp.replace(path)
+
+
+#: what ``sealcheck check --checker …`` writes: a check of some checkers, never the verdict
+PARTIAL = "partial-check.json"
+#: the key of ``results.json`` that marks a run as being re-judged (the check's start, UTC)
+REJUDGING = "rejudging"
+
+
+def verdict_reason(doc: Any) -> str | None:
+    """Why a ``results.json`` document is not VALID when no anomaly says so: a partial check
+    held where the verdict should be, else its first input problem, else the first checker
+    that is unknown with its error; None when it says nothing (or is not a document)."""
+    if not isinstance(doc, dict):
+        return None
+    if doc.get("partial"):
+        return "results.json holds a check of some checkers only, not the run's verdict"
+    inputs = doc.get("inputs")
+    problems = inputs.get("problems") if isinstance(inputs, dict) else None
+    if isinstance(problems, list) and problems:
+        return str(problems[0])
+    not_run = doc.get("not_run")
+    if isinstance(not_run, list) and not_run:
+        return f"not every checker ran ({', '.join(map(str, not_run))} did not): VALID needs all"
+    checkers = doc.get("checkers")
+    for name, c in (checkers if isinstance(checkers, dict) else {}).items():
+        if isinstance(c, dict) and c.get("valid") in ("unknown", None) and c.get("error"):
+            return f"{name}: {c['error']}"
+    return None
+
+
+def mark_rejudging(run_dir: Path) -> str:
+    """Replace the run's verdict (``results.json``, atomically) and ``report.html`` with
+    an
+    UNKNOWN marker saying a check is under way, before it judges: a check that dies leaves
+    UNKNOWN with this reason, never an older VALID. Returns the reason."""
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    why = (
+        f"being re-judged by `sealcheck check` since {since} (UTC); if this stays, the check "
+        "died: run it again"
+    )
+    inputs = {"complete": False, "problems": [why], "notes": []}
+    acks = {"read": None, "written": None}
+    doc = {"valid": "unknown", REJUDGING: since, "checkers": {}}
+    write_json(run_dir / "results.json", {**doc, "inputs": {**inputs, "acknowledged_writes": acks}})
+    write_plain_report(run_dir, "UNKNOWN", [why])
+    return why
+
+
+def write_plain_report(run_dir: Path, word: str, lines: list[str]) -> Path:
+    """Replace ``report.html`` (atomically) with a page holding only the verdict's word
+    and
+    ``lines``: while a check runs, or when the full report cannot be rendered."""
+    paragraphs = "".join(f'<p class="problem">{html.escape(line)}</p>\n' for line in lines)
+    page = (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{word}'
+        f'</title></head>\n<body><h1 id="verdict">{html.escape(word)}</h1>\n{paragraphs}'
+        "</body></html>\n"
+    )
+    path = run_dir / "report.html"
+    tmp = run_dir / "report.html.tmp"
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One stored run, for listings."""
+
+    path: Path
+    name: str
+    started: str
+    valid: Any  # True / False / "unknown" / None (no results: the run died)
+    seed: int | None
+    duration_s: float | None
+    #: why it is not VALID when no anomaly says so (:func:`verdict_reason`)
+    reason: str | None = None
+
+
+def list_runs(store: Path) -> list[RunSummary]:
+    """Every run under ``store``, newest first."""
+    runs: list[RunSummary] = []
+    if not store.exists():
+        return runs
+    for test in sorted(p for p in store.iterdir() if p.is_dir() and not p.is_symlink()):
+        for run in sorted(p for p in test.iterdir() if p.is_dir()):
+            valid, seed, took, reason = None, None, None, None
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                results = json.loads((run / "results.json").read_text())
+                valid, reason = results.get("valid"), verdict_reason(results)
+            with contextlib.suppress(OSError, ValueError):
+                meta = json.loads((run / "test.json").read_text())
+                seed = meta.get("config", {}).get("seed")
+                took = meta.get("took_s")
+            runs.append(RunSummary(run, test.name, run.name, valid, seed, took, reason))
+    return sorted(runs, key=lambda r: r.started, reverse=True)

@@ -1,0 +1,246 @@
+"""The files of a run directory that the checkers read, their formats, and proof that they
+are the ones the run produced.
+
+* ``topic.parquet``: the input topic as dumped (:class:`TopicRecord`, :func:`write_topic`).
+* ``persist/updates.parquet`` + ``persist/frontiers.json``: a system under test's persisted
+  output in one format whatever it is (:func:`write_export`), written by its descriptor's
+  export (``suts``) at the end of a run.
+* The *manifest*: rows and SHA-256 of each input file. The harness records it in the history's
+  final op (:data:`sealcheck.rundir.history.FINAL_OP`) right after the dumps; :func:`verify`
+  recomputes
+  it before anything is judged and names every file that no longer matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+TOPIC = "topic.parquet"
+UPDATES = "persist/updates.parquet"
+FRONTIERS = "persist/frontiers.json"
+#: Optional: the store read as of some sealed steps through a second path (``collection, ts,
+#: key, value``), for systems whose export offers one (the ``as_of`` checker).
+ASOF = "persist/asof.parquet"
+#: a micro-batch system's table versions per batch (optional; :func:`step_labels` reads it)
+VERSIONS = "persist/versions.json"
+#: the sealed steps the harness captured during the run (:mod:`sealcheck.rundir.captures`)
+CAPTURES = "captures.arrows"
+#: Every file a checker reads, relative to the run directory.
+INPUT_FILES = (TOPIC, UPDATES, FRONTIERS)
+#: Where an export keeps whatever else it copied of the store (e.g. a SQLite file): recorded
+#: too, so the export and the copy it was made beside are proven to be of one moment.
+PERSIST_DIR = "persist"
+
+
+@dataclass(frozen=True, order=True)
+class TopicRecord:
+    """One record of the dumped input topic."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+def write_topic(records: list[TopicRecord], path: Path) -> None:
+    """Write a topic dump as the checkers read it (``topic.parquet``: ``partition, offset,
+    key, value``; binary, null for a null key or a tombstone)."""
+    table = pa.table(
+        {
+            "partition": pa.array([r.partition for r in records], pa.int64()),
+            "offset": pa.array([r.offset for r in records], pa.int64()),
+            "key": pa.array([r.key for r in records], pa.binary()),
+            "value": pa.array([r.value for r in records], pa.binary()),
+        }
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+
+
+#: the columns of the export (and of the captured steps, :mod:`sealcheck.rundir.captures`)
+EXPORT_SCHEMA = pa.schema(
+    [
+        ("collection", pa.string()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("ts", pa.int64()),
+        ("diff", pa.int64()),
+    ]
+)
+
+
+def sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, in hex."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _rows(path: Path) -> int | None:
+    """Rows of a Parquet file or an Arrow IPC stream, entries of a JSON document; None for
+    other files and for a file that cannot be read as its suffix says (truncated, corrupt,
+    unreadable): the rows are for people, the SHA-256 is the proof."""
+    try:
+        if path.suffix == ".parquet":
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        if path.suffix == ".json":
+            doc = json.loads(path.read_text())
+            return len(doc) if isinstance(doc, dict | list) else 1
+        if path.suffix == ".arrows":  # an Arrow IPC stream (the captured steps)
+            with pa.OSFile(str(path), "rb") as source:
+                return int(pa.ipc.open_stream(source).read_all().num_rows)
+    except (OSError, ValueError, pa.ArrowException):  # ArrowInvalid is a ValueError too
+        return None
+    return None
+
+
+def why_unreadable(exc: BaseException) -> str:
+    """An exception met reading an input, as a short cause for a one-line message: its type
+    and its first line (a PermissionError, a truncated Parquet footer, bad JSON)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{type(exc).__name__}: {exc.strerror}"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first[:200]}" if first else type(exc).__name__
+
+
+def describe(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Rows, bytes and SHA-256 of the topic dump, the captured steps (when the system offers
+    them: :mod:`sealcheck.rundir.captures`) and every file of the export in ``run_dir`` (the
+    manifest
+    the history's final op records)."""
+    paths = [run_dir / TOPIC, run_dir / CAPTURES, *sorted((run_dir / PERSIST_DIR).glob("*"))]
+    out: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        if path.is_file() and not path.name.endswith(".tmp"):
+            rel = str(path.relative_to(run_dir))
+            out[rel] = {"rows": _rows(path), "bytes": path.stat().st_size, "sha256": sha256(path)}
+    return out
+
+
+def verify(run_dir: Path, recorded: dict[str, Any]) -> list[str]:
+    """Every recorded input that is missing, unreadable or differs now (empty: all match),
+    one line each naming the file; never raises for what the files hold."""
+    problems: list[str] = []
+    for rel, entry in sorted(recorded.items()):
+        want = entry if isinstance(entry, dict) else {}
+        path = run_dir / rel
+        if not path.exists():
+            problems.append(
+                f"{rel} is missing, but the history records it ({want.get('rows')} rows): "
+                "restore it from the run, or re-run the test"
+            )
+            continue
+        try:
+            have = sha256(path)
+        except OSError as exc:  # unreadable, or a directory where the file was
+            problems.append(
+                f"{rel} cannot be read ({why_unreadable(exc)}): make it readable or restore "
+                "it from the run, then check again"
+            )
+            continue
+        if have != want.get("sha256"):
+            rows, was = _rows(path), want.get("rows")
+            now = "not readable as its format now" if rows is None else f"{rows} rows now"
+            counts = f"; {now}, {was} rows recorded" if was is not None else ""
+            problems.append(
+                f"{rel} is not the file the run produced (SHA-256 {have[:12]}… now, "
+                f"{str(want.get('sha256'))[:12]}… recorded{counts}): judging it would judge "
+                "other data; restore the original or re-run the test"
+            )
+    return problems
+
+
+def write_export(
+    run_dir: Path,
+    frontiers: dict[str, dict[str, int]],
+    batches: Iterable[Sequence[tuple[Any, ...]]],
+) -> None:
+    """Write a system under test's persisted output into ``run_dir``: ``persist/updates.parquet``
+    from batches of ``(collection, key, value, ts, diff)`` rows (atomically replaced) and
+    ``persist/frontiers.json`` (``{collection: {"upper": u, "since": s}}``). Every export goes
+    through here, so the checkers read one format whatever the system under test."""
+    updates = run_dir / UPDATES
+    updates.parent.mkdir(parents=True, exist_ok=True)
+    tmp = updates.with_suffix(".parquet.tmp")
+    with pq.ParquetWriter(tmp, EXPORT_SCHEMA) as writer:
+        for rows in batches:
+            cols = list(zip(*rows, strict=True))
+            arrays = [pa.array(c) for c in cols]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=EXPORT_SCHEMA))
+    tmp.replace(updates)
+    (run_dir / FRONTIERS).write_text(json.dumps(frontiers, indent=1, sort_keys=True))
+
+
+def step_labels(run_dir: Path) -> dict[int, str]:
+    """Step -> "batch N: data v5, errors v5": the table versions that belong to each step,
+    from :data:`VERSIONS` (empty without it, or when it is not of that shape), for naming
+    them beside an anomaly's step."""
+    try:
+        doc = json.loads((run_dir / VERSIONS).read_text())
+        found: dict[int, list[str]] = defaultdict(list)
+        for table, vs in sorted(doc.get("tables", {}).items()):
+            for v, meta in sorted(vs.items(), key=lambda kv: int(kv[0])):
+                if meta.get("batch") is not None:
+                    found[int(meta["batch"])].append(f"{table} v{v}")
+    except (OSError, ValueError, TypeError, AttributeError):  # labels only: none is fine
+        return {}
+    return {b: f"batch {b}: " + ", ".join(names) for b, names in found.items()}
+
+
+def unlisted(run_dir: Path, recorded: dict[str, Any]) -> list[str]:
+    """The files of the export (``persist/*``) the manifest does not list: no checker reads
+    them (the manifest is the closed list of what may be judged)."""
+    found = sorted((run_dir / PERSIST_DIR).glob("*")) if (run_dir / PERSIST_DIR).is_dir() else []
+    rels = (str(p.relative_to(run_dir)) for p in found if not p.name.endswith(".tmp"))
+    return [rel for rel in rels if rel not in recorded]
+
+
+class InputFileError(ValueError):
+    """An input file cannot be read as its format says; the message is one line naming the
+    file, the cause and what to do."""
+
+
+def _bad(path: Path, cause: str) -> InputFileError:
+    return InputFileError(
+        f"{path}: {cause}: restore it from the run (or make it readable), or re-run the test"
+    )
+
+
+def check_parquet(path: Path, columns: Iterable[str] = ()) -> None:
+    """Raise :class:`InputFileError` unless ``path`` is a readable Parquet file (its footer
+    and schema: a truncated file fails here) holding ``columns``."""
+    try:
+        names = set(pq.read_schema(path).names)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise _bad(path, f"not a readable Parquet file ({why_unreadable(exc)})") from None
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise _bad(path, f"no column {', '.join(missing)} (it holds {', '.join(sorted(names))})")
+
+
+def read_frontiers(path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """The uppers and sinces of :data:`FRONTIERS` (``{collection: {"upper": u, "since": s}}``);
+    :class:`InputFileError` when it is unreadable, not JSON, or not of that shape."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError included
+        raise _bad(path, f"not a readable JSON document ({why_unreadable(exc)})") from None
+    if not isinstance(doc, dict):
+        raise _bad(path, f'a JSON {type(doc).__name__}, not {{collection: {{"upper": u, ...}}}}')
+    uppers: dict[str, int] = {}
+    sinces: dict[str, int] = {}
+    for name, f in doc.items():
+        for key, into in (("upper", uppers), ("since", sinces)):
+            value = f.get(key) if isinstance(f, dict) else None
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise _bad(path, f"{name}.{key} is {value!r}, not a whole number")
+            into[str(name)] = value
+    return uppers, sinces

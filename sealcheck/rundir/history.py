@@ -1,0 +1,396 @@
+"""The history of a run: JSON lines written by the harness as the run happens and read by
+the checkers, the report and the tests — one module, one writer, one reader (the format is in
+``docs/architecture.md``).
+
+Writing: :class:`HistoryWriter` appends one op per line, flushed to the kernel at once, so a
+harness killed mid-run leaves a history whose every complete line can be checked; the final op
+(:func:`record_inputs`) proves the history reached the end of the run.
+
+Reading: :meth:`History.load`. One behaviour on a bad line: a line that is not a JSON op, or
+whose ``index`` is not its line number minus one (a line cut out, repeated or overwritten), is
+a :class:`HistoryError` naming the file and the line. Only a torn *last* line — the line being
+written when the harness died — is tolerated; :attr:`History.torn_tail` reports it. Anything
+after the final op (lines, or a torn line) was written after the run ended: it is not read, and
+:attr:`History.after_final` counts its bytes, a problem that makes the verdict UNKNOWN.
+
+A history is *complete* when it reaches the harness's final operation (:data:`FINAL_OP`, the
+manifest of the inputs written after the dumps); :meth:`History.problems` says what is missing
+otherwise, and no verdict is valid while it says anything.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import polars as pl
+
+from sealcheck.rundir.lines import (
+    complete_prefix,
+    count_lines,
+    first_bad_json,
+    numbered_lines,
+    offset_after_line,
+)
+
+#: The op the harness writes last, after the topic dump and the store export: ``harness info
+#: inputs`` with the files the checkers read and how many writes were acknowledged.
+FINAL_OP = "inputs"
+#: harness ops that say the run cannot be judged, with their ``reason``: no incarnation of the
+#: system under test could be started; its store could not be exported
+NEVER_STARTED, EXPORT_FAILED = "never-started", "export-failed"
+
+#: The fields of ``value`` the checkers read from ``write`` ops (others are ignored). Keys and
+#: values are text when UTF-8, else hex in ``key_hex``/``value_hex``; null is null.
+WRITE_SCHEMA = pl.Schema(
+    [
+        ("index", pl.Int64()),
+        ("time", pl.Int64()),
+        ("process", pl.String()),
+        ("type", pl.String()),
+        ("f", pl.String()),
+        (
+            "value",
+            pl.Struct(
+                {
+                    "key": pl.String,
+                    "value": pl.String,
+                    "key_hex": pl.String,
+                    "value_hex": pl.String,
+                    "partition": pl.Int64,
+                    "offset": pl.Int64,
+                }
+            ),
+        ),
+    ]
+)
+
+BYTES_SCHEMA = pl.Schema(
+    {
+        "time": pl.Int64,
+        "partition": pl.Int64,
+        "offset": pl.Int64,
+        "key": pl.Binary,
+        "value": pl.Binary,
+    }
+)
+
+_WRITE = '"f": ?"write"'
+_INDEX = r'^\{"index": ?(\d{1,18}),'
+
+
+class HistoryError(ValueError):
+    """The history cannot be read as written; the message names the file and the line."""
+
+
+def _acked_writes(ops: pl.LazyFrame) -> pl.LazyFrame:
+    """The ``ok`` writes of parsed ops as ``time, partition, offset, key, value`` (bytes)."""
+    v = pl.col("value")
+    return ops.filter((pl.col("f") == "write") & (pl.col("type") == "ok")).select(
+        "time",
+        v.struct.field("partition"),
+        v.struct.field("offset"),
+        pl.coalesce(
+            v.struct.field("key_hex").str.decode("hex"),
+            v.struct.field("key").cast(pl.Binary),
+        ).alias("key"),
+        pl.coalesce(
+            v.struct.field("value_hex").str.decode("hex"),
+            v.struct.field("value").cast(pl.Binary),
+        ).alias("value"),
+    )
+
+
+@dataclass
+class History:
+    """Acknowledged writes as a frame of bytes, everything else as a list of ops.
+
+    ``acked`` (``time, partition, offset, key, value``) may be lazy: a loaded history is parsed
+    by polars when a checker first needs the writes, hashed as it streams by. ``lines`` counts
+    the complete lines read (None for a history built in memory); ``torn_tail`` the bytes of a
+    torn last line that was skipped; ``unusable`` says why there is no usable history.
+    """
+
+    acked: pl.DataFrame | pl.LazyFrame
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    path: Path | None = None
+    lines: int | None = None
+    torn_tail: int = 0
+    unusable: str | None = None
+    #: bytes after the final op (lines or a torn line): the file changed after the run ended
+    after_final: int = 0
+
+    @staticmethod
+    def empty(unusable: str | None = None) -> History:
+        """A history with no ops (``unusable``: why, e.g. the file does not exist)."""
+        return History(pl.DataFrame(schema=BYTES_SCHEMA), unusable=unusable)
+
+    @staticmethod
+    def load(path: Path) -> History:
+        """Read ``history.jsonl``: a :class:`HistoryError` names the first bad line; a torn
+        last line (a crashed harness) is skipped and reported in :attr:`torn_tail`; whatever
+        follows the final op is skipped and counted in :attr:`after_final`.
+
+        Writes (most of a history) are parsed by polars straight from the file, lazily; the
+        other ops are parsed with ``json`` now, to keep their full values. Every line's
+        ``index`` is checked against its line number in the same pass.
+        """
+        if not path.exists():
+            return History.empty(unusable=f"{path} does not exist")
+        size = path.stat().st_size
+        complete = complete_prefix(path)
+        if complete == 0:
+            return History(
+                pl.DataFrame(schema=BYTES_SCHEMA), [], path, 0, size, unusable=f"{path} is empty"
+            )
+        source: Path | io.BytesIO = path
+        if complete < size:  # torn last line: read only the complete prefix
+            with open(path, "rb") as fh:
+                source = io.BytesIO(fh.read(complete))
+        index = pl.col("line").str.extract(_INDEX, 1).cast(pl.Int64, strict=False)
+        bad = index.is_null() | (index != pl.col("n") - 1)
+        picked = (
+            numbered_lines(source)
+            .with_columns(bad.alias("bad"))
+            .filter(pl.col("bad") | ~pl.col("line").str.contains(_WRITE))
+            .collect(engine="streaming")
+        )
+        total = count_lines(path, complete)
+        ops: list[dict[str, Any]] = []
+        final_at: int | None = None  # line of the final op; what follows it is not the run's
+        for n, line, is_bad in zip(
+            picked["n"].to_list(), picked["line"].to_list(), picked["bad"].to_list(), strict=True
+        ):
+            try:
+                op = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if final_at is not None:
+                    break
+                raise HistoryError(
+                    f"{path} line {n}: not a JSON op ({exc}): {line[:80]!r}"
+                ) from None
+            if is_bad or not isinstance(op, dict):
+                if final_at is not None:
+                    break
+                raise HistoryError(
+                    f"{path} line {n}: expected op index {n - 1}, found "
+                    f"{op.get('index') if isinstance(op, dict) else op!r}: a line was cut out, "
+                    "repeated or overwritten here"
+                )
+            ops.append(op)
+            if _is_final(op):
+                final_at = n
+        if final_at is not None and (final_at < total or complete < size):
+            return _up_to_final(path, [op for op in ops if int(op["index"]) < final_at], final_at)
+        if isinstance(source, io.BytesIO):
+            parsed = pl.read_ndjson(source, schema=WRITE_SCHEMA).lazy()
+            acked: pl.DataFrame | pl.LazyFrame = _acked_writes(parsed).collect()
+        else:
+            acked = _acked_writes(pl.scan_ndjson(path, schema=WRITE_SCHEMA))
+        return History(acked, ops, path, total, size - complete)
+
+    def collect(self, query: pl.LazyFrame) -> pl.DataFrame:
+        """Collect a query over :attr:`acked`; a write line polars cannot parse becomes a
+        :class:`HistoryError` naming its line."""
+        try:
+            return query.collect(engine="streaming")
+        except pl.exceptions.PolarsError as exc:
+            if self.path is None:
+                raise
+            n, why = first_bad_json(self.path)
+            raise HistoryError(f"{self.path} line {n}: {why}; polars said: {exc}") from None
+
+    def final(self) -> dict[str, Any] | None:
+        """The harness's final op (:data:`FINAL_OP`), if the history reaches it."""
+        found: dict[str, Any]
+        for found in reversed(self.ops):
+            if _is_final(found):
+                return found
+        return None
+
+    def harness_failures(self) -> list[str]:
+        """Why the harness could not drive the run (:data:`NEVER_STARTED`,
+        :data:`EXPORT_FAILED` ops), each as a problem that makes the verdict UNKNOWN."""
+        return [
+            f"{op['value'].get('reason')}: the system's output cannot be judged"
+            for op in self.ops
+            if op.get("process") == "harness"
+            and op.get("f") in (NEVER_STARTED, EXPORT_FAILED)
+            and isinstance(op.get("value"), dict)
+        ]
+
+    def problems(self) -> list[str]:
+        """Why this history cannot be trusted to be complete (empty: it can)."""
+        if self.unusable is not None:
+            return [
+                f"no usable history ({self.unusable}): acknowledged writes and observed "
+                "uppers cannot be judged"
+            ]
+        failed = self.harness_failures()
+        where = f"{self.path}" if self.path is not None else "the history"
+        if self.after_final:
+            changed = (
+                f"{where}: {self.after_final:,} bytes after the final op: the file changed "
+                "after the run ended; restore it from the run, or re-run the test"
+            )
+            failed = [changed, *failed]
+        if self.final() is not None or failed:
+            return failed
+        last = self.ops[-1] if self.ops else None
+        said = (
+            f"its last non-write op is #{last.get('index')} {last.get('process')} "
+            f"{last.get('f')} at {int(last.get('time', 0)) / 1e9:.1f}s"
+            if last
+            else "it holds no op but writes"
+        )
+        return [
+            f"{where} ends after {self.lines if self.lines is not None else '?'} lines without "
+            f"the harness's final {FINAL_OP!r} op ({said}): the run did not finish or the file "
+            "was cut, so writes acknowledged after its end and the final state cannot be "
+            "judged"
+        ]
+
+    def written_acks(self) -> int | None:
+        """How many writes the harness counted as acknowledged (from the final op)."""
+        final = self.final()
+        if final is None:
+            return None
+        writes = (final.get("value") or {}).get("writes") or {}
+        ok = writes.get("ok")
+        return int(ok) if isinstance(ok, int) else None
+
+    def seal_times(self) -> tuple[list[int], list[int]]:
+        """Observed ``data`` uppers over time: (times, uppers), in history order."""
+        times, uppers = [], []
+        for op in self.observations():
+            times.append(int(op["time"]))
+            uppers.append(int(op["value"].get("data", 0)))
+        return times, uppers
+
+    def observations(self) -> Iterator[dict[str, Any]]:
+        """The observer's ``uppers`` ops, in history order."""
+        for op in self.ops:
+            if op.get("f") == "uppers" and isinstance(op.get("value"), dict):
+                yield op
+
+    def context_for_step(self, step: int | None) -> dict[str, Any]:
+        """The last nemesis op and pipeline start before ``step`` was first seen sealed."""
+        times, uppers = self.seal_times()
+        when: int | None = None
+        if step is not None:
+            for t, u in zip(times, uppers, strict=True):
+                if u > step:
+                    when = t
+                    break
+        out: dict[str, Any] = {}
+        if when is not None:
+            out["sealed_by_ns"] = when
+        return {**out, **self.context_at(when)}
+
+    def context_at(self, when: int | None) -> dict[str, Any]:
+        """The last nemesis op, pipeline start and pipeline exit at or before ``when`` (ns on
+        the history's clock; None: the end of the history)."""
+        out: dict[str, Any] = {}
+        limit = when if when is not None else 1 << 62
+        for op in self.ops:
+            if int(op.get("time", 0)) > limit:
+                break
+            if op.get("process") == "nemesis":
+                out["last_nemesis"] = _brief(op)
+            elif op.get("f") in ("pipeline-start", "pipeline-exit"):
+                out[f"last_{op['f'].replace('-', '_')}"] = _brief(op)
+        return out
+
+
+def _is_final(op: dict[str, Any]) -> bool:
+    return op.get("process") == "harness" and op.get("f") == FINAL_OP
+
+
+def _up_to_final(path: Path, ops: list[dict[str, Any]], final_at: int) -> History:
+    """The history up to its final op (line ``final_at``), with :attr:`History.after_final`
+    the bytes that follow it: lines (or a torn line) appended after the run ended."""
+    keep = offset_after_line(path, final_at)
+    with open(path, "rb") as fh:
+        prefix = fh.read(keep)
+        after = fh.seek(0, io.SEEK_END) - keep
+    parsed = pl.read_ndjson(io.BytesIO(prefix), schema=WRITE_SCHEMA).lazy()
+    acked = _acked_writes(parsed).collect()
+    return History(acked, ops, path, final_at, 0, after_final=after)
+
+
+def _brief(op: dict[str, Any]) -> dict[str, Any]:
+    return {k: op.get(k) for k in ("index", "time", "type", "f", "value")}
+
+
+def encode_bytes(name: str, raw: bytes | None) -> dict[str, str | None]:
+    """``{name: text}`` for UTF-8 bytes (or null), ``{name_hex: hex}`` otherwise."""
+    if raw is None:
+        return {name: None}
+    try:
+        return {name: raw.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {f"{name}_hex": raw.hex()}
+
+
+class HistoryWriter:
+    """Appends ops to ``history.jsonl``; safe to call from any thread."""
+
+    def __init__(self, path: Path, clock: Any = time.monotonic_ns) -> None:
+        self.path = path
+        self._clock = clock
+        self._start = clock()
+        self._lock = threading.Lock()
+        self._index = 0
+        self._fh: TextIO | None = open(path, "a", encoding="utf-8")  # noqa: SIM115 - long-lived
+        #: ops written, per ``(f, type)`` (for progress displays)
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def now_ns(self) -> int:
+        """Nanoseconds since the history started."""
+        return int(self._clock() - self._start)
+
+    def append(self, process: str, type_: str, f: str, value: Any = None) -> dict[str, Any]:
+        """Write one op now and return it (with its ``index`` and ``time``)."""
+        with self._lock:
+            op = {
+                "index": self._index,
+                "time": self.now_ns(),
+                "process": process,
+                "type": type_,
+                "f": f,
+                "value": value,
+            }
+            if self._fh is None:
+                raise ValueError(f"history {self.path} is closed; op {op!r} was not written")
+            self._fh.write(json.dumps(op, separators=(",", ":")) + "\n")
+            self._fh.flush()
+            self._index += 1
+            self.counts[(f, type_)] += 1
+            return op
+
+    def close(self) -> None:
+        """Flush and close (idempotent)."""
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
+
+
+def record_inputs(history: HistoryWriter, run_dir: Path) -> dict[str, Any]:
+    """Write the history's final op: rows and SHA-256 of every input file the checkers will
+    read (:func:`sealcheck.rundir.files.describe`) and how many writes were sent, acknowledged,
+    left uncertain and failed. Called once the topic is dumped and the store exported; a
+    history without it is judged incomplete."""
+    from sealcheck.rundir.files import describe
+
+    writes = {t: history.counts[("write", t)] for t in ("invoke", "ok", "info", "fail")}
+    return history.append(
+        "harness", "info", FINAL_OP, {"files": describe(run_dir), "writes": writes}
+    )

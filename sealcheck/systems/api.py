@@ -1,0 +1,217 @@
+"""The system-under-test descriptor: everything the harness needs to know of a system it tests,
+in one small protocol, so any system can be tested without the harness naming it.
+
+A descriptor (:class:`SystemUnderTest`) says which failpoints the system has and how to arm
+them, which deliberately broken variants it offers, and how to *deploy* it on a backend for one
+run (:meth:`SystemUnderTest.deploy`). A deployment (:class:`Deployment`) says how to start an
+incarnation (:class:`sealcheck.infra.node.Launch`: a local command or a container image), how far
+the
+system has sealed (its uppers; whether it covers the log end), and how to *export* its
+persisted output into the checkers' format (``sealcheck.rundir.files``: collections of ``(key,
+value,
+ts, diff)`` updates with their uppers — ``bindings``, ``data``, ``errors``).
+
+The failpoint contract: an incarnation reads the file named by the environment variable in
+:attr:`sealcheck.infra.node.Launch.failpoint_env` whenever it changes, arms the ``name=crash@1``
+spec it
+holds, and removes the file just before crashing there; it logs the firing so that
+:meth:`SystemUnderTest.fired_failpoint` can find it in its log.
+
+Adding a system under test is one package under ``suts/`` plus one line in
+:data:`sealcheck.systems.registry.SYSTEMS` (``docs/contributing.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from sealcheck.infra.node import Backend, Launch, Node
+from sealcheck.rundir.captures import Capture
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run asks of its system under test."""
+
+    topic: str
+    max_records_per_step: int
+    retain_steps: int
+    compact_every: int
+    broken: str | None = None
+    #: where the system's Spark driver runs: ``connect`` (a long-lived Spark Connect server
+    #: per run, the default), ``local`` (inside each incarnation) or ``cluster`` (as with
+    #: ``connect``, or inside each incarnation for a system without a server, submitting to
+    #: the run's Spark standalone cluster: :mod:`sealcheck.systems.spark_cluster`)
+    spark: str = "connect"
+    #: keep the store on a filesystem that can lose un-fsynced writes (capability
+    #: ``lazy-disk``; asked for when a nemesis needs it)
+    lazy_store: bool = False
+
+
+class Disk(Protocol):
+    """A filesystem of the run that can lose what was written but not fsynced
+    (:class:`sealcheck.infra.lazy_disk.LazyDisk`)."""
+
+    def drop(self) -> dict[str, Any]:
+        """Lose every un-fsynced write now; ``dropped``: files and bytes lost."""
+
+    def counters(self) -> dict[str, Any]:
+        """What is un-fsynced now, and what was dropped so far."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a system has sealed: its uppers and the offsets bound by its last sealed step."""
+
+    uppers: dict[str, int]
+    bound: dict[int, int]
+
+    def covers(self, log_end: dict[int, int]) -> bool:
+        """True when data and errors are sealed through a step whose bindings reach
+        ``log_end`` (``bound``: the bindings of the step below the lower of the two uppers)."""
+        t = min(self.uppers.get("data", 0), self.uppers.get("errors", self.uppers.get("data", 0)))
+        wanted = {p: o for p, o in log_end.items() if o > 0}
+        return t > 0 and all(self.bound.get(p, 0) >= o for p, o in wanted.items())
+
+
+class Deployment(Protocol):
+    """One system under test deployed on one backend for one run."""
+
+    @property
+    def store(self) -> str:
+        """Where its persisted state lives, as the host reaches it (for people and logs)."""
+
+    def start(self) -> None:
+        """Start what the system needs beside its incarnations (e.g. a Spark server) and wait
+        until it serves; nothing for a system that needs nothing."""
+
+    def stop(self) -> None:
+        """Stop what :meth:`start` started (teardown: keeps going past errors)."""
+
+    def launch(self, incarnation: int) -> Launch:
+        """How to start incarnation ``incarnation`` (0, 1, …)."""
+
+    def uppers(self) -> dict[str, int] | None:
+        """Its collections' uppers now (cheap: sampled 4 times a second); None while the store
+        does not exist yet or cannot be reached."""
+
+    def progress(self) -> Progress | None:
+        """Its uppers and last sealed bindings (None while unreachable)."""
+
+    def export(self, run_dir: Path) -> None:
+        """Write its persisted output into ``run_dir`` in the checkers' format
+        (:func:`sealcheck.rundir.files.write_export`), plus whatever raw copy helps a
+        post-mortem."""
+
+    def disks(self) -> Mapping[str, Disk]:
+        """Its lazy filesystems by name (``store``), when ``Settings.lazy_store`` asked for
+        one; empty otherwise."""
+
+    def nodes(self, role: str) -> Sequence[Node]:
+        """Nodes of its own that nemeses act on by role (``spark-worker``, ``spark-executor``
+        of a Spark cluster); empty for roles it has none of."""
+
+
+@runtime_checkable
+class CapturesSteps(Protocol):
+    """A deployment whose store merges sealed steps (compaction) offers this too, so that
+    every sealed step is judged one by one: the harness calls :meth:`capture` right after it
+    observes an upper advance, before compaction can reach the new steps
+    (:mod:`sealcheck.rundir.captures`). A deployment whose export keeps every step apart (the
+    delta-streaming job: Delta's change data feed keeps every version) does not need it."""
+
+    def capture(self, since_captured: dict[str, int]) -> Capture | None:
+        """Read-only, in one consistent read of the store: the updates of every collection
+        from step ``since_captured[c]`` (0 when absent) to its upper now, as far as
+        compaction has not merged them (:func:`sealcheck.rundir.captures.plan`). None when the store
+        cannot be read now (the harness tries again at its next sample)."""
+
+
+class SystemUnderTest(Protocol):
+    """A system Sealcheck can test (registered in :data:`sealcheck.systems.registry.SYSTEMS`)."""
+
+    @property
+    def name(self) -> str:
+        """Its registry name (``--system``)."""
+
+    @property
+    def failpoints(self) -> Mapping[str, str]:
+        """Its failpoints: name -> where it sits (empty: the ``failpoint`` nemesis is refused)."""
+
+    @property
+    def startup_failpoints(self) -> frozenset[str]:
+        """Failpoints passed only while an incarnation starts."""
+
+    @property
+    def late_failpoints(self) -> frozenset[str]:
+        """Failpoints passed only once the system has run a while (planned late)."""
+
+    @property
+    def commit_failpoints(self) -> tuple[str, ...]:
+        """Failpoints right after a durable write returned (``error`` there: a write that
+        happened but reported failure; the ``indeterminate`` nemesis)."""
+
+    @property
+    def stall_failpoint(self) -> str | None:
+        """A failpoint right before a write (a ``sleep`` there makes a zombie writer)."""
+
+    @property
+    def refusal_exit_codes(self) -> frozenset[int]:
+        """Exit codes that mean "this store cannot be resumed": after a few in a row the
+        harness stops waiting for the system to catch up."""
+
+    @property
+    def broken_modes(self) -> Mapping[str, str]:
+        """Deliberately wrong variants (``--broken``): name -> what it does wrong."""
+
+    @property
+    def harmless_modes(self) -> frozenset[str]:
+        """Broken modes that look wrong but are right (e.g. a MERGE replayed without
+        idempotent-write identifiers, which changes nothing): the self-test expects them
+        valid, like the correct system."""
+
+    @property
+    def run_defaults(self) -> Mapping[str, Any]:
+        """Run settings (``sealcheck.harness.run.config.TestConfig`` names) this system needs other
+        than the
+        harness's defaults, used where the user's config does not set them — e.g. a system
+        that needs 15 s to come back from a crash wants faults further apart."""
+
+    @property
+    def requires(self) -> frozenset[str]:
+        """Backend capabilities it needs on every backend
+        (``sealcheck.infra.node.CAPABILITIES``)."""
+
+    def offers(self, backend: str) -> frozenset[str]:
+        """Capabilities it brings itself on ``backend`` (``failpoints``, ``lazy-disk``)."""
+
+    def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> Deployment:
+        """Prepare one run on ``backend`` (a store, an image); ``work`` is scratch space,
+        ``logs`` where its services' logs go."""
+
+    def fired_failpoint(self, log_text: str) -> str | None:
+        """The failpoint an incarnation's log says fired last (None: none)."""
+
+    def images(self) -> Sequence[Callable[[], str]]:
+        """Builders of the container images it needs (``sealcheck setup --images``)."""
+
+
+def crash_failpoint(log_text: str) -> str | None:
+    """The failpoint the last ``{"event": "failpoint", "action": "crash"}`` line of an
+    incarnation's log names (None: none) — the failpoint contract's log line, for descriptors'
+    :meth:`SystemUnderTest.fired_failpoint`."""
+    import json
+
+    fired = None
+    for line in log_text.splitlines():
+        if line.startswith('{"') and '"event": "failpoint"' in line:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # the line being written when the process was killed
+            if event.get("action") == "crash":
+                fired = str(event.get("name"))
+    return fired

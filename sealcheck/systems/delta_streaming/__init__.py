@@ -1,0 +1,198 @@
+"""A Spark Structured Streaming job writing Delta Lake (``delta_job/``) as a system under test:
+``--system delta-streaming``.
+
+* Store: a directory under the run's ``work/`` holding the query's checkpoint and the two Delta
+  tables; incarnations and the harness share it (capability ``host-directory``: locally the
+  same directory, in containers bind-mounted at the same path).
+* Incarnation: ``python -m delta_job`` with its own Spark driver, as the job runs in
+  production (a driver outside the incarnation would outlive a kill, and a killed driver is
+  the fault that matters), Spark's Kafka connector and Delta on its classpath; in containers
+  the ``sealcheck-delta-job`` image (:mod:`sealcheck.systems.delta_streaming.image`). The driver
+  runs in
+  local mode, or with ``--spark cluster`` submits to the run's Spark standalone cluster
+  (:mod:`sealcheck.systems.spark_cluster`: workers of the job's image, the job's directory mounted
+  at the
+  same path, since executors write the tables' files); ``connect`` and ``local`` both mean
+  local mode.
+* Failpoints: :data:`sealcheck_delta_streaming.failpoints.FAILPOINTS`, armed through the failpoint
+file.
+* Variants: :data:`sealcheck_delta_streaming.variants.VARIANTS` (``--broken NAME``).
+* Progress and export: the checkpoint and the Delta logs read as files
+  (:mod:`sealcheck.systems.delta_streaming.layout`), the change data feed through delta-rs
+  (:mod:`sealcheck.systems.delta_streaming.export`), never through Spark.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sealcheck.infra.node import Backend, Launch, Node
+from sealcheck.systems.api import Disk, Progress, Settings, crash_failpoint
+from sealcheck.systems.delta_streaming import layout
+from sealcheck.systems.spark_cluster import SparkCluster
+from sealcheck_delta_streaming.failpoints import FAILPOINTS, FILE_ENV_VAR
+from sealcheck_delta_streaming.variants import VARIANTS
+
+#: The job's name for its transactions (Delta's ``txnAppId``).
+APP_ID = "sealcheck-delta-streaming"
+
+
+class DeltaStreaming:
+    """The descriptor of the Structured Streaming + Delta job."""
+
+    name = "delta-streaming"
+    failpoints: Mapping[str, str] = FAILPOINTS
+    startup_failpoints = frozenset({"start.before_query"})
+    late_failpoints: frozenset[str] = frozenset()
+    #: right after the data table's commit returned (``error`` there: a commit that happened
+    #: but whose batch fails, so Spark runs it again)
+    commit_failpoints = ("batch.between_commits",)
+    stall_failpoint = "batch.before_merge"
+    refusal_exit_codes: frozenset[int] = frozenset()
+    broken_modes: Mapping[str, str] = {name: v[0] for name, v in VARIANTS.items()}
+    #: a replayed MERGE of the same winners changes no row (docs/architecture.md)
+    harmless_modes = frozenset({"no-idempotent-writes"})
+    requires = frozenset({"host-directory"})
+    #: A killed driver is back after a JVM start, Spark, Delta and a first MERGE (~40 s on
+    #: 2 cores with a backlog, against ~2.7 s for the pipeline: bench/sut_compare.py), and a
+    #: MERGE costs seconds whatever its size: faults 45 s apart (a window outlasts a
+    #: recovery, so the next fault hits a working job), batches of up to 20,000 records,
+    #: more time to catch up.
+    run_defaults: Mapping[str, Any] = {
+        "nemesis_interval_s": 45.0,
+        "duration_s": 180.0,
+        "max_records_per_step": 20_000,
+        "final_timeout_s": 300.0,
+    }
+
+    def offers(self, backend: str) -> frozenset[str]:
+        """Failpoints and a Spark standalone cluster (on every backend that can run it)."""
+        return frozenset({"failpoints", "spark-cluster"})
+
+    def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
+        """The job's directory under ``work`` (and the cluster, with ``--spark cluster``)."""
+        return JobDeployment(backend, settings, work, logs)
+
+    def fired_failpoint(self, log_text: str) -> str | None:
+        """The last ``{"event": "failpoint", "action": "crash"}`` line's failpoint."""
+        return crash_failpoint(log_text)
+
+    def images(self) -> Sequence[Callable[[], str]]:
+        """The job's image (on top of the pipeline's)."""
+        from sealcheck.systems.delta_streaming.image import delta_job_image
+
+        return [delta_job_image]
+
+
+class JobDeployment:
+    """The job on one backend for one run (:class:`sealcheck.systems.api.Deployment`)."""
+
+    def __init__(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> None:
+        from sealcheck.systems.delta_streaming.image import delta_job_image
+
+        self.backend, self.settings = backend, settings
+        self.root = (work / "delta-job").resolve()  # a bind mount needs an absolute path
+        self.cluster = (
+            SparkCluster(backend, logs, shared=(str(self.root),), image=delta_job_image)
+            if settings.spark == "cluster"
+            else None
+        )
+
+    @property
+    def store(self) -> str:
+        """The job's directory (checkpoint and tables)."""
+        return str(self.root)
+
+    def start(self) -> None:
+        """The job's directory; the cluster (``--spark cluster``)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.cluster is not None:
+            self.cluster.start()
+
+    def stop(self) -> None:
+        """Stop the cluster (``--spark cluster``)."""
+        if self.cluster is not None:
+            self.cluster.stop()
+
+    def disks(self) -> Mapping[str, Disk]:
+        """None: the job keeps no store on a lazy disk."""
+        return {}
+
+    def nodes(self, role: str) -> Sequence[Node]:
+        """The Spark cluster's ``spark-worker`` and ``spark-executor`` nodes (``--spark
+        cluster``); nothing otherwise (the driver runs inside each incarnation)."""
+        return self.cluster.nodes(role) if self.cluster is not None else []
+
+    def launch(self, incarnation: int) -> Launch:
+        """``python -m delta_job`` with the run's settings."""
+        from sealcheck.infra.jars import delta_jars, spark_connector_jars
+
+        s = self.settings
+        args = [
+            "--bootstrap",
+            self.backend.bootstrap,
+            "--topic",
+            s.topic,
+            "--dir",
+            str(self.root),
+            "--max-offsets-per-trigger",
+            str(s.max_records_per_step),
+            "--app-id",
+            APP_ID,
+        ]
+        if s.broken:
+            args += ["--variant", s.broken]
+        if self.cluster is not None:
+            args += ["--master", self.cluster.url]
+        from sealcheck.systems.delta_streaming.image import delta_job_image
+
+        jars = ":".join(str(p) for p in [*spark_connector_jars(), *delta_jars()])
+        return Launch(
+            program=(sys.executable, "-m", "sealcheck_delta_streaming"),
+            args=tuple(args),
+            env={"PYTHONUNBUFFERED": "1"},
+            local_env={"SEALCHECK_SPARK_JARS": jars, "SPARK_LOCAL_IP": "127.0.0.1"},
+            image=delta_job_image,
+            failpoint_env=FILE_ENV_VAR,
+            shared=(str(self.root),),
+        )
+
+    def uppers(self) -> dict[str, int] | None:
+        """The checkpoint's and the tables' uppers (None before the job wrote anything)."""
+        try:
+            return layout.uppers(self.root)
+        except (OSError, ValueError):
+            return None  # a file being replaced as it was read: the next sample sees it
+
+    def progress(self) -> Progress | None:
+        """Uppers and the end offsets of the last batch both tables committed."""
+        ups = self.uppers()
+        if ups is None:
+            return None
+        t = min(ups.get("data", 0), ups.get("errors", 0))
+        try:
+            bound = layout.offsets(self.root, t - 1, self.settings.topic) if t > 0 else {}
+        except (OSError, ValueError, KeyError):
+            return None
+        return Progress(ups, bound)
+
+    def export(self, run_dir: Path) -> None:
+        """The tables' change feeds and the offset log into the checkers' format (a child
+        process: see :mod:`sealcheck.systems.delta_streaming.export`)."""
+        cmd = [
+            sys.executable,
+            "-m",
+            "sealcheck.systems.delta_streaming.export",
+            str(self.root),
+            str(run_dir),
+        ]
+        proc = subprocess.run([*cmd, self.settings.topic], capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
+            raise RuntimeError(
+                f"the delta-streaming export failed (exit {proc.returncode}):\n{tail}"
+            )

@@ -1,0 +1,59 @@
+"""``sealcheck-delta-job:<hash>``: the pipeline image (its Python, PySpark and the Kafka
+connector's jars) plus Delta Lake's jars and the ``delta_job`` package, for the containers
+backend. The job's directory (checkpoint and tables) is not in the image: the backend
+bind-mounts it at the same path as on the host (capability ``host-directory``), where the
+harness reads it through delta-rs. Nothing is fetched during the build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from sealcheck.infra.containers.images import _build_context
+from sealcheck.infra.jars import delta_jars
+from sealcheck.infra.paths import REPO_ROOT
+from sealcheck.systems.upsert_source.image import JARS_IN_IMAGE, pipeline_image
+
+#: Delta's jars inside the image (the Kafka connector's stay at ``JARS_IN_IMAGE``).
+DELTA_JARS_IN_IMAGE = "/opt/sealcheck/delta-jars"
+SOURCES = ("sealcheck_delta_streaming",)
+
+_DOCKERFILE = """\
+FROM {base}
+COPY src/ /opt/sealcheck/src/
+COPY jars/ {delta}/
+ENV SEALCHECK_SPARK_JARS={kafka}:{delta}
+ENTRYPOINT ["python", "-m", "sealcheck_delta_streaming"]
+"""
+
+
+def delta_job_image() -> str:
+    """Build (if needed) and return ``sealcheck-delta-job:<hash>`` (on top of the pipeline
+    image, built first if needed)."""
+    base = pipeline_image()
+    jars = delta_jars()
+    dockerfile = _DOCKERFILE.format(base=base, kafka=JARS_IN_IMAGE, delta=DELTA_JARS_IN_IMAGE)
+    digest = hashlib.sha256(dockerfile.encode())
+    sources = sorted(p for name in SOURCES for p in (REPO_ROOT / name).rglob("*.py") if p.is_file())
+    for path in sources:
+        digest.update(str(path.relative_to(REPO_ROOT)).encode() + path.read_bytes())
+    for jar in jars:
+        digest.update(jar.name.encode())
+    tag = f"sealcheck-delta-job:{digest.hexdigest()[:12]}"
+
+    def fill(ctx: Path) -> None:
+        for path in sources:
+            dst = ctx / "src" / path.relative_to(REPO_ROOT)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dst)
+        (ctx / "jars").mkdir()
+        for jar in jars:
+            shutil.copy2(jar, ctx / "jars" / jar.name)
+
+    return _build_context(tag, dockerfile, fill)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m sealcheck.systems.delta_streaming.image`
+    print(delta_job_image())

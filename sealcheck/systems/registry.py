@@ -1,0 +1,22 @@
+"""The registry of systems under test: adding one is one package plus one line in
+:data:`SYSTEMS` (``docs/contributing.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sealcheck.systems.api import SystemUnderTest
+from sealcheck.systems.delta_streaming import DeltaStreaming
+from sealcheck.systems.upsert_source import UpsertPipeline
+
+SYSTEMS: dict[str, Callable[[], SystemUnderTest]] = {
+    "pipeline": UpsertPipeline,
+    "delta-streaming": DeltaStreaming,
+}
+
+
+def system(name: str) -> SystemUnderTest:
+    """The descriptor registered as ``name``; a ValueError naming the known ones otherwise."""
+    if name not in SYSTEMS:
+        raise ValueError(f"unknown system under test {name!r}; known: {', '.join(SYSTEMS)}")
+    return SYSTEMS[name]()

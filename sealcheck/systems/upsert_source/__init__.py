@@ -1,0 +1,193 @@
+"""Our pipeline (``pipeline/``, the persistent Kafka upsert source on Spark) as a system under
+test: the first :class:`sealcheck.systems.api.SystemUnderTest`.
+
+* Store: a SQLite file under the run's ``work/`` locally — on a lazy FUSE mount
+  (:mod:`sealcheck.infra.lazy_disk`) when a nemesis needs to lose un-fsynced writes; a fresh
+  PostgreSQL
+  database on the containers backend (reached by name from inside the network, by IP from
+  the host).
+* Incarnation: ``python -m pipeline`` locally (the connector jars named by
+  ``SEALCHECK_SPARK_JARS``), the ``sealcheck-pipeline`` image in containers.
+* Failpoints: :data:`sealcheck_upsert_source.failpoints.FAILPOINTS`, armed through the failpoint
+file; a
+  firing is a JSON ``failpoint`` event in the incarnation's log.
+* Progress and export: straight from the store's tables
+(:mod:`sealcheck.systems.upsert_source.store`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sealcheck.infra.lazy_disk import LazyDisk
+from sealcheck.infra.node import Backend, Launch, Node
+from sealcheck.rundir.captures import Capture
+from sealcheck.systems.api import Disk, Progress, Settings, crash_failpoint
+from sealcheck.systems.spark_cluster import SparkCluster
+from sealcheck.systems.upsert_source import store
+from sealcheck.systems.upsert_source.spark_server import SparkServer
+from sealcheck_upsert_source.broken import BROKEN_MODES
+from sealcheck_upsert_source.failpoints import FAILPOINTS, FILE_ENV_VAR
+
+
+class UpsertPipeline:
+    """The descriptor of our pipeline."""
+
+    name = "pipeline"
+    failpoints: Mapping[str, str] = FAILPOINTS
+    startup_failpoints = frozenset({"rehydrate.mid"})
+    #: compaction starts once ``retain_steps`` steps are sealed
+    late_failpoints = frozenset({"compact.mid", "compact.between", "compact.after_commit"})
+    commit_failpoints = ("bindings.after_append", "data.after_commit")
+    refusal_exit_codes = frozenset({4})  # sealcheck_upsert_source.cli.EXIT_STORE
+    stall_failpoint = "data.before_append"  # range read and diffed, data not yet appended
+    broken_modes: Mapping[str, str] = BROKEN_MODES
+    requires: frozenset[str] = frozenset()
+    harmless_modes: frozenset[str] = frozenset()
+    #: the harness's defaults were chosen for this pipeline
+    run_defaults: Mapping[str, Any] = {}
+
+    def offers(self, backend: str) -> frozenset[str]:
+        """Failpoints everywhere; a lazy disk under the SQLite store of the local backend; a
+        Spark standalone cluster on both (used with ``--spark cluster``)."""
+        here = {"failpoints", "spark-cluster"}
+        return frozenset(here | {"lazy-disk"} if backend == "local" else here)
+
+    def deploy(
+        self, backend: Backend, settings: Settings, work: Path, logs: Path
+    ) -> PipelineDeployment:
+        """A SQLite store in ``work`` locally, a new PostgreSQL database where the backend
+        has one; a Spark Connect server unless ``settings.spark`` is ``local``."""
+        return PipelineDeployment(backend, settings, work, logs)
+
+    def fired_failpoint(self, log_text: str) -> str | None:
+        """The last ``{"event": "failpoint", "action": "crash"}`` line's failpoint."""
+        return crash_failpoint(log_text)
+
+    def images(self) -> Sequence[Callable[[], str]]:
+        """The pipeline image."""
+        from sealcheck.systems.upsert_source.image import pipeline_image
+
+        return [pipeline_image]
+
+
+class PipelineDeployment:
+    """The pipeline on one backend for one run (:class:`sealcheck.systems.api.Deployment`)."""
+
+    def __init__(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> None:
+        self.backend, self.settings = backend, settings
+        self.cluster = SparkCluster(backend, logs) if settings.spark == "cluster" else None
+        master = self.cluster.url if self.cluster is not None else None
+        workers = len(self.cluster.workers) if self.cluster is not None else 2
+        self.spark = (
+            SparkServer(backend, logs, master=master, executors=workers)
+            if settings.spark in ("connect", "cluster")
+            else None
+        )
+        db = backend.database()
+        self.disk: LazyDisk | None = None
+        if db is None and settings.lazy_store:
+            # the store's directory is a lazy mount over work/store-durable
+            mount = work / "store"
+            self.disk = LazyDisk(work / "store-durable", mount, logs / "lazyfs.log")
+            self._store = self._inside = str(mount / "store.db")
+        elif db is None:
+            self._store = self._inside = str(work / "store.db")
+        else:
+            name = db.new_database("store")
+            self._db, self._name = db, name
+            self._inside = db.dsn(name, inside=True)
+            self._store = ""
+
+    @property
+    def store(self) -> str:
+        """The store as the host reaches it (a PostgreSQL server's IP may change)."""
+        return self._store or self._db.dsn(self._name)
+
+    def start(self) -> None:
+        """Mount the lazy disk (if asked for) and start the Spark Connect server (in
+        ``connect`` mode)."""
+        if self.disk is not None:
+            self.disk.start()
+        if self.cluster is not None:
+            self.cluster.start()
+        if self.spark is not None:
+            self.spark.ensure()
+
+    def stop(self) -> None:
+        """Stop the Spark Connect server and the cluster; unmount the lazy disk."""
+        try:
+            if self.spark is not None:
+                self.spark.stop()
+        finally:
+            try:
+                if self.cluster is not None:
+                    self.cluster.stop()
+            finally:
+                if self.disk is not None:
+                    self.disk.stop()
+
+    def nodes(self, role: str) -> Sequence[Node]:
+        """The Spark cluster's ``spark-worker`` and ``spark-executor`` nodes (``--spark
+        cluster``); nothing otherwise."""
+        return self.cluster.nodes(role) if self.cluster is not None else []
+
+    def disks(self) -> Mapping[str, Disk]:
+        """``store`` when the store is on a lazy disk."""
+        return {"store": self.disk} if self.disk is not None else {}
+
+    def launch(self, incarnation: int) -> Launch:
+        """``python -m pipeline`` (locally) or the pipeline image, with the run's settings;
+        the Spark Connect server is started again first if it died."""
+        from sealcheck.infra.jars import spark_connector_jars
+        from sealcheck.systems.upsert_source.image import pipeline_image
+
+        s = self.settings
+        args = [
+            "--bootstrap",
+            self.backend.bootstrap,
+            "--topic",
+            s.topic,
+            "--store",
+            self._inside,
+            "--max-records-per-step",
+            str(s.max_records_per_step),
+            "--retain-steps",
+            str(s.retain_steps),
+            "--compact-every",
+            str(s.compact_every),
+        ]
+        if s.broken:
+            args += ["--broken", s.broken]
+        if self.spark is not None:
+            self.spark.ensure()
+            args += ["--spark-remote", self.spark.url]
+        jars = ":".join(str(p) for p in spark_connector_jars())  # the image carries its own
+        return Launch(
+            program=(sys.executable, "-m", "sealcheck_upsert_source"),
+            args=tuple(args),
+            env={"PYTHONUNBUFFERED": "1"},
+            local_env={"SEALCHECK_SPARK_JARS": jars},
+            image=pipeline_image,
+            failpoint_env=FILE_ENV_VAR,
+        )
+
+    def uppers(self) -> dict[str, int] | None:
+        """The store's uppers (None while it does not exist or cannot be reached)."""
+        return store.read_uppers(self.store)
+
+    def progress(self) -> Progress | None:
+        """Uppers and the last sealed bindings."""
+        return store.read_progress(self.store)
+
+    def capture(self, since_captured: dict[str, int]) -> Capture | None:
+        """Sealed steps not captured yet, read from the store's tables before compaction
+        merges them (:class:`sealcheck.systems.api.CapturesSteps`)."""
+        return store.read_capture(self.store, since_captured)
+
+    def export(self, run_dir: Path) -> None:
+        """The store's tables into the checkers' format (plus the SQLite file itself)."""
+        store.export(self.store, run_dir)

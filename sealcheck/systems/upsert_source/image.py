@@ -1,0 +1,117 @@
+"""``sealcheck-pipeline:<hash>``: the base image plus the pipeline's Python dependencies,
+installed from wheels prepared on the host (``pip wheel``, using the host's pip cache and
+PyPI), the pipeline's source (the ``pipeline`` package alone: it imports nothing else of
+Sealcheck) and the Spark connector jars, which ``SEALCHECK_SPARK_JARS`` names. Nothing is
+fetched during the image build itself (``pip install --no-index``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from sealcheck.infra.containers.images import _build_context, base_image
+from sealcheck.infra.jars import jars_dir, pom_property, setup_jars
+from sealcheck.infra.paths import REPO_ROOT, cache_dir
+
+#: What the pipeline imports at run time (a subset of the project's dependencies) and the
+#: libraries PySpark's Connect client loads: each pinned to the version installed on the host
+#: (:func:`runtime_requirements`), so the image runs what the local backend runs. Unpinned, a
+#: rebuild once pulled pandas 3, which PySpark 4.0 does not support (pyproject pins ``<3``).
+RUNTIME = (
+    "pyspark[connect]",
+    "confluent-kafka",
+    "orjson",
+    "tenacity",
+    "psycopg[binary]",
+    "pyarrow",
+    "pandas",
+    "numpy",
+    "grpcio",
+    "grpcio-status",
+    "googleapis-common-protos",
+    "protobuf",
+)
+SOURCES = ("sealcheck_upsert_source",)
+JARS_IN_IMAGE = "/opt/sealcheck/jars"
+#: PySpark's spark-submit in the image's virtualenv (runs the Spark Connect server).
+SPARK_SUBMIT_IN_IMAGE = "/opt/venv/lib/python3.11/site-packages/pyspark/bin/spark-submit"
+
+_DOCKERFILE = """\
+FROM {base}
+COPY wheels/ /tmp/wheels/
+RUN python3 -m venv /opt/venv \\
+ && /opt/venv/bin/pip install -q --no-index --find-links /tmp/wheels {requirements} \\
+ && rm -rf /tmp/wheels
+COPY src/ /opt/sealcheck/src/
+COPY jars/ {jars}/
+ENV PYTHONPATH=/opt/sealcheck/src PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin \\
+    PYSPARK_PYTHON=/opt/venv/bin/python PYTHONUNBUFFERED=1 SEALCHECK_SPARK_JARS={jars}
+WORKDIR /opt/sealcheck/src
+ENTRYPOINT ["python", "-m", "sealcheck_upsert_source"]
+"""
+
+
+def runtime_requirements() -> list[str]:
+    """:data:`RUNTIME`, each pinned (``==``) to the version installed here (``pip install -e
+    .`` put them there, within pyproject's bounds)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    pinned = []
+    for spec in RUNTIME:
+        name = spec.split("[")[0]
+        try:
+            pinned.append(f"{spec}=={version(name)}")
+        except PackageNotFoundError as exc:
+            raise RuntimeError(
+                f"{name!r} is not installed here, so the pipeline image cannot pin it; "
+                "run `pip install -e .` (or `make setup`) first"
+            ) from exc
+    return pinned
+
+
+def _wheels(directory: Path) -> list[str]:
+    """Download or build the runtime wheels into ``directory``; their file names."""
+    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(directory)]
+    cmd += runtime_requirements()
+    subprocess.run(cmd, check=True)
+    return sorted(p.name for p in directory.glob("*.whl"))
+
+
+def pipeline_image() -> str:
+    """Build (if needed) and return ``sealcheck-pipeline:<hash>``."""
+    base = base_image()
+    setup_jars()
+    spark_jars = jars_dir() / f"spark-kafka-{pom_property('spark.version')}"
+    wheel_dir = cache_dir() / "pipeline-wheels"
+    requirements = " ".join(f"'{r}'" for r in runtime_requirements())
+    dockerfile = _DOCKERFILE.format(base=base, requirements=requirements, jars=JARS_IN_IMAGE)
+    # The tag hashes the requirements, not the wheels: pip (and PyPI) is consulted only when
+    # the image has to be built.
+    digest = hashlib.sha256(dockerfile.encode())
+    sources = sorted(p for name in SOURCES for p in (REPO_ROOT / name).rglob("*.py") if p.is_file())
+    for path in sources:
+        digest.update(str(path.relative_to(REPO_ROOT)).encode() + path.read_bytes())
+    for jar in sorted(spark_jars.glob("*.jar")):
+        digest.update(jar.name.encode())
+    tag = f"sealcheck-pipeline:{digest.hexdigest()[:12]}"
+
+    def fill(ctx: Path) -> None:
+        shutil.rmtree(wheel_dir, ignore_errors=True)
+        wheel_dir.mkdir(parents=True)
+        _wheels(wheel_dir)
+        shutil.copytree(wheel_dir, ctx / "wheels")
+        for path in sources:
+            dst = ctx / "src" / path.relative_to(REPO_ROOT)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dst)
+        shutil.copytree(spark_jars, ctx / "jars", ignore=shutil.ignore_patterns(".complete"))
+
+    return _build_context(tag, dockerfile, fill)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m sealcheck.systems.upsert_source.image`
+    print(pipeline_image())

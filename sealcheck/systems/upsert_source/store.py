@@ -1,0 +1,168 @@
+"""Reading the pipeline's persist store from outside: its uppers, how far it has sealed, and
+its export into the checkers' format — for both backends (a SQLite file locally, a PostgreSQL
+database in containers), straight from the tables, so nothing here trusts the pipeline's own
+read path. The tables (``pipeline/persist``; ``docs/architecture.md``):
+
+    updates(collection, key, val, ts, diff)      frontiers(collection, upper, since)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sealcheck.rundir.captures import Capture, plan
+from sealcheck.rundir.files import write_export
+from sealcheck.systems.api import Progress
+
+_UPPERS = "SELECT collection, upper FROM frontiers"
+_BOUND = (
+    "SELECT key, val FROM updates WHERE collection = 'bindings' AND ts < {p} "
+    "GROUP BY key, val HAVING SUM(diff) > 0"
+)
+_FRONTIERS = "SELECT collection, upper, since FROM frontiers"
+_ALL = "SELECT collection, key, val, ts, diff FROM updates"
+_STEPS = (
+    "SELECT collection, key, val, ts, diff FROM updates "
+    "WHERE collection = {p} AND ts >= {p} AND ts < {p} ORDER BY ts"
+)
+
+
+def _postgres(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def _sqlite_path(location: str) -> Path:
+    return Path(location.removeprefix("sqlite://"))
+
+
+Fetch = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+
+
+@contextmanager
+def _snapshot(location: str) -> Iterator[Fetch]:
+    """``fetch(sql, params)`` for read-only queries that all see one snapshot of the store
+    (PostgreSQL: a REPEATABLE READ read-only transaction; SQLite: one deferred transaction
+    under WAL). Raises when the store cannot be reached."""
+    if _postgres(location):
+        import psycopg
+
+        with psycopg.connect(location, connect_timeout=2) as pg:
+            pg.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            pg.read_only = True
+            yield lambda sql, params: list(pg.execute(sql.format(p="%s"), params).fetchall())
+        return
+    uri = f"file:{_sqlite_path(location)}?mode=ro"
+    con = sqlite3.connect(uri, uri=True, timeout=1.0, isolation_level=None)
+    try:
+        con.execute("BEGIN")
+        yield lambda sql, params: list(con.execute(sql.format(p="?"), params).fetchall())
+    finally:
+        con.close()
+
+
+def _query(location: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Rows of one read-only query (raises when the store cannot be reached)."""
+    with _snapshot(location) as fetch:
+        return fetch(sql, params)
+
+
+def _exists(location: str) -> bool:
+    return _postgres(location) or _sqlite_path(location).exists()
+
+
+def read_uppers(location: str) -> dict[str, int] | None:
+    """The store's uppers, or None while it does not exist yet / cannot be reached."""
+    if not _exists(location):
+        return None
+    try:
+        rows = _query(location, _UPPERS)
+    except Exception:  # down (a nemesis), being created, or locked: try again later
+        return None
+    return {str(c): int(u) for c, u in rows if int(u) > 0}
+
+
+def read_progress(location: str) -> Progress | None:
+    """Uppers and the bindings of the last sealed step of ``data`` (None while unreachable)."""
+    uppers = read_uppers(location)
+    if uppers is None:
+        return None
+    t = uppers.get("data", 0)
+    try:
+        rows = _query(location, _BOUND, (t,)) if t > 0 else []
+    except Exception:
+        return None
+    return Progress(uppers, {int(bytes(k)): int(bytes(v)) for k, v in rows})
+
+
+def _capture(fetch: Fetch, since_captured: dict[str, int]) -> Capture:
+    """One capture through ``fetch(sql, params)`` inside an open read transaction."""
+    found = fetch(_FRONTIERS, ())
+    uppers = {str(c): int(u) for c, u, _ in found}
+    sinces = {str(c): int(s) for c, _, s in found}
+    ranges, missed = plan(since_captured, uppers, sinces)
+    rows: list[tuple[str, bytes, bytes, int, int]] = []
+    for c, (lo, hi) in sorted(ranges.items()):
+        rows += [
+            (str(col), bytes(k), bytes(v), int(ts), int(d))
+            for col, k, v, ts, d in fetch(_STEPS, (c, lo, hi))
+        ]
+    return Capture(ranges, missed, rows)
+
+
+def read_capture(location: str, since_captured: dict[str, int]) -> Capture | None:
+    """The updates of every collection from ``since_captured`` to its upper now, in one
+    read-only transaction (:class:`sealcheck.systems.api.CapturesSteps`); None while unreachable."""
+    if not _exists(location):
+        return None
+    try:
+        with _snapshot(location) as fetch:  # the frontiers and the rows of one moment
+            return _capture(fetch, since_captured)
+    except Exception:  # down (a nemesis), being created, or locked: try again later
+        return None
+
+
+def _batches(cur: Any, size: int) -> Iterator[Sequence[tuple[Any, ...]]]:
+    while rows := cur.fetchmany(size):
+        yield rows
+
+
+def export(location: str, run_dir: Path, batch: int = 200_000) -> None:
+    """Export the store into ``run_dir`` (``persist/updates.parquet`` + ``frontiers.json``);
+    a SQLite store is also copied whole to ``persist/store.db`` for post-mortems."""
+    if _postgres(location):
+        import psycopg
+
+        with psycopg.connect(location) as con:
+            rows = con.execute(_FRONTIERS + " WHERE upper > 0").fetchall()
+            frontiers = {c: {"upper": int(u), "since": int(s)} for c, u, s in rows}
+            with con.cursor(name="export") as cur:  # server-side: streamed in batches
+                cur.execute(_ALL)
+                write_export(run_dir, frontiers, _batches(cur, batch))
+        return
+    db = _sqlite_path(location)
+    copy = run_dir / "persist" / "store.db"
+    copy_sqlite(db, copy)
+    lite = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
+    try:
+        rows = lite.execute(_FRONTIERS).fetchall()
+        frontiers = {c: {"upper": int(u), "since": int(s)} for c, u, s in rows}
+        write_export(run_dir, frontiers, _batches(lite.execute(_ALL), batch))
+    finally:
+        lite.close()
+
+
+def copy_sqlite(src: Path, dst: Path) -> None:
+    """A consistent copy of a SQLite store (the online backup API, safe while it is written),
+    left in rollback-journal mode so that reading it never creates or needs a WAL beside it."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    source, target = sqlite3.connect(src), sqlite3.connect(dst)
+    try:
+        source.backup(target)
+        target.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        source.close()
+        target.close()

@@ -1,0 +1,5 @@
+"""``python -m delta_job``: run one incarnation of the job."""
+
+from sealcheck_delta_streaming.cli import main
+
+raise SystemExit(main())

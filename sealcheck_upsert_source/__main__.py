@@ -1,0 +1,7 @@
+"""``python -m pipeline``: same as ``sealcheck pipeline``."""
+
+import sys
+
+from sealcheck_upsert_source.cli import main
+
+sys.exit(main())

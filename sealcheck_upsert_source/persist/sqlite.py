@@ -1,0 +1,188 @@
+"""The SQLite backend (the embedded default): WAL journal, ``synchronous=FULL``.
+
+Schema (close to seed 001's ``(persisted_id, key, val, ts, diff)``)::
+
+    updates(collection TEXT, key BLOB, val BLOB, ts INTEGER, diff INTEGER)
+    frontiers(collection TEXT PRIMARY KEY, upper INTEGER, since INTEGER)
+
+Every write is one ``BEGIN IMMEDIATE`` transaction that first re-reads the upper, so two
+processes on one file serialise and the second is fenced by :class:`UpperMismatch`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
+
+from sealcheck_upsert_source.failpoints import FAILPOINTS, failpoint
+from sealcheck_upsert_source.persist.api import (
+    Batch,
+    ReadBelowSince,
+    ReadNotSealed,
+    Update,
+    UpperMismatch,
+    check_batch,
+    check_consolidated,
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS updates (
+    collection TEXT NOT NULL, key BLOB NOT NULL, val BLOB NOT NULL,
+    ts INTEGER NOT NULL, diff INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS updates_by_ts ON updates (collection, ts, key);
+CREATE TABLE IF NOT EXISTS frontiers (
+    collection TEXT PRIMARY KEY, upper INTEGER NOT NULL, since INTEGER NOT NULL);
+"""
+
+
+def _busy(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode in (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+    )
+
+
+_retry_busy = Retrying(
+    retry=retry_if_exception(_busy),
+    stop=stop_after_delay(60),
+    wait=wait_random(0.01, 0.1),
+    reraise=True,
+)
+
+
+class SqlitePersist:
+    """A :class:`~sealcheck_upsert_source.persist.api.Persist` on one SQLite file."""
+
+    def __init__(self, path: Path, durable: bool = True) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, timeout=60.0)
+        # FULL: a commit returns once the WAL is fsynced; OFF is the non-durable-commits bug
+        self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'OFF'}")
+        _retry_busy(self._init_file)
+
+    def _init_file(self) -> None:
+        # Switching to WAL needs an exclusive lock and does not wait on the busy handler, so
+        # two processes opening a new store at once can see SQLITE_BUSY: retried.
+        if self._db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(SCHEMA)
+
+    # -- frontiers -------------------------------------------------------------------
+    def _frontier(self, collection: str) -> tuple[int, int]:
+        row = self._db.execute(
+            "SELECT upper, since FROM frontiers WHERE collection = ?", (collection,)
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def uppers(self) -> dict[str, int]:
+        """Every collection's upper."""
+        return {c: int(u) for c, u in self._db.execute("SELECT collection, upper FROM frontiers")}
+
+    def sinces(self) -> dict[str, int]:
+        """Every collection's compaction frontier."""
+        return {c: int(s) for c, s in self._db.execute("SELECT collection, since FROM frontiers")}
+
+    # -- writes ----------------------------------------------------------------------
+    def compare_and_append(
+        self, collection: str, updates: Sequence[Update], expected_upper: int, new_upper: int
+    ) -> None:
+        """Append ``updates`` and seal to ``new_upper`` iff the upper is ``expected_upper``."""
+        self.compare_and_append_many({collection: Batch(updates, expected_upper, new_upper)})
+
+    def compare_and_append_many(self, batches: Mapping[str, Batch]) -> None:
+        """Several collections' compare-and-appends in one transaction (all or nothing)."""
+        for name, batch in batches.items():
+            check_batch(name, batch)
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for name, batch in batches.items():
+                upper, since = self._frontier(name)
+                if upper != batch.expected_upper:
+                    raise UpperMismatch(name, batch.expected_upper, upper)
+                rows = [(name, u.key, u.value, u.ts, u.diff) for u in batch.updates]
+                half = len(rows) // 2
+                insert = "INSERT INTO updates (collection, key, val, ts, diff) VALUES (?,?,?,?,?)"
+                db.executemany(insert, rows[:half])
+                if f"{name}.mid_append" in FAILPOINTS:
+                    failpoint(f"{name}.mid_append")
+                db.executemany(insert, rows[half:])
+                db.execute(
+                    "INSERT INTO frontiers (collection, upper, since) VALUES (?, ?, ?) "
+                    "ON CONFLICT (collection) DO UPDATE SET upper = excluded.upper",
+                    (name, batch.new_upper, since),
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def compact(self, collection: str, since: int) -> bool:
+        """Merge every update below ``since`` into ``ts = since``; ``since`` must be < upper."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            upper, current = self._frontier(collection)
+            if since <= current:
+                db.execute("ROLLBACK")
+                return False
+            if since >= upper:
+                raise ValueError(
+                    f"collection {collection!r}: cannot compact to since {since} at or past its "
+                    f"upper {upper}; the latest sealed state (ts {upper - 1}) must stay readable"
+                )
+            merged = db.execute(
+                "SELECT key, val, SUM(diff) FROM updates WHERE collection = ? AND ts < ? "
+                "GROUP BY key, val HAVING SUM(diff) <> 0",
+                (collection, since),
+            ).fetchall()
+            db.execute("DELETE FROM updates WHERE collection = ? AND ts < ?", (collection, since))
+            failpoint("compact.mid")
+            db.executemany(
+                "INSERT INTO updates (collection, key, val, ts, diff) VALUES (?, ?, ?, ?, ?)",
+                [(collection, k, v, since, d) for k, v, d in merged],
+            )
+            db.execute("UPDATE frontiers SET since = ? WHERE collection = ?", (since, collection))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return True
+
+    # -- reads -----------------------------------------------------------------------
+    def snapshot(self, collection: str, as_of: int) -> dict[bytes, bytes]:
+        """Consolidated key → value at ``as_of``, with both invariants checked."""
+        upper, since = self._frontier(collection)
+        if as_of >= upper:
+            raise ReadNotSealed(
+                f"collection {collection!r}: as_of {as_of} is not sealed (upper {upper})"
+            )
+        if as_of < since:
+            raise ReadBelowSince(
+                f"collection {collection!r}: as_of {as_of} is below its since {since}"
+            )
+        rows = self._db.execute(
+            "SELECT key, val, SUM(diff) FROM updates WHERE collection = ? AND ts <= ? "
+            "GROUP BY key, val HAVING SUM(diff) <> 0",
+            (collection, as_of),
+        )
+        return check_consolidated(
+            collection, ((bytes(k), bytes(v), int(d)) for k, v, d in rows), as_of
+        )
+
+    def updates(self, collection: str, lo: int, hi: int) -> list[Update]:
+        """Raw updates with ``lo <= ts < hi`` in ``(ts, key, value)`` order."""
+        rows = self._db.execute(
+            "SELECT key, val, ts, diff FROM updates WHERE collection = ? AND ts >= ? AND ts < ? "
+            "ORDER BY ts, key, val",
+            (collection, lo, hi),
+        )
+        return [Update(bytes(k), bytes(v), int(t), int(d)) for k, v, t, d in rows]
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()

@@ -1,0 +1,118 @@
+"""Where a step's records come from: log ends via confluent-kafka, ranges via Spark.
+
+:class:`Source` is the small interface the step loop needs; :class:`KafkaSparkSource` is the
+real one: it asks Kafka for high watermarks and reads an exact offset range with Spark's Kafka
+*batch* reader (``assign`` + ``startingOffsets``/``endingOffsets`` JSON), keeping per raw key
+the record with the highest ``(offset, partition)`` inside Spark (null keys: per partition).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from confluent_kafka import Consumer, TopicPartition
+
+from sealcheck_upsert_source.upsert import SourceRecord
+
+
+class SourceUnavailable(RuntimeError):
+    """Kafka could not be asked (broker down, partitioned, paused); retry later."""
+
+
+class Source(Protocol):
+    """What the step loop reads from."""
+
+    def log_end(self) -> dict[int, int]:
+        """Per partition, the next offset Kafka will assign (the high watermark)."""
+
+    def read_winners(self, start: dict[int, int], end: dict[int, int]) -> list[SourceRecord]:
+        """The winning record per raw key among offsets ``[start[p], end[p])``."""
+
+    def close(self) -> None:
+        """Release clients."""
+
+
+class KafkaSparkSource:
+    """The real source: confluent-kafka for watermarks, Spark for the data."""
+
+    def __init__(self, bootstrap: str, topic: str, spark: Any, timeout_s: float = 10.0) -> None:
+        self.bootstrap, self.topic, self.spark, self.timeout_s = bootstrap, topic, spark, timeout_s
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "sealcheck-pipeline-watermarks",
+                "enable.auto.commit": False,
+                "log_level": 0,
+            }
+        )
+
+    def log_end(self) -> dict[int, int]:
+        """High watermark per partition; :class:`SourceUnavailable` if Kafka does not answer."""
+        try:
+            meta = self._consumer.list_topics(self.topic, timeout=self.timeout_s)
+            topic = meta.topics.get(self.topic)
+            if topic is None or topic.error is not None or not topic.partitions:
+                raise SourceUnavailable(
+                    f"topic {self.topic!r} has no metadata: {topic and topic.error}"
+                )
+            ends = {}
+            for p in sorted(topic.partitions):
+                _, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, p), timeout=self.timeout_s, cached=False
+                )
+                ends[p] = int(high)
+            return ends
+        except SourceUnavailable:
+            raise
+        except Exception as exc:  # KafkaException and timeouts: the broker is unreachable
+            raise SourceUnavailable(f"log end of {self.topic!r}: {exc}") from exc
+
+    def read_winners(self, start: dict[int, int], end: dict[int, int]) -> list[SourceRecord]:
+        """Read exactly the range with Spark and keep each raw key's winning record."""
+        parts = sorted(p for p in end if end[p] > start.get(p, 0))
+        if not parts:
+            return []
+        from pyspark.sql import functions as F
+
+        frame = (
+            self.spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", self.bootstrap)
+            .option("assign", json.dumps({self.topic: parts}))
+            .option(
+                "startingOffsets",
+                json.dumps({self.topic: {str(p): start.get(p, 0) for p in parts}}),
+            )
+            .option("endingOffsets", json.dumps({self.topic: {str(p): end[p] for p in parts}}))
+            .option("failOnDataLoss", "true")
+            .option("kafkaConsumer.pollTimeoutMs", "10000")
+            .option("fetchOffset.numRetries", "3")
+            .load()
+        )
+        # One slot per raw key; null keys get one slot per partition (see
+        # sealcheck_upsert_source.upsert).
+        slot = F.when(F.col("key").isNull(), F.col("partition")).otherwise(F.lit(-1))
+        best = (
+            frame.groupBy("key", slot.alias("null_partition"))
+            .agg(
+                F.max_by(
+                    F.struct("partition", "offset", "value"), F.struct("offset", "partition")
+                ).alias("w")
+            )
+            .select("key", "w.partition", "w.offset", "w.value")
+        )
+        try:
+            table = best.toArrow()
+        except Exception as exc:  # Py4JJavaError and friends: Kafka went away mid-read
+            raise SourceUnavailable(f"Spark read of {parts} failed: {str(exc)[:500]}") from exc
+        cols = table.to_pydict()
+        return [
+            SourceRecord(int(p), int(o), k, v)
+            for k, p, o, v in zip(
+                cols["key"], cols["partition"], cols["offset"], cols["value"], strict=True
+            )
+        ]
+
+    def close(self) -> None:
+        """Close the watermark consumer."""
+        self._consumer.close()
