@@ -1,8 +1,8 @@
-"""A test is one value: the serialisable spec
-(:class:`~sealcheck.harness.run.config.TestConfig`) and the parts it names, built — the system under test, the backend, the nemeses with the schedule they
-planned from the seed, the workload's seeds, the checkers. The session runs any :class:`Test`
-without naming a concrete class; a user (or the pytest plugin) can build one in Python and
-swap any part, e.g. ``build_test(TestConfig(seed=7), system=MySystem())``.
+"""A test is one value: the serialisable spec (:class:`~sealcheck.harness.run.config.TestConfig`)
+and the parts it names, built — the system under test, the backend, the nemeses with the schedule
+they planned from the seed, the workload's seeds, the checkers. The session runs any :class:`Test`
+without naming a concrete class; a user (or the pytest plugin) can build one in Python and swap any
+part, e.g. ``build_test(TestConfig(seed=7), system=MySystem())``.
 """
 
 from __future__ import annotations
