@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from sealcheck.checkers import load_run, run_checkers
-from sealcheck.rundir.files import describe
+from sealcheck.rundir.files import FRONTIERS, UPDATES, describe
 
 
 def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> int:
@@ -91,10 +91,10 @@ def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> i
     all_updates = pl.concat([bindings.select(cols), data.select(cols)]).sort(
         "ts", maintain_order=True
     )
-    (run_dir / "persist").mkdir()
-    all_updates.write_parquet(run_dir / "persist" / "updates.parquet")
+    (run_dir / UPDATES).parent.mkdir()
+    all_updates.write_parquet(run_dir / UPDATES)
     frontiers = {c: {"upper": steps, "since": 0} for c in ("data", "errors", "bindings")}
-    (run_dir / "persist" / "frontiers.json").write_text(json.dumps(frontiers))
+    (run_dir / FRONTIERS).write_text(json.dumps(frontiers))
     hist = rec.select(
         pl.col("n").alias("index"),
         (pl.col("n") * 1000).alias("time"),

@@ -1,7 +1,7 @@
 """Recovery benchmark: how long a crash costs a system under test (kill -> next sealed step).
 
     .venv/bin/python bench/recovery_bench.py [--modes connect,local] [--seeds 1]
-        [--store store-bench] [--analyze RUN_DIR ...]
+        [--runs runs-bench] [--analyze RUN_DIR ...]
 
 For every Spark mode it makes real chaos runs (``sealcheck run --nemesis kill --interval 6``)
 and, from each stored run, measures every crash: the time from the incarnation's exit (as the
@@ -25,13 +25,14 @@ sys.path.insert(0, str(ROOT))
 from measure import log_events  # noqa: E402
 
 from sealcheck.rundir.history import History  # noqa: E402
+from sealcheck.rundir.names import SUT_EXIT, log_of  # noqa: E402
 
 
-def first_sealed_step(log: Path) -> int | None:
+def first_sealed_step(log: Path | None) -> int | None:
     """The step of the first step an incarnation sealed, from its log: our pipeline's first
     ``sealed`` event (``t``), the Delta job's first committed ``batch`` (its id is the step).
     None: none."""
-    if not log.exists():
+    if log is None or not log.exists():
         return None
     for event in log_events(log.read_text(errors="replace")):
         if event["event"] == "sealed":
@@ -54,11 +55,12 @@ def recoveries(run_dir: Path) -> list[float]:
     exits = [
         op
         for op in history.ops
-        if op["process"] == "supervisor" and op["f"] == "pipeline-exit" and op["value"]["code"]
+        if op["process"] == "supervisor" and op["f"] == SUT_EXIT and op["value"]["code"]
     ]
     for op in exits:
         nxt = op["value"]["incarnation"] + 1
-        step = first_sealed_step(run_dir / "logs" / f"pipeline-{nxt}.log")
+        log = log_of(run_dir, nxt)
+        step = first_sealed_step(run_dir / log if log is not None else None)
         if step is None:
             continue
         later = [t for t, upper in seen if t > op["time"] and upper > step]
@@ -79,14 +81,14 @@ def summary(label: str, values: list[float]) -> str:
     )
 
 
-def run(store: Path, mode: str, seed: int) -> Path:
+def run(runs: Path, mode: str, seed: int) -> Path:
     """One kill-only chaos run in ``mode``; its run directory."""
-    flags = ["--no-progress", "--store", str(store), "--seed", str(seed), "--spark", mode]
+    flags = ["--no-progress", "--runs", str(runs), "--seed", str(seed), "--spark", mode]
     flags += ["--nemesis", "kill", "--interval", "6"]
     proc = subprocess.run(
         [sys.executable, "-m", "sealcheck", "run", *flags], cwd=ROOT, capture_output=True, text=True
     )
-    run_dir = (store / "latest").resolve()
+    run_dir = (runs / "latest").resolve()
     print(f"  {mode} seed {seed}: exit {proc.returncode}, {run_dir}", flush=True)
     return run_dir
 
@@ -96,7 +98,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--modes", default="connect,local")
     parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--store", type=Path, default=ROOT / "store-bench")
+    parser.add_argument("--runs", type=Path, default=ROOT / "runs-bench")
     parser.add_argument("--analyze", nargs="*", type=Path, default=None)
     args = parser.parse_args()
     if args.analyze is not None:
@@ -106,7 +108,7 @@ def main() -> int:
     results: dict[str, list[float]] = {}
     for mode in args.modes.split(","):
         for seed in range(1, args.seeds + 1):
-            results.setdefault(mode, []).extend(recoveries(run(args.store, mode, seed)))
+            results.setdefault(mode, []).extend(recoveries(run(args.runs, mode, seed)))
     print("kill -> next sealed step (observer resolution 0.25 s):")
     for mode, values in results.items():
         print(summary(mode, values))

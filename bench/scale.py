@@ -17,7 +17,7 @@ checkers — times, the store's size, memory, and the verdict.
    the store's size on disk. Then **rehydration**: the incarnation stopped, a new one started,
    its ``rehydrated`` event timed (the state of every live key read back from the store).
 3. **run directory**, laid out as the harness lays out a run: ``topic.parquet`` (the topic
-   read back from Kafka, partition by partition), ``persist/`` (the descriptor's export) and
+   read back from Kafka, partition by partition), ``export/`` (the descriptor's export) and
    ``history.jsonl`` (an ``ok`` op per acknowledged write, the observer's uppers, ``log-end``,
    ``caught-up`` and the final ``inputs`` manifest).
 4. **checkers**: in a child process (its peak RSS is theirs alone): reading the inputs
@@ -58,6 +58,7 @@ from scale_run import dump_topic, write_history  # noqa: E402
 
 from sealcheck.infra.local import LocalBackend  # noqa: E402
 from sealcheck.infra.topic import log_end  # noqa: E402
+from sealcheck.rundir.files import UPDATES  # noqa: E402
 from sealcheck.systems import system  # noqa: E402
 from sealcheck.systems.api import Settings  # noqa: E402
 
@@ -296,7 +297,7 @@ def main() -> int:
     t = time.monotonic()
     pipe.pop("deployment").export(run_dir)
     out["export_s"] = time.monotonic() - t
-    updates = pl.scan_parquet(run_dir / "persist" / "updates.parquet").select(pl.len()).collect()
+    updates = pl.scan_parquet(run_dir / UPDATES).select(pl.len()).collect()
     print(
         f"run dir: topic dump {rows:,} rows in {out['topic_dump_s']:.1f}s; export "
         f"{updates.item():,} updates in {out['export_s']:.1f}s",

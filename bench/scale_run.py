@@ -114,7 +114,7 @@ def write_history(
         {"process": "harness", "f": "log-end", "value": {str(p): o for p, o in ends.items()}}
     )
     ops.append({"process": "harness", "f": "caught-up", "value": {"took_s": catch_up_s}})
-    files = describe(run_dir)  # topic.parquet and persist/, already there
+    files = describe(run_dir)  # topic.parquet and export/, already there
     ops.append(
         {
             "process": "harness",

@@ -3,7 +3,7 @@ pipeline. Prints each run's verdict and time as it ends, then how many were vali
 unknown (and why not valid). Every run is a real ``sealcheck run``; nothing is asserted about
 time. A summary is rewritten after every run, so a stopped soak still leaves one.
 
-    .venv/bin/python bench/soak.py [--runs 20] [--first-seed 1] [--store store-soak] [-- FLAGS]
+    .venv/bin/python bench/soak.py [--runs 20] [--first-seed 1] [--archive runs-soak] [-- FLAGS]
 
 Flags after ``--`` go to every ``sealcheck run`` (e.g. ``-- --duration 30``). Exit code: 0 if
 every run was valid, 1 if one was invalid, 2 if one was unknown (the worst wins).
@@ -35,10 +35,10 @@ class SoakRun:
     why: list[str]
 
 
-def run_once(store: Path, seed: int, extra: list[str]) -> SoakRun:
+def run_once(archive: Path, seed: int, extra: list[str]) -> SoakRun:
     """One ``sealcheck run``; its verdict (from the exit code), time and run directory."""
     start = time.monotonic()
-    flags = ["--no-progress", "--store", str(store), "--seed", str(seed), *extra]
+    flags = ["--no-progress", "--runs", str(archive), "--seed", str(seed), *extra]
     proc = subprocess.run(
         [sys.executable, "-m", "sealcheck", "run", *flags],
         cwd=ROOT,
@@ -47,7 +47,7 @@ def run_once(store: Path, seed: int, extra: list[str]) -> SoakRun:
     )
     took = time.monotonic() - start
     verdict = WORDS.get(proc.returncode, f"harness exit {proc.returncode}")
-    run_dir = (store / "latest").resolve()
+    run_dir = (archive / "latest").resolve()
     why: list[str] = []
     results = run_dir / "results.json"
     if verdict != "valid" and results.exists():
@@ -69,15 +69,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--first-seed", type=int, default=1)
-    ap.add_argument("--store", type=Path, default=Path("store-soak"))
+    ap.add_argument("--archive", type=Path, default=Path("runs-soak"), help="the archive of runs")
     args = ap.parse_args(own)
-    summary_path = args.store / "soak.json"
-    args.store.mkdir(parents=True, exist_ok=True)
+    summary_path = args.archive / "soak.json"
+    args.archive.mkdir(parents=True, exist_ok=True)
     runs: list[SoakRun] = []
     counts: Counter[str] = Counter()
     try:
         for seed in range(args.first_seed, args.first_seed + args.runs):
-            one = run_once(args.store, seed, extra)
+            one = run_once(args.archive, seed, extra)
             runs.append(one)
             counts[one.verdict] += 1
             print(

@@ -2,7 +2,7 @@
 
 Every other checker judges the updates a system exported (for Delta, its change data feed).
 Where the export also offers snapshots — the collections read as of the last version of some
-steps, through a second path that does not trust the change feed (``persist/asof.parquet``:
+steps, through a second path that does not trust the change feed (``export/asof.parquet``:
 ``collection, ts, key, value``) — this checker compares each snapshot with the model's state
 after that step (the topic replayed up to the offsets bound there), by multiset fingerprint
 first and key by key where they differ. A change feed that disagrees with the table it
@@ -73,7 +73,7 @@ def check(run: RunData) -> CheckResult:
     if run.asof is None:
         return CheckResult.not_applicable(
             "as_of",
-            "the export offers no snapshots as of a step (no persist/asof.parquet)",
+            "the export offers no snapshots as of a step (no export/asof.parquet)",
             {"snapshots_judged": 0},
         )
     res = CheckResult("as_of", True)

@@ -4,10 +4,9 @@ A run directory holds (written by the harness; see ``docs/architecture.md``):
 
 * ``topic.parquet`` — the input log: ``partition, offset, key, value`` (key/value binary, null
   for a null key / a tombstone);
-* ``persist/updates.parquet`` — every persisted update: ``collection, key, value, ts, diff``;
-  ``persist/frontiers.json`` — ``{collection: {"upper": u, "since": s}}``;
-  (or ``persist/store.db``, a SQLite store, exported to the two files above, see
-  :func:`sealcheck.rundir.files.ensure_export`);
+* ``export/updates.parquet`` — every persisted update: ``collection, key, value, ts, diff``;
+  ``export/frontiers.json`` — ``{collection: {"upper": u, "since": s}}`` (``persist/`` in runs
+  stored before the export was named ``export/``: :class:`sealcheck.rundir.files.Export`);
 * ``history.jsonl`` — the history, whose final op records the rows and digest of each of the
   files above (:mod:`sealcheck.rundir.files`). Without it, or when a file differs from what it
   records, nothing is judged valid: :meth:`RunData.input_problems` says why.
@@ -88,7 +87,8 @@ class RunData:
     #: what was noticed while loading and is not a problem (a torn last line, a re-export)
     notes: list[str] = field(default_factory=list)
     #: snapshots of the store as of some steps (``collection, ts, key, value``), when the
-    #: export offers a second reading of it (:data:`sealcheck.rundir.files.ASOF`); None otherwise
+    #: export offers a second reading of it (:attr:`sealcheck.rundir.files.Export.asof`);
+    #: None otherwise
     asof: Frame | None = None
     #: step -> what the system calls it ("batch 3: data v7, errors v6"), when its export says
     #: (:func:`sealcheck.rundir.files.step_labels`); anomalies at a step carry it as
@@ -305,8 +305,8 @@ def load_run(run_dir: Path) -> RunData:
     Raises :class:`RunInputError` (one line naming the file and the cause) when the topic or
     the store's export is missing or cannot be read as its format says. The manifest is the
     closed list of what checkers read: a required input it does not list refuses the run
-    (:attr:`RunData.refusals`, nothing read); an optional one (``persist/asof.parquet``,
-    ``persist/versions.json``) is read only when listed; any other file of the export is
+    (:attr:`RunData.refusals`, nothing read); an optional one (``export/asof.parquet``,
+    ``export/versions.json``) is read only when listed; any other file of the export is
     only named in :attr:`RunData.notes`. The big inputs stay lazy scans;
     :meth:`RunData.prepare` (or the first checker) reads them.
     """
@@ -326,10 +326,11 @@ def load_run(run_dir: Path) -> RunData:
     final = history.final()
     recorded = dict((final.get("value") or {}).get("files") or {}) if final else {}
     refusals = files.verify(run_dir, recorded)
+    export = files.Export.of(run_dir)  # export/, or persist/ in a run stored before
     for rel, what in (
         (files.TOPIC, "the harness dumps the topic there after the final phase"),
-        (files.UPDATES, "the harness exports the system's store there at the end of a run"),
-        (files.FRONTIERS, "the export writes the collections' uppers there"),
+        (export.updates, "the harness exports the system's store there at the end of a run"),
+        (export.frontiers, "the export writes the collections' uppers there"),
     ):
         if not (run_dir / rel).exists():
             raise RunInputError(
@@ -340,7 +341,7 @@ def load_run(run_dir: Path) -> RunData:
         refusals += [
             f"{rel} is not in the manifest of the history's final op: it cannot be proven to "
             "be the run's, so nothing is judged; re-run the test"
-            for rel in files.INPUT_FILES
+            for rel in export.inputs
             if rel not in recorded
         ]
         notes += [
@@ -352,14 +353,14 @@ def load_run(run_dir: Path) -> RunData:
         return RunData(*empty, {}, {}, history, refusals=refusals, notes=notes)
     try:
         files.check_parquet(run_dir / files.TOPIC, TOPIC_SCHEMA.names())
-        files.check_parquet(run_dir / files.UPDATES, UPDATES_SCHEMA.names())
-        if files.ASOF in recorded:
-            files.check_parquet(run_dir / files.ASOF)
-        uppers, exported = files.read_frontiers(run_dir / files.FRONTIERS)
+        files.check_parquet(run_dir / export.updates, UPDATES_SCHEMA.names())
+        if export.asof in recorded:
+            files.check_parquet(run_dir / export.asof)
+        uppers, exported = files.read_frontiers(run_dir / export.frontiers)
     except files.InputFileError as exc:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None
     topic = pl.scan_parquet(run_dir / files.TOPIC).cast(TOPIC_SCHEMA)
-    updates = pl.scan_parquet(run_dir / files.UPDATES).cast(UPDATES_SCHEMA)
+    updates = pl.scan_parquet(run_dir / export.updates).cast(UPDATES_SCHEMA)
     try:
         judged, sinces, steps = load_steps(
             run_dir, CAPTURES in recorded, history.ops, updates, uppers, exported
@@ -374,7 +375,7 @@ def load_run(run_dir: Path) -> RunData:
         history,
         refusals,
         notes,
-        pl.scan_parquet(run_dir / files.ASOF) if files.ASOF in recorded else None,
-        files.step_labels(run_dir) if files.VERSIONS in recorded else {},
+        pl.scan_parquet(run_dir / export.asof) if export.asof in recorded else None,
+        files.step_labels(run_dir) if export.versions in recorded else {},
         steps,
     )

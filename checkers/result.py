@@ -3,7 +3,8 @@
 ``valid`` is ``True``, ``False`` or ``None`` (unknown). Composition: false beats unknown beats
 true. A checker for which the system under test offers nothing to judge is *not applicable*
 (:meth:`CheckResult.not_applicable`): it is left out of the composition and never shown as
-valid. The JSON form (``results.json``) is documented in ``docs/architecture.md``.
+valid. The JSON form (``results.json``) is documented in ``docs/architecture.md``; its
+``"facts"`` (what the report shows besides the verdict) in :mod:`sealcheck.rundir.facts`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sealcheck.rundir.facts import FACTS, RunFacts
 from sealcheck.rundir.judged import NOT_APPLICABLE
 
 #: Examples kept per anomaly kind; counts are always complete.
@@ -126,6 +128,9 @@ class RunResult:
     acks: tuple[int | None, int | None] = (None, None)
     #: registered checkers that were not asked to run (a subset): VALID would claim more
     not_run: list[str] = field(default_factory=list)
+    #: what the report shows besides the verdict (:mod:`sealcheck.checkers.facts`); None: not
+    #: computed (``run_checkers`` alone), and then left out of ``results.json``
+    facts: RunFacts | None = None
 
     @property
     def valid(self) -> bool | None:
@@ -151,7 +156,7 @@ class RunResult:
         def checker(r: CheckResult) -> bool | str:
             return enc(r.valid) if r.applicable else NOT_APPLICABLE
 
-        return {
+        doc: dict[str, Any] = {
             "valid": enc(self.valid),
             "not_applicable": self.not_applicable,
             "not_run": self.not_run,
@@ -165,3 +170,6 @@ class RunResult:
                 name: {**asdict(r), "valid": checker(r)} for name, r in self.checkers.items()
             },
         }
+        if self.facts is not None:
+            doc[FACTS] = self.facts.to_dict()
+        return doc

@@ -30,7 +30,7 @@ import pyarrow as pa
 from sealcheck.checkers.frames import fingerprints, h, pair_hash, signed
 from sealcheck.rundir import captures
 from sealcheck.rundir.captures import CAPTURED_OP
-from sealcheck.rundir.files import UPDATES, InputFileError, why_unreadable
+from sealcheck.rundir.files import Export, InputFileError, why_unreadable
 
 
 @dataclass
@@ -167,7 +167,8 @@ def load(
         steps.missed = captured_ranges(ops, "missed") if listed else {}
         return judged, effective, steps
     except pl.exceptions.PolarsError as exc:
+        updates = run_dir / Export.of(run_dir).updates
         raise InputFileError(
-            f"{run_dir / UPDATES}: cannot be read ({why_unreadable(exc)}): restore it from the "
-            "run, or re-run the test"
+            f"{updates}: cannot be read ({why_unreadable(exc)}): restore it from the run, or "
+            "re-run the test"
         ) from None

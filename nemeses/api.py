@@ -5,12 +5,16 @@ the runner executes them at their times (:meth:`Nemesis.invoke`, :meth:`Nemesis.
 the final phase heals whatever is still broken (:meth:`Nemesis.heal`).
 
 Nemeses never reach into the harness or a backend. They act on *nodes by role* through the
-small :class:`Target` protocol — ``pipeline`` (the system under test's running incarnation),
-``broker``, ``database`` — each with one lifecycle (:class:`Node`: kill, start, pause, resume),
-and on optional capabilities (:class:`Failpoints`, :class:`Partitions`). A nemesis names the
-backend capabilities it ``requires`` (so a run that cannot host it is refused before it starts)
-and how the report's timeline draws each of its actions (:attr:`Nemesis.marks`). A new fault
-is one module plus one line in :data:`sealcheck.nemeses.registry.NEMESES`.
+small :class:`Target` protocol — ``sut`` (the system under test's running incarnation),
+``broker``, ``database``, a Spark cluster's ``spark-worker`` and ``spark-executor`` — each with
+one lifecycle (:class:`sealcheck.core.nodes.Node`: kill, start, pause, resume), and on optional
+capabilities (:class:`Failpoints`, :class:`sealcheck.core.nodes.Partitions`). What a role is
+(how many nodes, how an action names one, whether it heals itself) comes with the run's roles
+in :attr:`PlanInfo.roles`, declared by whoever provides the nodes
+(:class:`sealcheck.core.roles.Role`). A nemesis names the capabilities it ``requires`` and the
+roles it acts on (:attr:`Nemesis.roles`), so a run that cannot host it is refused before it
+starts, and how the report's timeline draws each of its actions (:attr:`Nemesis.marks`). A new
+fault is one module plus one line in :data:`sealcheck.nemeses.registry.NEMESES`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,20 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+from sealcheck.core.nodes import Disk, Node, Partitions
+from sealcheck.core.roles import Role
+
+#: Names that runs stored before the system under test's role was renamed ``pipeline`` ->
+#: ``sut`` spell differently: action names and partition kinds. Read as their new names
+#: (:meth:`Action.from_json`; the timeline draws the old ones too).
+RENAMED = {
+    "kill-pipeline": "kill-sut",
+    "pause-pipeline": "pause-sut",
+    "resume-pipeline": "resume-sut",
+    "pipeline-kafka": "sut-kafka",
+    "pipeline-postgres": "sut-database",
+}
 
 
 @dataclass(frozen=True)
@@ -38,40 +56,18 @@ class Action:
 
     @staticmethod
     def from_json(doc: dict[str, Any]) -> Action:
-        """The inverse of :meth:`to_json`."""
-        return Action(float(doc["at_s"]), str(doc["nemesis"]), str(doc["f"]), dict(doc["value"]))
-
-
-class Node(Protocol):
-    """A server a nemesis can act on, whatever runs it. Each action returns what the history
-    records of the node it acted on (a pid or a container name), or None when there was
-    nothing to do (not alive, already alive, not frozen)."""
-
-    @property
-    def name(self) -> str:
-        """Its name (``kafka-1``, ``postgres``, ``pipeline``)."""
-
-    @property
-    def alive(self) -> bool:
-        """Whether it runs (frozen counts as alive)."""
-
-    def start(self) -> int | str | None:
-        """Start it again and wait until it serves."""
-
-    def kill(self) -> int | str | None:
-        """SIGKILL it."""
-
-    def pause(self) -> int | str | None:
-        """Freeze it; return once frozen."""
-
-    def resume(self) -> int | str | None:
-        """Thaw it."""
+        """The inverse of :meth:`to_json`; a stored schedule's old names (:data:`RENAMED`)
+        are read as the new ones."""
+        f, value = str(doc["f"]), dict(doc["value"])
+        if isinstance(value.get("kind"), str):
+            value["kind"] = RENAMED.get(value["kind"], value["kind"])
+        return Action(float(doc["at_s"]), str(doc["nemesis"]), RENAMED.get(f, f), value)
 
 
 @runtime_checkable
 class Replaceable(Protocol):
     """A node whose running incarnation can be given up while it still runs (the supervised
-    ``pipeline`` node): the zombie-writer fault."""
+    ``sut`` node): the zombie-writer fault."""
 
     def replace(self) -> int | str | None:
         """Give up the running incarnation (stalled by the caller) and start a new one beside
@@ -96,42 +92,12 @@ class Failpoints(Protocol):
         """Whether an armed failpoint has yet to fire (firing consumes it)."""
 
 
-class Partitions(Protocol):
-    """Network cuts between nodes (backend capability ``partition``)."""
-
-    def cut(self, kind: str, broker: int) -> dict[str, Any]:
-        """Cut a link: ``pipeline-kafka``, ``pipeline-postgres``, ``broker`` (isolate
-        ``broker`` from the other brokers) or the one-way ``commit-reply``; ``cut`` says
-        which, None and ``reason`` if not."""
-
-    def restore(self, kind: str, broker: int) -> dict[str, Any]:
-        """Remove exactly the rules of that cut (``healed`` None if it was not cut)."""
-
-    def fired(self, kind: str) -> bool:
-        """Whether a cut that arms itself (``commit-reply``: the database's replies, from the
-        incarnation's next commit on) has armed."""
-
-    def heal(self) -> list[str]:
-        """Remove every cut still in place."""
-
-
-class Disk(Protocol):
-    """A filesystem that can lose what was written but not fsynced (capability
-    ``lazy-disk``)."""
-
-    def drop(self) -> dict[str, Any]:
-        """Lose every un-fsynced write now; ``dropped``: the files and bytes lost."""
-
-    def counters(self) -> dict[str, Any]:
-        """What is un-fsynced now (``kept_bytes``, ``kept_files``) and what drops lost so far."""
-
-
 class Target(Protocol):
     """What nemeses act on (the session builds it from the backend and the supervisor)."""
 
     def nodes(self, role: str) -> Sequence[Node]:
-        """The nodes of ``role``: ``pipeline`` (one: the current incarnation), ``broker``,
-        ``database``."""
+        """The nodes of ``role`` (one of :attr:`PlanInfo.roles`): ``sut`` (one: the current
+        incarnation), ``broker``, ``database``, ``spark-worker``, ``spark-executor``."""
 
     @property
     def failpoints(self) -> Failpoints:
@@ -162,7 +128,7 @@ MAX_ARMED_S = 20.0
 
 def chance_s(window_s: float) -> float | None:
     """How long an armed point may wait for the system to progress, when windows are longer
-    than the pipeline's (a system that needs 20 s to restart is given faults 20 s apart and
+    than the default 3 s (a system that needs 20 s to restart is given faults 20 s apart and
     1.5 windows for a point to fire); None: :data:`MAX_ARMED_S`."""
     longer = round(1.5 * window_s, 1)
     return longer if longer > MAX_ARMED_S else None
@@ -196,10 +162,15 @@ def settled(done: dict[str, Any], key: str, why: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class PlanInfo:
-    """What a nemesis may know when planning: the shape of the system under test."""
+    """What a nemesis may know when planning: the run's roles and the system under test's
+    failpoints."""
 
-    brokers: int
-    pipeline_failpoints: tuple[str, ...]
+    #: the run's roles by name (:class:`sealcheck.core.roles.Role`: how many nodes each has,
+    #: how an action names one, whether it heals itself), as their providers declared them; a
+    #: role the run lacks is absent
+    roles: Mapping[str, Role]
+    #: the system under test's failpoints
+    failpoints: tuple[str, ...] = ()
     startup_failpoints: frozenset[str] = frozenset()
     #: failpoints passed only once the system has run a while (e.g. compaction, which starts
     #: after ``retain_steps`` steps): planned after the others in each cover
@@ -210,8 +181,11 @@ class PlanInfo:
     #: a failpoint right before a write, where an incarnation that stalls holds a decision made
     #: from state that may go stale (the zombie writer); None: the system has none
     stall_failpoint: str | None = None
-    #: workers of the Spark cluster (``--spark cluster``), one executor each
-    spark_workers: int = 2
+
+    def role(self, name: str) -> Role:
+        """Role ``name`` of the run; one without nodes (``count`` 0) when the run lacks it
+        (such a nemesis is refused before the run: :attr:`Nemesis.roles`)."""
+        return self.roles.get(name) or Role(name, count=0)
 
 
 @dataclass(frozen=True)
@@ -224,6 +198,9 @@ class Mark:
     label: str
     opens: str | None = None
     group: str = "storage"
+    #: the keys of the action's value that say which node or link it acts on (the timeline
+    #: labels the action with them and pairs a start with the end of the same one)
+    which: tuple[str, ...] = ()
 
 
 #: The report's legend groups a :class:`Mark` may name: each has its own colour and lane.
@@ -237,8 +214,11 @@ class Nemesis:
     """
 
     name = "nemesis"
-    #: Backend capabilities it needs (``sealcheck.infra.node.CAPABILITIES``); checked before a run.
+    #: Capabilities it needs (``sealcheck.core.capabilities.CAPABILITIES``); checked before a run.
     requires: frozenset[str] = frozenset()
+    #: The roles whose nodes it acts on (:attr:`PlanInfo.roles`); a run that lacks one is
+    #: refused before it starts.
+    roles: frozenset[str] = frozenset()
 
     @property
     def marks(self) -> Mapping[str, Mark]:

@@ -4,11 +4,11 @@ The network version of ``indeterminate`` (capabilities ``database`` and ``partit
 containers backend). A one-way cut is placed in the running incarnation's network namespace
 that arms itself in the kernel at the incarnation's next commit: the ``COMMIT`` reaches
 PostgreSQL, which commits it, and from that packet on every packet from PostgreSQL is dropped
-(:class:`sealcheck.infra.containers.cuts.CommitReplyCut`). The client waits for a reply that never
-comes
-and gives up (the pipeline's connection has a TCP user time-out), without knowing whether the
-commit happened. A correct system treats that as unknown: it crashes, restarts in a new
-container (the cut stays behind in the old namespace) and learns the outcome from the store.
+(:class:`sealcheck.infra.containers.cuts.CommitReplyCut`). The client waits for a reply that
+never comes and gives up (the upsert source's connection has a TCP user time-out), without
+knowing whether the commit happened. A correct system treats that as unknown: it crashes,
+restarts in a new container (the cut stays behind in the old namespace) and learns the outcome
+from the store.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from sealcheck.core.roles import SUT
 from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target
 
 KIND = "commit-reply"
@@ -28,7 +29,10 @@ class LoseCommitReply(Nemesis):
 
     name = "lose-commit-reply"
     requires = frozenset({"database", "partition"})
-    #: how long a cut may wait for a commit in all: a step of the pipeline in a container
+    #: the database's replies to the incarnation: a run whose system keeps no store in the
+    #: database has no ``database`` role and is refused
+    roles = frozenset({SUT.name, "database"})
+    #: how long a cut may wait for a commit in all: a step of the upsert source in a container
     #: takes 2-3 s, longer than a short fault window, so resolving waits for the rest
     WAIT_S = 8.0
 

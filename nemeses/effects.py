@@ -6,7 +6,7 @@ visible outside it. Two places hold that evidence in the history:
 * the nemesis op's own value, when the nemesis could see the effect at once: it carries an
   ``effect`` dict (:func:`effect`), e.g. a power cut's dropped bytes, a frozen process's state
   ``T`` read from ``/proc``, a broker that was down after its SIGKILL;
-* the supervisor's ``pipeline-exit`` ops, for effects that show when an incarnation ends: its
+* the supervisor's ``sut-exit`` ops, for effects that show when an incarnation ends: its
   exit ``code`` (negative: the signal; ``signal`` names it), the crash failpoint it died at
   (``failpoint``), the last failpoint event it logged (``fired``: name and action) and the last
   event it logged (``last_event``).
@@ -72,10 +72,10 @@ def judge(
     exits: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
     """The effect of action ``f`` (planned value ``planned``) that happened with value
-    ``done``, given the ``pipeline-exit`` values recorded after it (in order)."""
+    ``done``, given the ``sut-exit`` values recorded after it (in order)."""
     if isinstance(done.get("effect"), Mapping):
         return dict(done["effect"])
-    if f == "kill-pipeline":
+    if f in ("kill-sut", "kill-pipeline"):  # (the old name: runs stored before the rename)
         return _killed(done.get("killed"), exits)
     if f == "arm-failpoint":
         return _crashed_at(str(done.get("fired") or planned.get("failpoint")), exits)

@@ -1,13 +1,12 @@
-"""``failpoint``: make the pipeline die at one exact persist step.
+"""``failpoint``: make the system under test die at one exact step.
 
-Each action arms one failpoint (``crash`` on its next pass) in the running pipeline; the
-failpoints are taken in a seeded order that covers every point the pipeline defines before
-any repeats, so a run with as many failpoint windows as failpoints covers them all. Points
-the system passes only once it has run a while (compaction, in the pipeline) come last in
-each cover. Points the
-system under test passes only at start-up (``rehydrate.mid`` in the pipeline) are armed and
-then the pipeline is killed, so the next incarnation dies there. The supervisor records which
-failpoint fired with each exit.
+Each action arms one failpoint (``crash`` on its next pass) in the running incarnation (role
+``sut``); the failpoints are taken in a seeded order that covers every point the system defines
+before any repeats, so a run with as many failpoint windows as failpoints covers them all.
+Points the system passes only once it has run a while (compaction, in the upsert source) come
+last in each cover. Points the system passes only at start-up (``rehydrate.mid`` in the upsert
+source) are armed and then the incarnation is killed, so the next one dies there. The
+supervisor records which failpoint fired with each exit.
 
 The fault is guaranteed: a failpoint that has not fired by the time the next fault is due
 (or the fault phase ends) — and has had its chance: armed 3 s and two steps sealed since, or
@@ -22,6 +21,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from sealcheck.core.roles import SUT
 from sealcheck.nemeses.api import (
     Action,
     Mark,
@@ -39,9 +39,10 @@ class Failpoint(Nemesis):
 
     name = "failpoint"
     requires = frozenset({"failpoints"})
+    roles = frozenset({SUT.name})
 
     def __init__(self, info: PlanInfo) -> None:
-        self.points = tuple(sorted(info.pipeline_failpoints))
+        self.points = tuple(sorted(info.failpoints))
         self.startup, self.late = info.startup_failpoints, info.late_failpoints
         self._order: list[str] = []
         self._sealed_at_arm = 0  # steps sealed when the pending point was armed
@@ -66,16 +67,16 @@ class Failpoint(Nemesis):
         return [self._act(at, "arm-failpoint", failpoint=point, restart=restart, **more)]
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
-        """Arm it; kill the pipeline too for a start-up point. Pending until it fires."""
+        """Arm it; kill the incarnation too for a start-up point. Pending until it fires."""
         point = action.value["failpoint"]
         self._sealed_at_arm = target.sealed()
         out = target.failpoints.arm(f"{point}=crash@1")
         if action.value.get("restart"):
-            out["killed"] = target.nodes("pipeline")[0].kill()
+            out["killed"] = target.nodes(SUT.name)[0].kill()
         return {**out, "outcome": "pending"}
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
-        """Fired (the pipeline consumed the armed point by crashing there), or disarmed and
+        """Fired (the incarnation consumed the armed point by crashing there), or disarmed and
         replaced by a kill once it has had its chance
         (:func:`~sealcheck.nemeses.api.wait_fired`)."""
         point = action.value["failpoint"]
@@ -83,15 +84,15 @@ class Failpoint(Nemesis):
         if not target.failpoints.armed() or not target.failpoints.disarm():
             return {"outcome": "happened", "fired": point}
         killed = settled(
-            {"killed": target.nodes("pipeline")[0].kill()},
+            {"killed": target.nodes(SUT.name)[0].kill()},
             "killed",
-            "no pipeline incarnation was running to kill",
+            "no incarnation was running to kill",
         )
         if killed["outcome"] == "happened":
             killed["outcome"] = "replaced-by-kill"
             killed["why"] = (
-                f"the pipeline did not pass {point} within {waited_s:.1f}s, so it was "
-                "disarmed and the pipeline killed instead"
+                f"the system under test did not pass {point} within {waited_s:.1f}s, so it "
+                "was disarmed and the incarnation killed instead"
             )
         return killed
 

@@ -4,7 +4,7 @@ Materialize's persist tests wrap storage in an "unreliable" layer that fails ope
 performing them; here the system under test's *commit failpoints* — the points right after a
 durable write returned (``PlanInfo.commit_failpoints``) — are armed with the ``error`` action,
 so the write is durable and the caller sees an exception instead of success. A correct system
-treats the outcome as unknown (the pipeline crashes, restarts and finds out from the store); a
+treats the outcome as unknown (the upsert source crashes, restarts and finds out from the store); a
 system that retries blindly writes twice. Like ``failpoint``, an armed point that has not
 fired by the next fault is disarmed (outcome ``not-reached``; nothing else is done).
 """
@@ -15,6 +15,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from sealcheck.core.roles import SUT
 from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_fired
 
 
@@ -23,6 +24,7 @@ class Indeterminate(Nemesis):
 
     name = "indeterminate"
     requires = frozenset({"failpoints"})
+    roles = frozenset({SUT.name})
 
     def __init__(self, info: PlanInfo) -> None:
         self.points = tuple(info.commit_failpoints)

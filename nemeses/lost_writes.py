@@ -26,7 +26,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sealcheck.nemeses.api import Action, Disk, Mark, Nemesis, Node, PlanInfo, Target
+from sealcheck.core.nodes import Disk, Node
+from sealcheck.core.roles import SUT
+from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target
 from sealcheck.nemeses.effects import effect
 from sealcheck.nemeses.kill import start_node
 
@@ -41,6 +43,7 @@ class LostWrites(Nemesis):
 
     name = "lost-writes"
     requires = frozenset({"lazy-disk"})
+    roles = frozenset({SUT.name})
 
     def __init__(self, info: PlanInfo) -> None:
         del info  # nothing of the system's shape matters: any moment is a moment to lose power
@@ -64,9 +67,9 @@ class LostWrites(Nemesis):
         disk = target.disks().get(name)
         if disk is None:
             return {"outcome": "skipped", "why": f"no lazy disk {name!r} in this run"}
-        node = target.nodes("pipeline")[0]
+        node = target.nodes(SUT.name)[0]
         wait_s = float(action.value.get("wait_s", DEFAULT_WAIT_S))
-        return power_cut(node, disk, "no pipeline incarnation was running", wait_s)
+        return power_cut(node, disk, "no incarnation was running", wait_s)
 
 
 def pending(disk: Disk) -> int | None:
@@ -145,13 +148,14 @@ class LostBrokerWrites(Nemesis):
 
     name = "lost-writes-kafka"
     requires = frozenset({"broker-lazy-disk"})
+    roles = frozenset({"broker"})
     #: a broker needs ~15 s to recover its log after a power cut on this 2-core machine, and
     #: the producers a while to write again: windows that come sooner stay quiet, so every cut
     #: has something to lose
     SPACING_S = 20.0
 
     def __init__(self, info: PlanInfo) -> None:
-        self.count = info.brokers
+        self.count = info.role("broker").count
         self._quiet_until = 0.0  # planning state: windows are planned in time order
 
     @property
@@ -159,14 +163,16 @@ class LostBrokerWrites(Nemesis):
         """An interval: from the power cut to the broker serving again."""
         down = "broker power cut"
         return {
-            "power-cut-broker": Mark("start", down, group="outage"),
-            "power-on-broker": Mark("end", down, opens="power-cut-broker", group="outage"),
+            "power-cut-broker": Mark("start", down, group="outage", which=("broker",)),
+            "power-on-broker": Mark(
+                "end", down, opens="power-cut-broker", group="outage", which=("broker",)
+            ),
         }
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """A cut early in the window of a seeded broker, power back after 20-50% of it; no
         cut in a window that starts within :attr:`SPACING_S` of the previous cut."""
-        if start_s < self._quiet_until:
+        if start_s < self._quiet_until or self.count < 1:
             return []
         broker = rng.randrange(self.count)
         on, off = "power-cut-broker", "power-on-broker"

@@ -1,6 +1,8 @@
-"""``partition``: cut a network link for a while — pipeline↔Kafka, pipeline↔PostgreSQL, or
-one broker isolated from the other two — with iptables rules inside a container's network
-namespace (containers backend). Healing removes exactly the rules that were added."""
+"""``partition``: cut a network link for a while — the system under test from the nodes of a
+role it talks to (``sut-kafka``, ``sut-database``: each role with a
+:attr:`~sealcheck.core.roles.Role.link` in the run's roles), or one broker isolated from the
+other two (with three or more) — with iptables rules inside a container's network namespace
+(containers backend). Healing removes exactly the rules that were added."""
 
 from __future__ import annotations
 
@@ -8,31 +10,41 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from sealcheck.nemeses.api import Action, Mark, Nemesis, Partitions, PlanInfo, Target, settled
+from sealcheck.core.nodes import Partitions
+from sealcheck.core.roles import SUT, links
+from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
+
+#: the keys of a cut's value: which link, and which broker a ``broker`` cut isolates
+WHICH = ("broker", "kind")
 
 
 class Partition(Nemesis):
     """Cut one seeded link early in the window, restore it after 20-50% of it."""
 
     name = "partition"
-    requires = frozenset({"partition", "database"})
+    requires = frozenset({"partition"})
+    roles = frozenset({SUT.name, "broker"})
 
     @property
     def marks(self) -> Mapping[str, Mark]:
         """An interval: cut until restored."""
         return {
-            "start-partition": Mark("start", "partition", group="partition"),
-            "end-partition": Mark("end", "partition", opens="start-partition", group="partition"),
+            "start-partition": Mark("start", "partition", group="partition", which=WHICH),
+            "end-partition": Mark(
+                "end", "partition", opens="start-partition", group="partition", which=WHICH
+            ),
         }
 
     def __init__(self, info: PlanInfo) -> None:
-        self.kinds = ["pipeline-kafka", "pipeline-postgres"]
-        if info.brokers >= 3:
+        self.kinds = links(info.roles)
+        self.brokers = info.role("broker").count
+        if self.brokers >= 3:
             self.kinds.append("broker")
-        self.brokers = info.brokers
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
         """One cut and its end."""
+        if not self.kinds or self.brokers < 1:
+            return []
         kind = rng.choice(self.kinds)
         broker = rng.randrange(self.brokers)
         return self._interval(

@@ -1,8 +1,10 @@
-"""``pause``, ``pause-kafka``: freeze a node of one role, thaw it a seeded while later.
+"""``pause``, ``pause-kafka``, ``pause-spark-worker``: freeze a node of one role (as the run
+declares it: :attr:`sealcheck.nemeses.api.PlanInfo.roles`), thaw it a seeded while later.
 
-A paused pipeline stalls mid-step and then carries on as if nothing happened (SIGSTOP /
-SIGCONT locally, the cgroup freezer in containers). A frozen broker keeps its sockets open but
-answers nothing — a harder fault for clients than a dead one, whose connections are refused.
+A paused incarnation of the system under test stalls mid-step and then carries on as if
+nothing happened (SIGSTOP / SIGCONT locally, the cgroup freezer in containers). A frozen broker
+keeps its sockets open but answers nothing — a harder fault for clients than a dead one, whose
+connections are refused.
 
 Each freeze and thaw says whether it bit (``effect``): the process's state read from
 ``/proc/<pid>/stat`` (``T``: stopped) where the node is a local process, or its cgroup's
@@ -17,9 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sealcheck.nemeses.api import Action, Mark, Nemesis, Node, PlanInfo, Target, settled
+from sealcheck.core.nodes import Node
+from sealcheck.core.roles import SUT
+from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
 from sealcheck.nemeses.effects import effect
-from sealcheck.nemeses.kill import count, index_key
+from sealcheck.nemeses.kill import node_of, which
 
 
 def proc_state(pid: Any) -> str | None:
@@ -77,46 +81,46 @@ def _verb(freeze: bool) -> str:
 
 
 class Pause(Nemesis):
-    """Freeze a node of ``role`` early in the window, thaw it a seeded share of it later."""
+    """Freeze a node of role ``role`` early in the window, thaw it a seeded share of it later."""
 
     def __init__(self, name: str, role: str, info: PlanInfo) -> None:
-        self.name, self.role = name, role
-        self.count, self.key = count(role, info), index_key(role)
-        self.requires = frozenset({"spark-cluster"} if role.startswith("spark") else ())
+        self.name, self.role = name, info.role(role)
+        self.requires, self.roles = self.role.requires, frozenset({role})
 
     @property
     def marks(self) -> Mapping[str, Mark]:
         """An interval: frozen until thawed."""
-        label = f"{self.role} frozen"
-        pause, resume = f"pause-{self.role}", f"resume-{self.role}"
+        word = self.role.name
+        label = f"{word} frozen"
+        pause, resume = f"pause-{word}", f"resume-{word}"
+        which = (self.role.index_key,) if self.role.index_key else ()
         return {
-            pause: Mark("start", label, group="pause"),
-            resume: Mark("end", label, opens=pause, group="pause"),
+            pause: Mark("start", label, group="pause", which=which),
+            resume: Mark("end", label, opens=pause, group="pause", which=which),
         }
 
     def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
-        """One freeze and its thaw (the pipeline stays frozen longer: 20-60% of the window)."""
-        on, off = f"pause-{self.role}", f"resume-{self.role}"
-        if self.role == "pipeline":
+        """One freeze and its thaw (the incarnation stays frozen longer: 20-60% of the window);
+        nothing for a role the run lacks."""
+        on, off = f"pause-{self.role.name}", f"resume-{self.role.name}"
+        if self.role.count < 1:
+            return []
+        if self.role.name == SUT.name:
             return self._interval(rng, start_s, window_s, on, off, share=(0.2, 0.6))
-        which: dict[str, Any] = {self.key: rng.randrange(self.count)} if self.key else {}
-        return self._interval(rng, start_s, window_s, on, off, **which)
+        return self._interval(rng, start_s, window_s, on, off, **which(self.role, rng))
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Freeze or thaw."""
-        index = int(action.value.get(self.key, 0)) if self.key else 0
-        node = target.nodes(self.role)[index]
-        where = {self.key: index} if self.key and self.key in action.value else {}
+        node, where = node_of(self.role, action, target)
+        word = self.role.name
         if action.f.startswith("pause-"):
-            done = settled(
-                {**where, "paused": node.pause()}, "paused", f"no {self.role} was running"
-            )
+            done = settled({**where, "paused": node.pause()}, "paused", f"no {word} was running")
             key, want = "paused", True
         else:
             done = settled(
                 {**where, "resumed": node.resume()},
                 "resumed",
-                f"the {self.role} was not frozen any more (killed and replaced, or never frozen)",
+                f"the {word} was not frozen any more (killed and replaced, or never frozen)",
             )
             key, want = "resumed", False
         if done["outcome"] == "happened":
@@ -127,6 +131,6 @@ class Pause(Nemesis):
         """Thaw every frozen node of the role."""
         return [
             f"resumed {n.name} ({i})"
-            for n in target.nodes(self.role)
+            for n in target.nodes(self.role.name)
             if (i := n.resume()) is not None
         ]

@@ -1,14 +1,18 @@
 """The registry of nemeses: adding one is one module plus one line in :data:`NEMESES`.
 
-A name maps to a factory of the nemesis from what planning may know (:class:`PlanInfo`);
-kills and pauses are one class each, parametrised by the role they act on.
+A name maps to a factory of the nemesis from what planning may know (:class:`PlanInfo`: the
+run's roles, the system's failpoints); kills and pauses are one class each, parametrised by the
+role they act on. What a role is (how many nodes, whether it heals itself, how an action names
+one) comes from the run's roles, so the registry's introspection (:func:`requirements`,
+:func:`marks`) is given the roles to read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from sealcheck.nemeses.api import Mark, Nemesis, PlanInfo
+from sealcheck.core.roles import SUT, Role
+from sealcheck.nemeses.api import RENAMED, Mark, Nemesis, PlanInfo
 from sealcheck.nemeses.commit_reply import LoseCommitReply
 from sealcheck.nemeses.failpoint import Failpoint
 from sealcheck.nemeses.indeterminate import Indeterminate
@@ -19,9 +23,9 @@ from sealcheck.nemeses.pause import Pause
 from sealcheck.nemeses.zombie import Zombie
 
 NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
-    "kill": lambda info: Kill("kill", "pipeline", info),
+    "kill": lambda info: Kill("kill", SUT.name, info),
     "failpoint": Failpoint,
-    "pause": lambda info: Pause("pause", "pipeline", info),
+    "pause": lambda info: Pause("pause", SUT.name, info),
     "kill-kafka": lambda info: Kill("kill-kafka", "broker", info),
     "pause-kafka": lambda info: Pause("pause-kafka", "broker", info),
     "partition": Partition,
@@ -45,14 +49,26 @@ def build(names: tuple[str, ...] | list[str], info: PlanInfo) -> dict[str, Nemes
     return {n: NEMESES[n](info) for n in names}
 
 
-def requirements(name: str) -> frozenset[str]:
-    """The backend capabilities nemesis ``name`` needs."""
-    return NEMESES[name](PlanInfo(3, ())).requires
+def lacking(nemesis: Nemesis, info: PlanInfo) -> list[str]:
+    """The roles ``nemesis`` acts on that the run (``info.roles``) lacks: such a run cannot
+    host it."""
+    return sorted(r for r in nemesis.roles if r not in info.roles)
 
 
-def marks() -> Mapping[str, Mark]:
-    """How the timeline draws every action of every nemesis (action names are unique)."""
+def requirements(name: str, roles: Mapping[str, Role]) -> frozenset[str]:
+    """The capabilities nemesis ``name`` needs, in a run with ``roles``."""
+    return NEMESES[name](PlanInfo(roles)).requires
+
+
+def marks(roles: Mapping[str, Role]) -> Mapping[str, Mark]:
+    """How the timeline draws every action of every nemesis in a run with ``roles`` (action
+    names are unique); the names stored runs used before a rename (:data:`RENAMED`) too."""
     out: dict[str, Mark] = {}
     for factory in NEMESES.values():
-        out.update(factory(PlanInfo(3, ())).marks)
+        out.update(factory(PlanInfo(roles)).marks)
+    old = {f: new for f, new in RENAMED.items() if new in out}
+    for f, new in old.items():
+        mark = out[new]
+        opens = next((o for o, n in old.items() if n == mark.opens), mark.opens)
+        out[f] = Mark(mark.kind, mark.label, opens, mark.group, mark.which)
     return out

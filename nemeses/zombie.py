@@ -1,11 +1,11 @@
 """``zombie``: two writers at once — the old incarnation is slow, not dead.
 
 Early in its window the running incarnation is stalled right before a write (the system's
-``stall_failpoint`` armed with ``sleep``: the pipeline has read its range and diffed it against
+``stall_failpoint`` armed with ``sleep``: the upsert source has read its range and diffed it against
 its state, and holds that decision) and given up: the supervisor starts a new incarnation
 beside it, which rehydrates and seals steps. The stall ends later in the window and the old one
 goes on with its stale decision. A correctly fenced system stops it at that write (the
-pipeline exits 3, "fenced") and nothing is written twice; with fencing broken it writes beside
+upsert source exits 3, "fenced") and nothing is written twice; with fencing broken it writes beside
 the new one, which the checkers see. A stall (not SIGSTOP) because a frozen process may hold
 the store's write lock, and then no new incarnation could write before it is thawed.
 
@@ -20,14 +20,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from sealcheck.core.roles import SUT
 from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Replaceable, Target
 
 
 class Zombie(Nemesis):
-    """Stall and replace the pipeline early in the window; its stall ends later."""
+    """Stall and replace the incarnation early in the window; its stall ends later."""
 
     name = "zombie"
     requires = frozenset({"failpoints"})
+    roles = frozenset({SUT.name})
 
     def __init__(self, info: PlanInfo, wait_s: float = 20.0, stall_wait_s: float = 10.0) -> None:
         self.point, self.wait_s, self.stall_wait_s = info.stall_failpoint, wait_s, stall_wait_s
@@ -57,9 +59,9 @@ class Zombie(Nemesis):
         ]
 
     def _node(self, target: Target) -> Replaceable:
-        node = target.nodes("pipeline")[0]
+        node = target.nodes(SUT.name)[0]
         if not isinstance(node, Replaceable):
-            raise TypeError(f"the pipeline node {node!r} cannot be replaced while it runs")
+            raise TypeError(f"the {SUT.name} node {node!r} cannot be replaced while it runs")
         return node
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:

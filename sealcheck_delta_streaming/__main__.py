@@ -1,4 +1,4 @@
-"""``python -m delta_job``: run one incarnation of the job."""
+"""``python -m sealcheck_delta_streaming``: run one incarnation of the job."""
 
 from sealcheck_delta_streaming.cli import main
 

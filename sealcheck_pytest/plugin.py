@@ -138,7 +138,7 @@ def sealcheck(
     ``sealcheck run --set`` names (``final_timeout_s=120``, ``workload.keys=500``)."""
     option = request.config.getoption
     where = option("sealcheck_runs")
-    store = Path(where) if where else tmp_path_factory.mktemp("sealcheck")
+    runs = Path(where) if where else tmp_path_factory.mktemp("sealcheck")
     results = request.node.stash.setdefault(_RESULTS, [])
     record_property = _recorder(request)
 
@@ -154,7 +154,7 @@ def sealcheck(
         settings.setdefault("backend", option("sealcheck_backend"))
         name = run_name(request.node.nodeid) + (f"-{len(results)}" if results else "")
         out = run_chaos(
-            store, name, chosen, faults, {"system": system, **settings}, option("sealcheck_timeout")
+            runs, name, chosen, faults, {"system": system, **settings}, option("sealcheck_timeout")
         )
         results.append(out)
         record_property("sealcheck_seed", out.seed)

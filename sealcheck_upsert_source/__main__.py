@@ -1,4 +1,4 @@
-"""``python -m pipeline``: same as ``sealcheck pipeline``."""
+"""``python -m sealcheck_upsert_source``: same as ``sealcheck pipeline``."""
 
 import sys
 

@@ -13,17 +13,17 @@ from sealcheck.rundir.history import History
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def sealcheck_run(store: Path, *flags: str, timeout_s: float = 600) -> tuple[int, str, Path]:
-    """Exit code, output and run directory of one `sealcheck run` into ``store``."""
+def sealcheck_run(runs: Path, *flags: str, timeout_s: float = 600) -> tuple[int, str, Path]:
+    """Exit code, output and run directory of one `sealcheck run` into the archive ``runs``."""
     proc = subprocess.run(
-        [sys.executable, "-m", "sealcheck", "run", "--store", str(store), "--no-progress", *flags],
+        [sys.executable, "-m", "sealcheck", "run", "--runs", str(runs), "--no-progress", *flags],
         capture_output=True,
         text=True,
         timeout=timeout_s,
         cwd=ROOT,
     )
     out = proc.stdout + proc.stderr
-    run_dir = (store / "latest").resolve()
+    run_dir = (runs / "latest").resolve()
     return proc.returncode, out, run_dir
 
 
@@ -40,7 +40,7 @@ def replay(
     plan = tmp_path / "plan"
     plan.mkdir()
     (plan / "test.json").write_text(json.dumps({"config": config, "schedule": schedule}))
-    return sealcheck_run(tmp_path / "store", "--replay", str(plan), timeout_s=timeout_s)
+    return sealcheck_run(tmp_path / "runs", "--replay", str(plan), timeout_s=timeout_s)
 
 
 def outcomes(history: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.harness.campaigns.verdicts import ChaosResult, read_result
-from sealcheck.harness.run.config import ConfigError, TestConfig, load_config, to_flags
+from sealcheck.harness.run.config import ConfigError, TestConfig, to_flags
 
 __all__ = ["ALIASES", "ConfigError", "command", "config_for", "run_chaos"]
 
@@ -29,7 +29,7 @@ ALIASES = {
 
 
 def config_for(
-    store: Path,
+    runs: Path,
     name: str,
     seed: int,
     nemeses: Sequence[str] | None,
@@ -41,10 +41,12 @@ def config_for(
     opts = {k: v for k, v in options.items() if v is not None}
     path = opts.pop("config", None)
     raw = {ALIASES.get(k, k): v for k, v in opts.items()}
-    raw.update(name=name, seed=seed, runs_dir=str(store))
+    raw.update(name=name, seed=seed, runs_dir=str(runs))
     if nemeses:
         raw["nemeses"] = list(nemeses)
-    return load_config(Path(path) if path else None, raw)
+    from sealcheck.harness.run.test import load_test  # (the plugin loads this module)
+
+    return load_test(Path(path) if path else None, raw).spec  # built and validated once
 
 
 def command(cfg: TestConfig) -> list[str]:
@@ -54,22 +56,23 @@ def command(cfg: TestConfig) -> list[str]:
 
 
 def run_chaos(
-    store: Path,
+    runs: Path,
     name: str,
     seed: int,
     nemeses: Sequence[str] | None,
     options: Mapping[str, Any],
     timeout_s: float,
 ) -> ChaosResult:
-    """Run one chaos test into ``store/<name>/`` and read its verdict back. Bad settings raise
-    :class:`ConfigError` before anything starts; a time-out gives UNKNOWN."""
-    argv = command(config_for(store, name, seed, nemeses, options))
-    store.mkdir(parents=True, exist_ok=True)
+    """Run one chaos test into the archive ``runs`` (``runs/<name>/``) and read its verdict
+    back. Bad settings raise :class:`ConfigError` before anything starts; a time-out gives
+    UNKNOWN."""
+    argv = command(config_for(runs, name, seed, nemeses, options))
+    runs.mkdir(parents=True, exist_ok=True)
 
     def run_dir() -> Path:
-        """The newest run of this test (``store/latest`` is shared by every test)."""
-        mine = sorted((store / name).glob("*/test.json"))
-        return mine[-1].parent if mine else store / name
+        """The newest run of this test (``runs/latest`` is shared by every test)."""
+        mine = sorted((runs / name).glob("*/test.json"))
+        return mine[-1].parent if mine else runs / name
 
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

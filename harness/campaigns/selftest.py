@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sealcheck.harness.campaigns.commands import EXIT_BAD_ARGS, EXIT_INVALID, EXIT_VALID, positive
+
 CORRECT = "correct"
 
 
@@ -138,7 +140,7 @@ def run_selftest(args: argparse.Namespace) -> int:
 
     if args.system not in SYSTEMS:
         print(f"sealcheck selftest: system={args.system!r} is unknown; known: {', '.join(SYSTEMS)}")
-        return 254
+        return EXIT_BAD_ARGS
     sut = system(args.system)
     harmless = {CORRECT, *sut.harmless_modes}
     modes = {CORRECT: "the system as it is (must never be flagged)", **sut.broken_modes}
@@ -146,12 +148,12 @@ def run_selftest(args: argparse.Namespace) -> int:
         for name, what in modes.items():
             tag = " (expected valid)" if name in harmless and name != CORRECT else ""
             print(f"{name:<30} {what}{tag}")
-        return 0
+        return EXIT_VALID
     chosen = list(modes) if not args.variants else [CORRECT, *args.variants.split(",")]
     unknown = [v for v in chosen if v not in modes]
     if unknown:
         print(f"sealcheck selftest: unknown variant(s) {unknown}; see `sealcheck selftest --list`")
-        return 254
+        return EXIT_BAD_ARGS
     cells = {v: Cell(v, modes[v]) for v in dict.fromkeys(chosen)}
     out = Path(args.runs) / "selftest.json"
     ledger = out.with_suffix(".jsonl")
@@ -193,30 +195,20 @@ def run_selftest(args: argparse.Namespace) -> int:
         c.caught >= min(args.min_caught, c.runs) for v, c in cells.items() if v not in harmless
     )
     print(f"matrix saved to {out}")
-    return 0 if ok else 1
+    return EXIT_VALID if ok else EXIT_INVALID
 
 
 def add_command(sub: Any) -> None:
     """Register ``selftest`` on the CLI's subcommands."""
     p = sub.add_parser("selftest", help="run every deliberate bug variant; print the matrix")
     p.add_argument("--list", action="store_true", help="list the variants and stop")
-    p.add_argument("--seeds", type=_positive, default=1, help="seeds 1..N per variant (default 1)")
+    p.add_argument("--seeds", type=positive, default=1, help="seeds 1..N per variant (default 1)")
     p.add_argument("--system", default="pipeline")
     p.add_argument("--variants", default=None, help="comma-separated broken variants only")
-    p.add_argument("--runs", default="store-selftest", help="the archive for the runs")
+    p.add_argument("--runs", default="runs-selftest", help="the archive for the runs")
     p.add_argument(
         "--fresh", action="store_true", help="ignore the ledger of an earlier self-test here"
     )
     p.add_argument("--min-caught", type=int, default=4, help="seeds each bug must be caught in")
     p.add_argument("run_flags", nargs="*", help="after --: flags for every `sealcheck run`")
     p.set_defaults(func=run_selftest)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
-    return value

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sealcheck.harness.run.config import TestConfig, build_config
+from sealcheck.harness.campaigns.commands import EXIT_BAD_ARGS, EXIT_INVALID, EXIT_VALID, positive
+from sealcheck.harness.run.config import ConfigError, TestConfig, build_config
 from sealcheck.nemeses import Action
 
 T = TypeVar("T")
@@ -183,6 +184,16 @@ class Shrinker:
                 self.known.setdefault(rec["hash"], []).append(rec)
         self.runs_used = 0
 
+    def validate(self) -> None:
+        """Refuse a run whose saved parts no longer fit together here (a ConfigError naming
+        the run): its test built and validated once, before any candidate runs."""
+        from sealcheck.harness.run.test import build_test
+
+        try:
+            build_test(self.cfg, self.schedule).validate()
+        except ConfigError as exc:
+            raise ConfigError(f"{self.run_dir}/test.json cannot be replayed: {exc}") from None
+
     def _hit(self, rec: dict[str, Any]) -> bool:
         return list(self.target) in [list(k) for k in rec.get("kinds", [])]
 
@@ -219,8 +230,9 @@ class Shrinker:
     def shrink(self) -> Summary:
         """Delta-debug the units, then the duration, then confirm; write the results."""
         from sealcheck.nemeses.registry import marks
+        from sealcheck.systems.roles import every_role
 
-        ends = {f: m.opens for f, m in marks().items() if m.kind == "end" and m.opens}
+        ends = {f: m.opens for f, m in marks(every_role()).items() if m.kind == "end" and m.opens}
         groups = units(self.schedule, ends)
         duration = self.cfg.duration_s
         self.log(
@@ -277,7 +289,7 @@ def _load(path: Path) -> dict[str, Any]:
         doc = json.loads(path.read_text())
     except FileNotFoundError:
         raise ShrinkError(
-            f"{path} does not exist: give the directory of a finished run (e.g. store/latest)"
+            f"{path} does not exist: give the directory of a finished run (e.g. runs/latest)"
         ) from None
     except (OSError, ValueError) as exc:
         raise ShrinkError(f"{path} cannot be read: {exc}") from None
@@ -307,28 +319,16 @@ def add_command(sub: Any) -> None:
     p = sub.add_parser(
         "shrink", help="reduce an INVALID run's schedule to a smallest one with the same anomaly"
     )
-    p.add_argument("run_dir", type=Path, help="the INVALID run (e.g. store/latest)")
+    p.add_argument("run_dir", type=Path, help="the INVALID run (e.g. runs/latest)")
     p.add_argument("--kind", default=None, help="CHECKER:KIND to keep (default: the first)")
     p.add_argument(
-        "--runs-per-candidate", type=_positive, default=2, help="tries per candidate (default 2)"
+        "--runs-per-candidate", type=positive, default=2, help="tries per candidate (default 2)"
     )
-    p.add_argument("--max-runs", type=_positive, default=40, help="run budget (default 40)")
+    p.add_argument("--max-runs", type=positive, default=40, help="run budget (default 40)")
     p.add_argument(
         "--confirm", type=int, default=3, help="extra runs of the minimal schedule (default 3)"
     )
     p.set_defaults(func=cmd_shrink)
-
-
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
-    return value
 
 
 def cmd_shrink(args: Any) -> int:
@@ -338,16 +338,17 @@ def cmd_shrink(args: Any) -> int:
     try:
         kind = parse_kind(args.kind) if args.kind else None
         shrinker = Shrinker(
-            args.run_dir.resolve(),  # store/latest moves with every run the shrink makes
+            args.run_dir.resolve(),  # runs/latest moves with every run the shrink makes
             run_candidate,
             runs_per_candidate=args.runs_per_candidate,
             max_runs=args.max_runs,
             confirm=max(0, args.confirm),
             kind=kind,
         )
-    except ShrinkError as exc:
+        shrinker.validate()
+    except (ShrinkError, ConfigError) as exc:
         print(f"sealcheck shrink: {exc}", file=sys.stderr)
-        return 254
+        return EXIT_BAD_ARGS
     s = shrinker.shrink()
     print(f"shrink: {s.original} actions -> {len(s.minimal)} in {s.runs_used} runs")
     for a in s.minimal:
@@ -357,4 +358,4 @@ def cmd_shrink(args: Any) -> int:
         f"(duration {s.duration_s:g}s){'' if s.budget_left else '; run budget exhausted'}"
     )
     print(f"reproduce: sealcheck run --replay {s.replay_dir}")
-    return 0 if s.hits else 1
+    return EXIT_VALID if s.hits else EXIT_INVALID

@@ -24,6 +24,7 @@ from sealcheck.harness.campaigns.child_run import ConfigError, config_for, run_c
 from sealcheck.harness.campaigns.suite_spec import SuiteCase, SuiteError, SuiteSpec
 from sealcheck.harness.campaigns.verdicts import ChaosResult
 from sealcheck.rundir.archive import write_json
+from sealcheck.rundir.names import RUNS_DIR
 
 SUMMARY = "summary.json"
 
@@ -49,7 +50,7 @@ def check_cases(spec: SuiteSpec) -> None:
     by ``sealcheck run`` — before anything runs."""
     for case in spec.cases:
         try:
-            config_for(Path("store"), case.run_name, case.seed, case.nemeses, _options(case))
+            config_for(Path(RUNS_DIR), case.run_name, case.seed, case.nemeses, _options(case))
         except ConfigError as exc:
             raise SuiteError(f"case {case.id}: {exc}") from None
 
@@ -193,7 +194,7 @@ def add_command(sub: Any) -> None:
         "invalid, 2 a case unknown or skipped, 254 bad arguments.",
     )
     p.add_argument("file", type=Path, help="the suite, a TOML file (see examples/nightly.toml)")
-    p.add_argument("--out", type=Path, default=None, help="default store/suites/<name>/<time>")
+    p.add_argument("--out", type=Path, default=None, help="default runs/suites/<name>/<time>")
     p.add_argument("--budget", type=float, default=None, help="seconds (default the file's)")
     p.add_argument("--repeat", type=int, default=1, help="run each case N times (default 1)")
     p.add_argument("--rerun-failed", type=Path, default=None, metavar="DIR")
@@ -225,7 +226,7 @@ def cmd_suite(args: Any) -> int:
             print(case.id)
         return 0
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    out = args.out or Path("store") / "suites" / spec.name / stamp
+    out = args.out or Path(RUNS_DIR) / "suites" / spec.name / stamp
     print(f"suite {spec.name}: {len(spec.cases)} cases, budget {budget:.0f}s, output {out}")
     runs = run_suite(spec, out, budget, args.repeat, only, args.case_timeout)
     code = exit_code(runs)

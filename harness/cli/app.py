@@ -1,7 +1,8 @@
 """The ``sealcheck`` command line.
 
-Exit codes: 0 valid / success, 1 invalid, 2 unknown, 254 bad arguments, 255 the harness
-itself crashed. Bad input gets one clear line on stderr, never only a traceback.
+Exit codes (one table, :data:`sealcheck.harness.campaigns.commands.EXIT_CODES`): 0 valid /
+success, 1 invalid, 2 unknown, 130 interrupted, 254 bad arguments, 255 the harness itself
+crashed. Bad input gets one clear line on stderr, never only a traceback.
 """
 
 from __future__ import annotations
@@ -15,14 +16,30 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from sealcheck.harness.campaigns.commands import (
+    EXIT_BAD_ARGS,
+    EXIT_CRASH,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_UNKNOWN,
+    EXIT_VALID,
+    VERDICT_EXIT,
+    positive,
+)
+
 if TYPE_CHECKING:
     from sealcheck.checkers.result import RunResult
 
-EXIT_VALID = 0
-EXIT_INVALID = 1
-EXIT_UNKNOWN = 2
-EXIT_BAD_ARGS = 254
-EXIT_CRASH = 255
+__all__ = [
+    "EXIT_BAD_ARGS",
+    "EXIT_CRASH",
+    "EXIT_INTERRUPTED",
+    "EXIT_INVALID",
+    "EXIT_UNKNOWN",
+    "EXIT_VALID",
+    "build_parser",
+    "main",
+]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,16 +48,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_ARGS, f"sealcheck: error: {message}\n")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 def _cmd_setup(args: argparse.Namespace) -> int:
@@ -81,6 +88,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from sealcheck.checkers.registry import CHECKERS, unknown_checkers
+    from sealcheck.rundir.names import EXPORT_DIR, OLD_EXPORT_DIR
 
     unknown = unknown_checkers(args.checker or [])
     if unknown:
@@ -90,11 +98,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD_ARGS
     run_dir = Path(args.run_dir)
-    markers = ("history.jsonl", "test.json", "topic.parquet", "persist")
+    markers = ("history.jsonl", "test.json", "topic.parquet", EXPORT_DIR, OLD_EXPORT_DIR)
     if not run_dir.is_dir() or not any((run_dir / m).exists() for m in markers):
         print(
             f"sealcheck: {run_dir} is not a run directory (no {', '.join(markers)}); give "
-            "store/<test>/<time>/ or store/latest",
+            "runs/<test>/<time>/ or runs/latest",
             file=sys.stderr,
         )
         return EXIT_BAD_ARGS
@@ -136,7 +144,7 @@ def _full_check(run_dir: Path) -> int:
     _print_result(result)
     print(f"verdict: {_verdict_line(result.valid, doc)}  ({run_dir / 'results.json'})")
     print(f"report: {report}")
-    return _EXIT_OF[result.valid]
+    return VERDICT_EXIT[result.valid]
 
 
 def _partial_check(run_dir: Path, chosen: list[str]) -> int:
@@ -159,10 +167,7 @@ def _partial_check(run_dir: Path, chosen: list[str]) -> int:
     _print_result(result)
     print(f"partial result: {_verdict_line(result.valid, doc)}  ({run_dir / PARTIAL})")
     print(f"the run's verdict is unchanged in {run_dir / 'results.json'} (not this check's)")
-    return _EXIT_OF[result.valid]
-
-
-_EXIT_OF = {True: EXIT_VALID, False: EXIT_INVALID, None: EXIT_UNKNOWN}
+    return VERDICT_EXIT[result.valid]
 
 
 def _print_result(result: RunResult) -> None:
@@ -192,8 +197,9 @@ def _verdict_line(valid: bool | None, doc: dict[str, Any]) -> str:
 
 
 def _pipeline(argv: list[str]) -> int:
-    """``sealcheck pipeline``: the system under test itself, with the connector jars of this
-    checkout (``sealcheck setup``) unless ``--jars`` or ``SEALCHECK_SPARK_JARS`` say others."""
+    """``sealcheck pipeline``: the upsert source system (``sealcheck_upsert_source``, the system
+    under test ``--system pipeline``) run by hand, with the connector jars of this checkout
+    (``sealcheck setup``) unless ``--jars`` or ``SEALCHECK_SPARK_JARS`` say others."""
     import os
 
     from sealcheck_upsert_source.cli import main as pipeline_main
@@ -231,8 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     setup.set_defaults(func=_cmd_setup)
 
     demo = sub.add_parser("demo", help="smoke round trip: Kafka -> Spark batch read")
-    demo.add_argument("--records", type=_positive, default=10_000)
-    demo.add_argument("--partitions", type=_positive, default=3)
+    demo.add_argument("--records", type=positive, default=10_000)
+    demo.add_argument("--partitions", type=positive, default=3)
     demo.add_argument("--seed", type=int, default=1)
     demo.add_argument("--backend", choices=("local", "containers"), default="local")
     demo.set_defaults(func=_cmd_demo)
@@ -242,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="judge a stored run offline (writes results.json; with --checker, only "
         "partial-check.json)",
     )
-    check.add_argument("run_dir", help="a run directory: topic.parquet, persist/, history.jsonl")
+    check.add_argument("run_dir", help="a run directory: topic.parquet, export/, history.jsonl")
     check.add_argument(
         "--checker",
         action="append",
@@ -268,7 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "pipeline",
         add_help=False,
-        help="run the system under test (see `sealcheck pipeline --help`)",
+        help="run the upsert source system (a system under test) by hand; its own flags: "
+        "`sealcheck pipeline --help`",
     )
     return parser
 
@@ -283,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except KeyboardInterrupt:
         print("sealcheck: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as exc:
         from sealcheck.infra.containers.images import EngineUnavailableError
         from sealcheck.infra.jars import JarsMissingError

@@ -6,11 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sealcheck.harness.campaigns.commands import EXIT_BAD_ARGS, VERDICT_EXIT, exit_help
 from sealcheck.nemeses.registry import NEMESES
+from sealcheck.rundir.names import RUNS_DIR
 
-VERDICT_EXIT = {True: 0, False: 1, None: 2}
+if TYPE_CHECKING:
+    from sealcheck.harness.run.config import TestConfig
+    from sealcheck.harness.run.test import Test
 
 
 def _name_list(text: str) -> tuple[str, ...]:
@@ -18,7 +22,7 @@ def _name_list(text: str) -> tuple[str, ...]:
 
 
 _HELP = {
-    "name": "test name (the store directory)",
+    "name": "test name (its folder in the archive of runs)",
     "seed": "the seed of the workload and the schedule",
     "backend": "local (processes, the default) or containers (Docker, PostgreSQL)",
     "brokers": "1 or 3 Kafka brokers",
@@ -30,7 +34,7 @@ _HELP = {
     "final_timeout_s": "seconds allowed to catch up after healing",
     "broken": "run the system under test with a deliberate bug or a variant people write "
     "(an unknown name lists the known ones)",
-    "runs_dir": "the archive where runs are stored (default store/; --store is the same)",
+    "runs_dir": "the archive of runs, where this run is stored (default runs/)",
     "system": "the system under test (default pipeline)",
     "spark": "connect (one Spark Connect server per run, the default), local (a driver in "
     "every incarnation) or cluster (that server drives a Spark standalone cluster: a master and "
@@ -63,10 +67,35 @@ def _add_setting_flags(run: Any) -> None:
             kind = float
         elif isinstance(default, int):
             kind = int
-        aliases = ["--store"] if flag == "--runs" else []  # the old name of --runs
-        run.add_argument(flag, *aliases, dest=name, type=kind, help=_HELP.get(name))
+        run.add_argument(flag, dest=name, type=kind, help=_HELP.get(name))
+    _renamed(run, "--store", "--runs")
     for name, flag in HARNESS_FLAGS.items():  # None unless given, like the others
         run.add_argument(flag, dest=name, action="store_const", const=True, help=_HELP.get(name))
+
+
+class _Renamed(argparse.Action):
+    """A flag that was renamed: giving it stops with one line naming the new one."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **_: Any) -> None:
+        super().__init__(
+            option_strings, dest, nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
+        self.new = new
+
+    def __call__(
+        self, parser: Any, namespace: Any, values: Any, option_string: str | None = None
+    ) -> None:
+        """Stop: the old flag is not read any more."""
+        parser.exit(
+            EXIT_BAD_ARGS,
+            f"sealcheck: {option_string} is now {self.new} (the archive of runs): give "
+            f"{self.new} {values or 'DIR'}\n",
+        )
+
+
+def _renamed(parser: Any, old: str, new: str) -> None:
+    """Refuse ``old``, saying to use ``new`` instead."""
+    parser.add_argument(old, action=_Renamed, new=new)
 
 
 def add_commands(sub: Any) -> None:
@@ -74,8 +103,7 @@ def add_commands(sub: Any) -> None:
     run = sub.add_parser(
         "run",
         help="run a chaos test (real Kafka, the real system under test, faults) and judge it",
-        description="Run a Jepsen-style test; exit 0 valid, 1 invalid, 2 unknown, "
-        "254 bad arguments, 255 the harness crashed. Flags override --config.",
+        description=f"Run a Jepsen-style test; exit {exit_help()}. Flags override --config.",
     )
     run.add_argument("--config", type=Path, help="a TOML test config (flags override it)")
     run.add_argument(
@@ -98,7 +126,14 @@ def add_commands(sub: Any) -> None:
     run.set_defaults(func=cmd_run)
 
     serve = sub.add_parser("serve", help="browse stored runs and their reports")
-    serve.add_argument("--store", type=Path, default=Path("store"))
+    serve.add_argument(
+        "--runs",
+        dest="runs_dir",
+        type=Path,
+        default=Path(RUNS_DIR),
+        help="the archive of runs to browse (default runs/)",
+    )
+    _renamed(serve, "--store", "--runs")
     serve.add_argument("--port", type=int, default=8080, help="0 picks a free port")
     serve.set_defaults(func=cmd_serve)
 
@@ -109,13 +144,13 @@ def add_commands(sub: Any) -> None:
     )
     clean.add_argument(
         "--runs",
-        "--store",
         dest="runs_dir",
         type=Path,
-        default=Path("store"),
+        default=Path(RUNS_DIR),
         help="also end the left-running runs recorded in this archive whose processes are "
-        "gone already (default store/)",
+        "gone already (default runs/)",
     )
+    _renamed(clean, "--store", "--runs")
     clean.set_defaults(func=cmd_cleanup)
 
 
@@ -156,7 +191,7 @@ def _replay(args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, l
     except FileNotFoundError:
         raise ConfigError(
             f"cannot replay {args.replay}: {meta_path} does not exist (give a run directory, "
-            "e.g. store/latest)"
+            "e.g. runs/latest)"
         ) from None
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot replay {args.replay}: {meta_path}: {exc}") from None
@@ -194,7 +229,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sealcheck.harness.run.config import ConfigError, load_config
     from sealcheck.harness.run.progress import Display
     from sealcheck.harness.run.runner import run_test
-    from sealcheck.harness.run.test import build_test
 
     schedule = None
     try:
@@ -203,12 +237,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             cfg, schedule = _replay(args, overrides)
         else:
             cfg = load_config(args.config, overrides)
+        test = _built(cfg, schedule, args.replay)
     except ConfigError as exc:
         print(f"sealcheck run: {exc}", file=sys.stderr)
-        return 254
+        return EXIT_BAD_ARGS
     with Display(live=not args.no_progress) as display:
         display.status.duration_s = cfg.duration_s
-        outcome = run_test(build_test(cfg, schedule), display)
+        outcome = run_test(test, display)
     words = {True: "VALID", False: "INVALID", None: "UNKNOWN"}
     if outcome.reason:
         print(f"final phase: {outcome.reason}")
@@ -222,6 +257,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     return VERDICT_EXIT[outcome.valid]
 
 
+def _built(cfg: TestConfig, schedule: list[Any] | None, replay: Path | None) -> Test:
+    """The test of ``cfg``, built and validated once (a ConfigError when its parts do not fit
+    together; for ``--replay``, one that names the saved run)."""
+    from sealcheck.harness.run.config import ConfigError
+    from sealcheck.harness.run.test import build_test
+
+    try:
+        test = build_test(cfg, schedule)
+        test.validate()
+    except ConfigError as exc:
+        if replay is None:
+            raise
+        raise ConfigError(f"cannot replay {replay}: saved {exc}") from None
+    return test
+
+
 def _steps_judged(run_dir: Path) -> str:
     """``sealed_state``'s "data 142/142, errors 142/142" from the run's results (or "")."""
     from sealcheck.report.report import steps_judged
@@ -233,18 +284,18 @@ def _steps_judged(run_dir: Path) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Serve the store until Ctrl-C."""
+    """Serve the archive of runs until Ctrl-C."""
     from sealcheck.report.serve import make_server
 
-    if not args.store.is_dir():
+    if not args.runs_dir.is_dir():
         print(
-            f"sealcheck serve: {args.store} is not a directory; give the store of runs with "
-            "--store (default store/, created by `sealcheck run`)",
+            f"sealcheck serve: {args.runs_dir} is not a directory; give the archive of runs "
+            "with --runs (default runs/, created by `sealcheck run`)",
             file=sys.stderr,
         )
-        return 254
+        return EXIT_BAD_ARGS
     try:
-        server = make_server(args.store, args.port)
+        server = make_server(args.runs_dir, args.port)
     except (OSError, OverflowError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         print(
@@ -252,9 +303,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "another port with --port, or --port 0 for a free one",
             file=sys.stderr,
         )
-        return 254
+        return EXIT_BAD_ARGS
     port = server.server_address[1]
-    print(f"serving {args.store} at http://127.0.0.1:{port}/ (Ctrl-C to stop)")
+    print(f"serving {args.runs_dir} at http://127.0.0.1:{port}/ (Ctrl-C to stop)")
     try:
         server.serve_forever()
     finally:

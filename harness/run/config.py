@@ -1,7 +1,11 @@
 """A test is a config with a seed: what to run, for how long, with which faults.
 
-Configs come from a TOML file and/or command-line flags (flags win). Every field is checked
-here, so a bad config is one clear line (:class:`ConfigError`) before anything starts.
+Configs come from a TOML file and/or command-line flags (flags win). Each setting's own shape
+(type, range, the settings' defaults) is checked here, so a bad value is one clear line
+(:class:`ConfigError`) before anything starts. The names a config gives (system, backend,
+nemeses, checkers) are resolved when the test is built, and whether the built parts fit
+together is checked on the built test, in one pass (:mod:`sealcheck.harness.run.test`,
+:mod:`sealcheck.harness.run.validate`); :func:`sealcheck.harness.run.test.load_test` does all.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.harness.run.workload import DISTRIBUTIONS, UpsertMix
+from sealcheck.rundir.names import RUNS_DIR
 
 
 class ConfigError(ValueError):
@@ -89,9 +94,7 @@ class TestConfig:
     compact_every: int = 2
     broken: str | None = None  # a deliberate bug of the system under test (its broken_modes)
     checkers: tuple[str, ...] = ()  # the checkers that judge the run (empty: every one)
-    runs_dir: str = (
-        "store"  # the archive of runs (sealcheck.rundir.archive), not the system's store
-    )
+    runs_dir: str = RUNS_DIR  # the archive of runs (sealcheck.rundir.archive)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     # After the verdict, keep Kafka, the store and a last incarnation running until
     # `sealcheck cleanup` (sealcheck.harness.run.leave). How the run ends, not what it is: see
@@ -120,78 +123,32 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def _hostable(cfg: TestConfig) -> tuple[str, ...]:
-    """The nemeses of ``cfg`` whose requirements its backend and system offer."""
+    """The nemeses of ``cfg`` whose requirements its backend and system offer: a default (the
+    mix), not a check — a named nemesis the run cannot host is refused by the built test."""
     from sealcheck.infra.backends import NAMES, capabilities
     from sealcheck.nemeses.registry import NEMESES, requirements
     from sealcheck.systems.registry import SYSTEMS, system
+    from sealcheck.systems.roles import run_roles
 
     if cfg.backend not in NAMES or cfg.system not in SYSTEMS:
-        return cfg.nemeses  # _check says what is wrong
+        return cfg.nemeses  # building the test says what is wrong
     offered = capabilities(cfg.backend) | system(cfg.system).offers(cfg.backend)
     if cfg.spark != "cluster":
         offered -= {"spark-cluster"}
-    return tuple(n for n in cfg.nemeses if n not in NEMESES or requirements(n) <= offered)
+    roles = run_roles(system(cfg.system), cfg.backend, cfg.brokers, cfg.spark)
+    return tuple(n for n in cfg.nemeses if n not in NEMESES or requirements(n, roles) <= offered)
 
 
 def _check(cfg: TestConfig) -> None:
-    from sealcheck.checkers.registry import CHECKERS
-    from sealcheck.infra.backends import NAMES, capabilities
-    from sealcheck.infra.node import CAPABILITIES
-    from sealcheck.nemeses.registry import NEMESES, requirements
-    from sealcheck.systems.registry import SYSTEMS, system
+    """Each setting's own shape; how the parts it names fit is the built test's to check
+    (:meth:`sealcheck.harness.run.test.Test.validate`)."""
 
     def need(ok: bool, what: str) -> None:
         if not ok:
             raise ConfigError(what)
 
     need(bool(_NAME.match(cfg.name)), f"name={cfg.name!r}: use letters, digits, '.', '_', '-'")
-    need(
-        cfg.system in SYSTEMS,
-        f"system={cfg.system!r} is unknown; known systems under test: {', '.join(SYSTEMS)}",
-    )
-    need(cfg.backend in NAMES, f"backend={cfg.backend!r}: use " + " or ".join(NAMES))
     need(cfg.spark in SPARK_MODES, f"spark={cfg.spark!r}: use " + " or ".join(SPARK_MODES))
-    sut = system(cfg.system)
-    offered = capabilities(cfg.backend) | sut.offers(cfg.backend)
-    need(
-        cfg.spark != "cluster" or "spark-cluster" in offered,
-        f"spark='cluster': {cfg.system!r} cannot submit to a Spark cluster; use --spark "
-        "connect or local",
-    )
-    for n in cfg.nemeses:
-        need(n in NEMESES, f"nemesis {n!r} is unknown; known: {', '.join(NEMESES)}")
-        need(
-            cfg.spark == "cluster" or "spark-cluster" not in requirements(n),
-            f"nemesis {n!r} acts on a Spark cluster's workers; add --spark cluster",
-        )
-        lacking = sorted(requirements(n) - offered)
-        where = [b for b in NAMES if not set(lacking) - capabilities(b) - sut.offers(b)]
-        need(
-            not lacking,
-            f"nemesis {n!r} needs {' and '.join(CAPABILITIES[c] for c in lacking)}, which "
-            f"{cfg.system!r} on the {cfg.backend} backend lacks"
-            + (f"; use --backend {' or '.join(where)}" if where else ""),
-        )
-    if any(requirements(n) & {"lazy-disk", "broker-lazy-disk"} for n in cfg.nemeses):
-        from sealcheck.infra.lazy_disk import FUSE_HINT, fuse_missing
-
-        why = fuse_missing()
-        need(not why, f"{why}: {FUSE_HINT}")
-    lacking = sorted(sut.requires - capabilities(cfg.backend))
-    hosts = [b for b in NAMES if sut.requires <= capabilities(b)]
-    need(
-        not lacking,
-        f"system {cfg.system!r} needs {' and '.join(CAPABILITIES.get(c, c) for c in lacking)}, "
-        f"which the {cfg.backend} backend lacks"
-        + (f"; use --backend {' or '.join(hosts)}" if hosts else ""),
-    )
-    need(
-        cfg.broken is None or cfg.broken in sut.broken_modes,
-        f"broken={cfg.broken!r}: {cfg.system!r} has the broken modes "
-        f"{', '.join(sut.broken_modes) or '(none)'}",
-    )
-    unknown = [c for c in cfg.checkers if c not in CHECKERS]
-    need(not unknown, f"checkers: {unknown} unknown; known: {', '.join(CHECKERS)}")
     need(
         not (cfg.leave_running and cfg.backend == "containers"),
         f"leave_running=true (--leave-running) with backend={cfg.backend!r}: it works on the "
@@ -271,14 +228,16 @@ def _system_defaults(cfg: TestConfig, given: dict[str, Any]) -> TestConfig:
     from sealcheck.systems.registry import SYSTEMS, system
 
     if cfg.system not in SYSTEMS:
-        return cfg  # _check says what is wrong
+        return cfg  # building the test says what is wrong
     defaults = {k: v for k, v in system(cfg.system).run_defaults.items() if k not in given}
     return _build(TestConfig, {**given, **defaults}, "config") if defaults else cfg
 
 
 def build_config(raw: dict[str, Any]) -> TestConfig:
-    """A checked config from a dict shaped like :meth:`TestConfig.to_json` (a TOML file, a
-    saved ``test.json``). ``store_dir``, the old name of ``runs_dir``, is still read."""
+    """A config from a dict shaped like :meth:`TestConfig.to_json` (a TOML file, a saved
+    ``test.json``), each setting checked (the parts it names are checked once built:
+    :func:`sealcheck.harness.run.test.load_test`). ``store_dir``, the old name of ``runs_dir``,
+    is still read."""
     if not isinstance(raw, dict):
         raise ConfigError(f"config={raw!r}: expected a table of settings")
     values = dict(raw)
@@ -301,7 +260,8 @@ def build_config(raw: dict[str, Any]) -> TestConfig:
 
 
 def load_config(path: Path | None, overrides: dict[str, Any]) -> TestConfig:
-    """The config from ``path`` (TOML, optional) with ``overrides`` applied, checked.
+    """The config from ``path`` (TOML, optional) with ``overrides`` applied, each setting
+    checked (:func:`build_config`).
 
     ``overrides`` keys are top-level names or ``workload.<name>``; None values are ignored.
     """
@@ -329,7 +289,8 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> TestConfig:
 
 
 def from_json(doc: dict[str, Any]) -> TestConfig:
-    """A config saved by :meth:`TestConfig.to_json` (to repeat a run), checked like a new one."""
+    """A config saved by :meth:`TestConfig.to_json` (to repeat a run), checked like a new one
+    (:func:`build_config`)."""
     return build_config(doc)
 
 

@@ -21,10 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from sealcheck.core.nodes import Incarnation
 from sealcheck.infra import cleanup, procs
 from sealcheck.infra.lazy_disk import lazy_mounts
 from sealcheck.infra.left_running import LEFT_RUNNING, LeftProcess, LeftRunning, describe_store
-from sealcheck.infra.node import Backend, Incarnation
+from sealcheck.infra.node import Backend
 from sealcheck.rundir.archive import write_json
 from sealcheck.systems import Deployment
 

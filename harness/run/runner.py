@@ -68,7 +68,9 @@ def repro_command(cfg: TestConfig, run_dir: Path) -> list[str]:
 
 
 def run_test(test: Test, display: Display) -> Outcome:
-    """Run ``test``: every phase, then judge and store it."""
+    """Run ``test``: every phase, then judge and store it. Refuses (:class:`ConfigError`) a test
+    whose parts do not fit together before anything starts, however the test was built."""
+    test.validate()
     cfg = test.spec
     started = time.monotonic()
     gone = [

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sealcheck.harness.run.faults import FaultPhase
 from sealcheck.harness.run.leave import STOP_KAFKA, STOP_SERVICES, Kept
 from sealcheck.harness.run.observer import Observer
 from sealcheck.harness.run.producers import Producers
@@ -21,11 +22,12 @@ from sealcheck.harness.run.progress import Display
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode, Supervisor
 from sealcheck.infra.node import Backend
 from sealcheck.infra.topic import dump_topic, log_end
-from sealcheck.nemeses import Action, Nemesis, Node
+from sealcheck.nemeses import Nemesis, Node
 from sealcheck.rundir.captures import CAPTURES, CaptureWriter
 from sealcheck.rundir.files import TOPIC as TOPIC_FILE
 from sealcheck.rundir.files import write_topic
 from sealcheck.rundir.history import EXPORT_FAILED, NEVER_STARTED, HistoryWriter, record_inputs
+from sealcheck.rundir.names import sut_log
 from sealcheck.systems import CapturesSteps, Deployment, Settings
 
 if TYPE_CHECKING:
@@ -76,9 +78,9 @@ class RunTarget:
         self._disks = dict(disks or {})
 
     def nodes(self, role: str) -> Sequence[Node]:
-        """``pipeline`` is the supervised incarnation; other roles are the system's own
+        """``sut`` is the supervised incarnation; other roles are the system's own
         (a Spark cluster's workers) or the backend's."""
-        if role == "pipeline":
+        if role == SupervisedNode.name:
             return [self.pipeline]
         return self._own(role) or self.backend.nodes(role)
 
@@ -116,7 +118,20 @@ def heal_all(nemeses: dict[str, Nemesis], target: RunTarget, history: HistoryWri
 
 
 class Session:
-    """One run's processes and threads, from Kafka start to the topic dump."""
+    """One run's processes and threads, from Kafka start to the topic dump.
+
+    :meth:`run` is the list of phases, each a method; a phase that starts something registers
+    its stop with the run's :class:`Teardown` at once and keeps it on the session (``backend``,
+    ``deployment``, ``supervisor``, ``observer``, ``producers``, ``target``) for the phases
+    after it."""
+
+    backend: Backend
+    deployment: Deployment
+    fp: FailpointFile
+    supervisor: Supervisor
+    observer: Observer
+    producers: Producers
+    target: RunTarget
 
     def __init__(
         self,
@@ -129,22 +144,60 @@ class Session:
         self.test, self.cfg, self.run_dir = test, test.spec, run_dir
         self.history, self.display, self.teardown = history, display, teardown
         self.work = run_dir / "work"
+        self.logs = run_dir / "logs"
         self.kept: Kept | None = None  # with --leave-running, once the run is over
 
     def run(self) -> str:
-        """Run everything; return why the final phase failed ("" when it caught up)."""
-        test, cfg, display, history = self.test, self.cfg, self.display, self.history
+        """Run every phase, in order; return why the final phase failed ("" when it caught up).
+
+        1. :meth:`_start_kafka`: the backend (its images built first), Kafka and the topic,
+           provisioned for what the built nemeses require (:attr:`Test.requires`);
+        2. :meth:`_start_services`: the system's deployment and its long-lived services;
+        3. :meth:`_start_supervisor`: incarnations of the system under the supervisor;
+        4. :meth:`_start_observer`: the observer of its seals (and of its captures);
+        5. :meth:`_set_up_nemeses`: the producers (not started yet), the nemeses' target, each
+           nemesis set up on it;
+        6. :meth:`_warm_up`: the producers start; wait for the first sealed step;
+        7. :meth:`_fault_phase`: the schedule in real time (or why no fault could happen);
+        8. :meth:`_heal`: stop producing, heal every nemesis, tear each down;
+        9. :meth:`_final_phase`: wait until the system has sealed the log end;
+        10. :meth:`_dump`: the topic and the system's export into the run directory;
+        11. :meth:`_keep`: with ``--leave-running``, what outlives the teardown.
+        """
         self.work.mkdir(parents=True, exist_ok=True)
-        display.update(phase=f"starting Kafka ({cfg.backend})", duration_s=cfg.duration_s)
+        self._start_kafka()
+        self._start_services()
+        self._start_supervisor()
+        self._start_observer()
+        self._set_up_nemeses()
+        self._warm_up()
+        self._fault_phase()
+        self._heal()
+        reason = self._final_phase()
+        reason = self._dump(reason)
+        self._keep()
+        for e in self.producers.errors:
+            self.display.log(f"producer: {e}")
+        return reason
+
+    def _start_kafka(self) -> None:
+        """The backend for this run, its images, and Kafka with the topic (brokers on lazy
+        disks when a built nemesis requires them)."""
+        cfg = self.cfg
+        self.display.update(phase=f"starting Kafka ({cfg.backend})", duration_s=cfg.duration_s)
         run_id = f"{self.run_dir.parent.name}-{self.run_dir.name}".lower()
-        backend = test.backend(cfg.brokers, self.work, run_id)
+        backend = self.backend = self.test.backend(cfg.brokers, self.work, run_id)
         if backend.runs_images:  # build (or find) them now, not while the first one starts
-            for image in test.system.images():
-                display.log(f"image: {image()}")
-        logs = self.run_dir / "logs"
-        self.teardown.push(STOP_KAFKA, lambda: backend.stop(logs))
-        needs = set().union(*(n.requires for n in test.nemeses.values()))
-        backend.start(TOPIC, cfg.partitions, lazy_brokers="broker-lazy-disk" in needs)
+            for image in self.test.system.images():
+                self.display.log(f"image: {image()}")
+        self.teardown.push(STOP_KAFKA, lambda: backend.stop(self.logs))
+        lazy_brokers = "broker-lazy-disk" in self.test.requires
+        backend.start(TOPIC, cfg.partitions, lazy_brokers=lazy_brokers)
+
+    def _start_services(self) -> None:
+        """Deploy the system under test on the backend (its store on a lazy disk when a built
+        nemesis requires one) and start its services; record the setup."""
+        cfg = self.cfg
         settings = Settings(
             TOPIC,
             cfg.max_records_per_step,
@@ -152,119 +205,144 @@ class Session:
             cfg.compact_every,
             cfg.broken,
             cfg.spark,
-            lazy_store="lazy-disk" in needs,
+            lazy_store="lazy-disk" in self.test.requires,
         )
-        deployment = test.system.deploy(backend, settings, self.work, logs)
+        deployment = self.test.system.deploy(self.backend, settings, self.work, self.logs)
+        self.deployment = deployment
         self.teardown.push(STOP_SERVICES, deployment.stop)
-        display.update(phase="starting the system's services")
+        self.display.update(phase="starting the system's services")
         deployment.start()
-        history.append(
-            "harness",
-            "info",
-            "setup",
-            {
-                "backend": cfg.backend,
-                "system": test.system.name,
-                "bootstrap": backend.bootstrap,
-                "topic": TOPIC,
-                "store": deployment.store,
-            },
-        )
-        fp = FailpointFile(self.work / "fp" / "failpoints")
+        setup = {
+            "backend": cfg.backend,
+            "system": self.test.system.name,
+            "bootstrap": self.backend.bootstrap,
+            "topic": TOPIC,
+            "store": deployment.store,
+        }
+        self.history.append("harness", "info", "setup", setup)
 
-        def incarnation(n: int) -> Any:
-            log = logs / f"pipeline-{n}.log"
-            return backend.incarnation(deployment.launch(n), f"pipeline-{n}", log, fp.path)
+    def _incarnation(self, n: int) -> Any:
+        """Incarnation ``n`` of the system under test, unstarted (the supervisor starts it)."""
+        launch = self.deployment.launch(n)
+        log = self.logs / sut_log(n)
+        return self.backend.incarnation(launch, f"pipeline-{n}", log, self.fp.path)
 
-        supervisor = Supervisor(incarnation, history, fp, test.system.fired_failpoint)
-        self.teardown.push("stop the pipeline", supervisor.stop)
-        supervisor.start()
+    def _start_supervisor(self) -> None:
+        """The supervisor, which starts incarnation after incarnation of the system."""
+        self.fp = fp = FailpointFile(self.work / "fp" / "failpoints")
+        fired = self.test.system.fired_failpoint
+        self.supervisor = Supervisor(self._incarnation, self.history, fp, fired)
+        self.teardown.push("stop the pipeline", self.supervisor.stop)
+        self.supervisor.start()
+
+    def _start_observer(self) -> None:
+        """The observer of the system's seals (and of its captures, when it takes them)."""
+        deployment = self.deployment
         steps = deployment if isinstance(deployment, CapturesSteps) else None
-        observer = Observer(
+        self.observer = Observer(
             deployment.uppers,
-            history,
+            self.history,
             capture=steps.capture if steps is not None else None,
             captures=CaptureWriter(self.run_dir / CAPTURES) if steps is not None else None,
         )
-        self.teardown.push("stop the observer", observer.stop)
-        observer.start()
-        producers = Producers(
+        self.teardown.push("stop the observer", self.observer.stop)
+        self.observer.start()
+
+    def _set_up_nemeses(self) -> None:
+        """The producers (started by :meth:`_warm_up`), what the nemeses act on, and every
+        nemesis set up on it."""
+        backend, deployment, observer = self.backend, self.deployment, self.observer
+        self.producers = Producers(
             backend.bootstrap,
             TOPIC,
-            cfg.workload,
-            test.producer_seeds,
-            history,
-            logs / "producers.log",
+            self.cfg.workload,
+            self.test.producer_seeds,
+            self.history,
+            self.logs / "producers.log",
         )
-        self.teardown.push("stop the producers", producers.stop)
-        disks = {**backend.disks(), **deployment.disks()}
-        target = RunTarget(
+        self.teardown.push("stop the producers", self.producers.stop)
+        self.target = RunTarget(
             backend,
-            SupervisedNode(supervisor),
-            fp,
-            disks,
+            SupervisedNode(self.supervisor),
+            self.fp,
+            {**backend.disks(), **deployment.disks()},
             lambda: min(observer.last.values(), default=0),
             deployment.nodes,
         )
-        for n in test.nemeses.values():
-            n.setup(target)
-        producers.start()
-        self._warm_up(supervisor, observer)
-        if supervisor.start_error is None:
-            self._execute(target, test.nemeses, supervisor, observer)
-        else:  # every planned fault says why it did not happen
-            why = "no incarnation of the system under test could be started"
-            for i, action in enumerate(test.schedule):
-                value = {"action": i, "f": action.f, "outcome": "skipped", "why": why}
-                history.append("nemesis", "info", "outcome", value)
-        display.update(phase="final phase: healing")
-        producers.stop()
-        for line in heal_all(test.nemeses, target, history):
-            display.log(f"healed {line}")
-        for n in test.nemeses.values():
-            n.teardown(target)
-        if supervisor.start_error is None:
-            reason = self._catch_up(backend.bootstrap, deployment, supervisor, observer)
+        for n in self.test.nemeses.values():
+            n.setup(self.target)
+
+    def _fault_phase(self) -> None:
+        """The schedule in real time; when no incarnation could start, every planned fault
+        says why it did not happen."""
+        test, cfg = self.test, self.cfg
+        where = (self.target, cfg.duration_s, self.history, self.display, self._status)
+        faults = FaultPhase(test.schedule, test.nemeses, *where)
+        if self.supervisor.start_error is None:
+            faults.run()
+        else:
+            faults.skip_all("no incarnation of the system under test could be started")
+
+    def _heal(self) -> None:
+        """Stop producing, heal every nemesis (each heal recorded) and tear each down."""
+        self.display.update(phase="final phase: healing")
+        self.producers.stop()
+        for line in heal_all(self.test.nemeses, self.target, self.history):
+            self.display.log(f"healed {line}")
+        for n in self.test.nemeses.values():
+            n.teardown(self.target)
+
+    def _final_phase(self) -> str:
+        """Wait until the system has sealed the log end, then stop it and the observer; why
+        it did not ("" when it did)."""
+        if self.supervisor.start_error is None:
+            reason = self._catch_up()
         else:  # nothing ran: no fault was injected and nothing can be judged (UNKNOWN)
-            reason = self._harness_failure(NEVER_STARTED, supervisor.start_error)
-        supervisor.stop()
-        observer.stop()
-        display.update(phase="dumping the topic and the store")
-        write_topic(dump_topic(backend.bootstrap, TOPIC), self.run_dir / TOPIC_FILE)
+            reason = self._harness_failure(NEVER_STARTED, self.supervisor.start_error)
+        self.supervisor.stop()
+        self.observer.stop()
+        return reason
+
+    def _dump(self, reason: str) -> str:
+        """The topic and the system's export into the run directory, and the manifest of the
+        inputs; ``reason`` with why the export failed, if it did."""
+        self.display.update(phase="dumping the topic and the store")
+        write_topic(dump_topic(self.backend.bootstrap, TOPIC), self.run_dir / TOPIC_FILE)
         try:
-            deployment.export(self.run_dir)
+            self.deployment.export(self.run_dir)
         except Exception as exc:  # the store cannot be read: judged UNKNOWN, not a crash
             why = f"the export of the store failed: {type(exc).__name__}: {exc}"
             reason = "; ".join(filter(None, [reason, self._harness_failure(EXPORT_FAILED, why)]))
-        record_inputs(history, self.run_dir)
-        if (
-            cfg.leave_running
-        ):  # Kafka and the services outlive the teardown (sealcheck.harness.run.leave)
-            last = supervisor.incarnations
-            self.kept = Kept.take(self.teardown, backend, deployment, incarnation, last, fp, logs)
-        for e in producers.errors:
-            display.log(f"producer: {e}")
+        record_inputs(self.history, self.run_dir)
         return reason
+
+    def _keep(self) -> None:
+        """With ``--leave-running``, Kafka and the services outlive the teardown
+        (:mod:`sealcheck.harness.run.leave`)."""
+        if self.cfg.leave_running:
+            keep = (self.backend, self.deployment, self._incarnation, self.supervisor.incarnations)
+            self.kept = Kept.take(self.teardown, *keep, self.fp, self.logs)
 
     def _harness_failure(self, f: str, reason: str) -> str:
         """Record why the run cannot be judged (``sealcheck.rundir.history`` makes the verdict
-        UNKNOWN
-        with this reason) and return it."""
+        UNKNOWN with this reason) and return it."""
         self.history.append("harness", "info", f, {"reason": reason})
         self.display.log(reason)
         return reason
 
-    def _warm_up(self, sup: Supervisor, obs: Observer, timeout_s: float = 300.0) -> None:
+    def _warm_up(self, timeout_s: float = 300.0) -> None:
         """Wait until the system has sealed its first step, so faults hit a working system
         (its first Spark query is slow: 45-60 s in a container beside three brokers on two
         cores, over 130 s on a loaded machine); the schedule's clock starts after this. A
         system that seals nothing in ``timeout_s`` still gets its faults, and says so."""
+        self.producers.start()
+        sup, obs = self.supervisor, self.observer
         self.display.update(phase="warm-up: waiting for the first sealed step")
         start = time.monotonic()
         while obs.last.get("data", 0) < 1 and time.monotonic() - start < timeout_s:
             if sup.start_error is not None:
                 return
-            self._status(time.monotonic() - start, sup, obs)
+            self._status(time.monotonic() - start)
             time.sleep(0.1)
         took = round(time.monotonic() - start, 2)
         sealed = obs.last.get("data", 0) >= 1
@@ -275,83 +353,21 @@ class Session:
             else f"warm-up: nothing sealed after {took}s; starting the faults anyway"
         )
 
-    def _execute(
-        self, target: RunTarget, nemeses: dict[str, Nemesis], sup: Supervisor, obs: Observer
-    ) -> None:
-        """Run the schedule in real time until ``duration_s``, printing each step.
-
-        Every action's ops carry its index in the schedule (``action``) and its ``outcome``;
-        an action left ``pending`` (an armed failpoint) is settled when the next action is
-        due and when the fault phase ends, so each planned fault happens or says why not."""
-        start = time.monotonic()
-        # the schedule's zero on the history's clock (the report draws planned times from it)
-        self.history.append("harness", "info", "faults-start", {"duration_s": self.cfg.duration_s})
-        pending: list[tuple[int, Action, float]] = []
-        todo = list(enumerate(self.test.schedule))
-        self.display.update(phase="workload and faults")
-
-        def settle() -> None:
-            while pending:
-                i, action, at = pending.pop(0)
-                waited = time.monotonic() - start - at  # now: an invoke before may have been slow
-                try:
-                    done = nemeses[action.nemesis].resolve(action, target, waited)
-                except Exception as exc:  # recorded; the run goes on
-                    done = {"outcome": "failed", "why": f"{type(exc).__name__}: {exc}"}
-                self.history.append(
-                    "nemesis", "info", "outcome", {"action": i, "f": action.f, **done}
-                )
-                self.display.log(f"{action.nemesis}: {action.f} #{i} outcome -> {done}")
-
-        while (elapsed := time.monotonic() - start) < self.cfg.duration_s:
-            # due actions run back to back when the runner is behind, but not past the end
-            while todo and todo[0][1].at_s <= elapsed and not self._over(start):
-                settle()  # may wait for a pending fault to have had its chance
-                if self._over(start):
-                    break
-                i, action = todo.pop(0)
-                value = {**action.value, "action": i}
-                self.history.append("nemesis", "invoke", action.f, value)
-                try:
-                    done = nemeses[action.nemesis].invoke(action, target)
-                    kind = "info"
-                except Exception as exc:  # recorded; the run goes on
-                    err = f"{type(exc).__name__}: {exc}"
-                    done, kind = {"error": err, "outcome": "failed", "why": err}, "fail"
-                done.setdefault("outcome", "happened")
-                self.history.append("nemesis", kind, action.f, {**value, **done})
-                if done["outcome"] == "pending":
-                    pending.append((i, action, time.monotonic() - start))
-                line = f"{action.nemesis}: {action.f} {action.value or ''} -> {done}"
-                self.display.log(line)
-                self.display.update(last_action=line)
-            self._status(elapsed, sup, obs)
-            time.sleep(0.1)
-        settle()
-        for i, action in todo:  # planned inside the fault phase, never reached: say so
-            if action.at_s < self.cfg.duration_s:
-                why = "the fault phase ended first (the runner was behind its schedule)"
-                value = {"action": i, "f": action.f, "outcome": "skipped", "why": why}
-                self.history.append("nemesis", "info", "outcome", value)
-
-    def _over(self, start: float) -> bool:
-        """Whether the fault phase that began at ``start`` has run its duration."""
-        return time.monotonic() - start >= self.cfg.duration_s
-
-    def _status(self, elapsed: float, sup: Supervisor, obs: Observer) -> None:
+    def _status(self, elapsed: float) -> None:
+        """Show the progress so far: writes by outcome, the uppers, the incarnation."""
         counts = self.history.counts
         self.display.update(
             elapsed_s=elapsed,
             writes={t: counts[("write", t)] for t in ("ok", "info", "fail")},
-            uppers=dict(obs.last),
-            incarnation=sup.incarnations,
+            uppers=dict(self.observer.last),
+            incarnation=self.supervisor.incarnations,
         )
 
-    def _catch_up(
-        self, bootstrap: str, deployment: Deployment, sup: Supervisor, obs: Observer
-    ) -> str:
+    def _catch_up(self) -> str:
         """Wait until the store has sealed the log end; the reason if it does not in time."""
         self.display.update(phase="final phase: catching up")
+        bootstrap, deployment = self.backend.bootstrap, self.deployment
+        sup, obs = self.supervisor, self.observer
         start = time.monotonic()
         deadline = start + self.cfg.final_timeout_s
         while True:  # a broker healed a moment ago may not lead its partitions yet
@@ -379,7 +395,7 @@ class Session:
                     f"sealed: {obs.last}, log end {end})"
                 )
                 break
-            self._status(time.monotonic() - start, sup, obs)
+            self._status(time.monotonic() - start)
             time.sleep(0.25)
         else:
             reason = (

@@ -1,8 +1,10 @@
 """The supervisor: keeps one incarnation of the system under test running, restarting it
 whenever it exits, and records every start and exit (with its code and the failpoint that
-fired) in the history, with what the exit shows of its cause (:func:`exit_evidence`).
+fired) in the history, with what the exit shows of its cause (:func:`exit_evidence`), and the
+events each incarnation logs (:class:`EventTail`): ``sut-start``, ``sut-exit``, ``sut-event``
+ops, described in :mod:`sealcheck.rundir.names`.
 
-Nemeses act on the running incarnation through :class:`SupervisedNode` (the ``pipeline`` role:
+Nemeses act on the running incarnation through :class:`SupervisedNode` (the ``sut`` role:
 kill, pause, resume — waiting for the next incarnation when between two; replace and release
 for zombie writers) and arm failpoints through :class:`FailpointFile` (the failpoint contract
 of ``sealcheck.systems.api``).
@@ -25,9 +27,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sealcheck.infra.node import Incarnation
+from sealcheck.core.nodes import Incarnation
+from sealcheck.core.roles import SUT
 from sealcheck.nemeses.effects import signal_name
 from sealcheck.rundir.history import HistoryWriter
+from sealcheck.rundir.names import (
+    SUT_EVENT,
+    SUT_EVENTS,
+    SUT_EXIT,
+    SUT_PROCESS,
+    SUT_START,
+    SUT_START_FAILED,
+)
+
+#: an event line longer than this is recorded by its name only (its fields are cut)
+MAX_EVENT_CHARS = 8_000
 
 
 class FailpointFile:
@@ -65,29 +79,69 @@ class FailpointFile:
             return None
 
 
+def parse_event(line: str) -> dict[str, Any] | None:
+    """The event a log line holds (a JSON object with an ``event``: the contract every system
+    under test follows, in any language), else None."""
+    if not line.startswith('{"') or '"event"' not in line:
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None  # the line being written when the process died
+    if not isinstance(event, dict) or "event" not in event:
+        return None
+    return event
+
+
 def exit_evidence(code: int, log_text: str) -> dict[str, Any]:
-    """What an exit shows of the faults that caused it (``sealcheck.nemeses.effects``): ``signal``
-    (the
-    signal's name, when killed by one), ``fired`` (the last failpoint event the incarnation
-    logged: ``failpoint`` and ``action``, whatever the action) and ``last_event`` (the last
-    JSON event it logged, e.g. ``fenced``)."""
+    """What an exit shows of the faults that caused it (``sealcheck.nemeses.effects``):
+    ``signal`` (the signal's name, when killed by one), ``fired`` (the last failpoint event the
+    incarnation logged: ``failpoint`` and ``action``, whatever the action) and ``last_event``
+    (the last JSON event it logged, e.g. ``fenced``)."""
     out: dict[str, Any] = {}
     name = signal_name(code)
     if name is not None:
         out["signal"] = name
     for line in log_text.splitlines():
-        if not line.startswith('{"') or '"event"' not in line:
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # the line being written when the process died
-        if not isinstance(event, dict) or "event" not in event:
+        event = parse_event(line)
+        if event is None:
             continue
         out["last_event"] = str(event["event"])
         if event["event"] == "failpoint":
             out["fired"] = {"failpoint": event.get("name"), "action": event.get("action")}
     return out
+
+
+class EventTail:
+    """The events of one incarnation not yet recorded: given its whole log so far each time
+    (:meth:`Incarnation.log_text`, as both backends offer it), records the new complete lines'
+    events of the kinds in :data:`SUT_EVENTS` as ``sut sut-event`` ops, each once. Safe to call
+    from two threads (the poller and the exit watcher)."""
+
+    def __init__(self, history: HistoryWriter, incarnation: int) -> None:
+        self.history, self.incarnation = history, incarnation
+        self._lines = 0  # lines of the log already read
+        self._lock = threading.Lock()
+
+    def read(self, log_text: str, final: bool = False) -> int:
+        """Record the events of lines not read before (not the last, unfinished line unless
+        ``final``: the incarnation exited); how many were recorded."""
+        lines = log_text.split("\n")
+        if not final:
+            lines.pop()  # the line being written, or "" after the last newline
+        recorded = 0
+        with self._lock:
+            fresh, self._lines = lines[self._lines :], max(self._lines, len(lines))
+            for line in fresh:
+                event = parse_event(line.rstrip("\r"))
+                if event is None or event["event"] not in SUT_EVENTS:
+                    continue
+                if len(line) > MAX_EVENT_CHARS:
+                    event = {"event": event["event"], "cut": len(line)}
+                value = {**event, "incarnation": self.incarnation}
+                self.history.append(SUT_PROCESS, "info", SUT_EVENT, value)
+                recorded += 1
+        return recorded
 
 
 class Supervisor:
@@ -100,10 +154,13 @@ class Supervisor:
         failpoints: FailpointFile,
         fired: Callable[[str], str | None],
         restart_delay_s: float = 0.5,
+        event_poll_s: float = 1.0,
     ) -> None:
         self._make, self.history, self.failpoints = make, history, failpoints
         self._fired = fired
         self.restart_delay_s = restart_delay_s
+        #: seconds between two reads of a running incarnation's log for its events
+        self.event_poll_s = event_poll_s
         self._linger_s = 120.0  # how long the loop outlives stop() waiting for exits
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -158,7 +215,7 @@ class Supervisor:
                 failures += 1
                 why = f"{type(exc).__name__}: {exc}"[-2000:]
                 value = {"incarnation": n, "attempt": failures, "error": why}
-                self.history.append("supervisor", "info", "pipeline-start-failed", value)
+                self.history.append("supervisor", "info", SUT_START_FAILED, value)
                 if failures >= self.start_attempts:
                     self.start_error = (
                         f"incarnation {n} of the system under test could not be started "
@@ -174,7 +231,7 @@ class Supervisor:
             self.history.append(
                 "supervisor",
                 "info",
-                "pipeline-start",
+                SUT_START,
                 {"incarnation": n, "pid": proc.ident, "failpoints": self.failpoints.spec()},
             )
             self._exited[id(proc)] = exited = threading.Event()
@@ -194,7 +251,14 @@ class Supervisor:
             exited.wait(max(0.0, deadline - time.monotonic()))
 
     def _watch(self, n: int, proc: Incarnation, exited: threading.Event) -> None:
+        tail, done = EventTail(self.history, n), threading.Event()
+        poller = threading.Thread(
+            target=self._poll, args=(proc, tail, done), name=f"events-{n}", daemon=True
+        )
+        poller.start()
         code = proc.wait_exit()
+        done.set()
+        poller.join(5)
         self._exits[id(proc)] = code
         if id(proc) not in self._zombie_ids:
             self._codes.append(code)
@@ -202,10 +266,11 @@ class Supervisor:
             zombie = id(proc) in self._zombie_ids
             current = proc is self.current
         log = proc.log_text()
+        tail.read(log, final=True)  # every event it logged is in the history before its exit
         self.history.append(
             "supervisor",
             "info",
-            "pipeline-exit",
+            SUT_EXIT,
             {
                 "incarnation": n,
                 "pid": proc.ident,
@@ -218,6 +283,14 @@ class Supervisor:
         exited.set()
         if current:
             self._changed.set()
+
+    def _poll(self, proc: Incarnation, tail: EventTail, done: threading.Event) -> None:
+        """Record the events ``proc`` logs while it runs, every :attr:`event_poll_s`."""
+        while not done.wait(self.event_poll_s):
+            try:
+                tail.read(proc.log_text())
+            except ValueError:  # the history is closed: the run is over
+                return
 
     def refusing(self, codes: frozenset[int], n: int) -> str:
         """Non-empty (the codes, as text) when the last ``n`` exits of current incarnations
@@ -271,20 +344,38 @@ class Supervisor:
 
 
 class SupervisedNode:
-    """The ``pipeline`` role as one node: whatever incarnation runs now. Kill and pause wait
-    up to ``wait_s`` for the next incarnation when between two, so the fault still happens;
-    starting is the supervisor's job (it restarts every incarnation that exits)."""
+    """The ``sut`` role (:data:`sealcheck.core.roles.SUT`) as one node: whatever incarnation
+    runs now. Kill and pause wait up to ``wait_s`` for the next incarnation when between two,
+    so the fault still happens; starting is the supervisor's job (it restarts every incarnation
+    that exits)."""
 
-    name = "pipeline"
+    name = SUT.name
 
     def __init__(self, supervisor: Supervisor, wait_s: float = 15.0) -> None:
         self.supervisor, self.wait_s = supervisor, wait_s
         self._paused: Incarnation | None = None
+        self._acted_on: Incarnation | None = None  # the last one paused or resumed
 
     @property
     def alive(self) -> bool:
         """Whether an incarnation runs."""
         return self.supervisor.running() is not None
+
+    @property
+    def ident(self) -> int | str | None:
+        """The running incarnation's (None: none runs)."""
+        cur = self.supervisor.running()
+        return cur.ident if cur is not None else None
+
+    @property
+    def frozen(self) -> bool:
+        """Whether the incarnation this node last froze or thawed is frozen now."""
+        return self._acted_on is not None and self._acted_on.frozen
+
+    def log_text(self) -> str:
+        """The running incarnation's log (empty: none runs)."""
+        cur = self.supervisor.running()
+        return cur.log_text() if cur is not None else ""
 
     def start(self) -> None:
         """Nothing: the supervisor restarts incarnations."""
@@ -300,12 +391,13 @@ class SupervisedNode:
         cur = self.supervisor.wait_running(self.wait_s)
         if cur is None:
             return None
-        self._paused = cur
+        self._paused = self._acted_on = cur
         return cur.pause()
 
     def resume(self) -> int | str | None:
         """Thaw the incarnation this node froze, if it still runs frozen."""
         cur, self._paused = self._paused, None
+        self._acted_on = cur or self._acted_on
         return cur.resume() if cur is not None else None
 
     def replace(self) -> int | str | None:

@@ -2,19 +2,31 @@
 and the parts it names, built — the system under test, the backend, the nemeses with the schedule
 they planned from the seed, the workload's seeds, the checkers. The session runs any :class:`Test`
 without naming a concrete class; a user (or the pytest plugin) can build one in Python and swap any
-part, e.g. ``build_test(TestConfig(seed=7), system=MySystem())``.
+part, e.g. ``build_test(TestConfig(seed=7), sut=MySystem())``.
+
+Validation follows composition: :func:`build_test` resolves every name the spec gives once (a name
+that resolves to nothing is a :class:`~sealcheck.harness.run.config.ConfigError`), then
+:meth:`Test.validate` checks the built parts against each other in one pass
+(:mod:`sealcheck.harness.run.validate`), and the session provisions what the built nemeses
+require (:attr:`Test.requires`). :func:`load_test` does all three for a config file and flags.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from sealcheck.harness.run.config import TestConfig
-from sealcheck.infra.backends import BackendFactory, backend_factory
-from sealcheck.nemeses import Action, Nemesis, PlanInfo, plan_schedule
-from sealcheck.nemeses.registry import build
-from sealcheck.systems import SystemUnderTest, system
+from sealcheck.core.capabilities import CAPABILITIES
+from sealcheck.core.roles import Role
+from sealcheck.harness.run.config import ConfigError, TestConfig, load_config
+from sealcheck.harness.run.validate import backend_capabilities, validate_parts
+from sealcheck.infra.backends import NAMES, BackendFactory, backend_factory
+from sealcheck.nemeses import NEMESES, Action, Nemesis, PlanInfo, plan_schedule
+from sealcheck.nemeses.registry import build, lacking
+from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles, system
 
 
 @dataclass
@@ -33,21 +45,74 @@ class Test:
     checkers: tuple[str, ...] = field(default=())
 
     @property
+    def requires(self) -> frozenset[str]:
+        """What the built nemeses require of the run (the session provisions exactly this)."""
+        return frozenset().union(*(n.requires for n in self.nemeses.values()))
+
+    def validate(self) -> None:
+        """Refuse, in one clear line (:class:`ConfigError`), parts that do not fit together: a
+        fault the run cannot host, a system the backend cannot run, a broken mode the system
+        lacks (:func:`sealcheck.harness.run.validate.validate_parts`)."""
+        refuse_lacking_roles(self.spec, self.system, self.plan_info, self.nemeses)
+        validate_parts(self.spec, self.system, backend_capabilities(self.backend), self.nemeses)
+
+    @property
     def plan_info(self) -> PlanInfo:
         """What nemeses may know when planning."""
         return plan_info(self.spec, self.system)
 
 
 def plan_info(spec: TestConfig, sut: SystemUnderTest) -> PlanInfo:
-    """The shape of the system under test, for planning faults."""
+    """What planning faults may know: the run's roles (as their providers declare them:
+    :func:`sealcheck.systems.roles.run_roles`) and the system under test's failpoints."""
     return PlanInfo(
-        spec.brokers,
+        run_roles(sut, spec.backend, spec.brokers, spec.spark),
         tuple(sut.failpoints),
         frozenset(sut.startup_failpoints),
         frozenset(sut.late_failpoints),
         tuple(sut.commit_failpoints),
         sut.stall_failpoint,
     )
+
+
+def refuse_lacking_roles(
+    spec: TestConfig, sut: SystemUnderTest, info: PlanInfo, nemeses: Mapping[str, Nemesis]
+) -> None:
+    """Refuse, in one clear line (:class:`ConfigError`), a nemesis that acts on a role the run
+    lacks (a database the system keeps no store in, a Spark cluster's workers without one),
+    saying what would have it."""
+    for name, nemesis in nemeses.items():
+        missing = lacking(nemesis, info)
+        if not missing:
+            continue
+        role = missing[0]
+        needs = every_role().get(role, Role(role)).requires
+        why = " and ".join(CAPABILITIES.get(c, c) for c in sorted(needs))
+        raise ConfigError(
+            f"nemesis {name!r} acts on the {role} role, which a run of {spec.system!r} on the "
+            f"{spec.backend} backend{' with --spark cluster' if spec.spark == 'cluster' else ''}"
+            f" does not have" + (f": it needs {why}" if why else "") + _where(spec, sut, role)
+        )
+
+
+def _where(spec: TestConfig, sut: SystemUnderTest, role: str) -> str:
+    """``; use --backend containers`` (or ``--spark cluster``, ``--system NAME``): the nearest
+    run that has ``role``, changing as little of ``spec`` as it can (nothing: none has)."""
+    systems = {spec.system: sut, **{n: system(n) for n in SYSTEMS if n != spec.system}}
+    backends = [spec.backend, *(b for b in NAMES if b != spec.backend)]
+    sparks = [spec.spark, "cluster"] if spec.spark != "cluster" else ["cluster"]
+    for name, other in systems.items():
+        for backend in backends:
+            for spark in sparks:
+                if role in run_roles(other, backend, spec.brokers, spark):
+                    changes = [
+                        f"--system {name}" if name != spec.system else "",
+                        f"--backend {backend}" if backend != spec.backend else "",
+                        "--spark cluster" if spark != spec.spark else "",
+                    ]
+                    verb = "add" if changes[:2] == ["", ""] else "use"
+                    return f"; {verb} " + " ".join(c for c in changes if c)
+    return ""
 
 
 def build_test(
@@ -57,8 +122,23 @@ def build_test(
 ) -> Test:
     """Build ``spec``: its system under test (``sut`` overrides the registry's), its backend,
     every seed and the whole fault schedule from ``spec.seed`` (same seed, same test), or
-    ``schedule`` as given when replaying."""
-    sut = sut if sut is not None else system(spec.system)
+    ``schedule`` as given when replaying. Each name the spec gives is resolved here, once: one
+    that names nothing (a system, backend, nemesis or checker) is a :class:`ConfigError`.
+    Whether the built parts fit together is :meth:`Test.validate`'s to say."""
+    if sut is None:
+        _known(
+            spec.system in SYSTEMS,
+            f"system={spec.system!r} is unknown; known systems under test: {', '.join(SYSTEMS)}",
+        )
+        sut = system(spec.system)
+    _known(spec.backend in NAMES, f"backend={spec.backend!r}: use " + " or ".join(NAMES))
+    for n in dict.fromkeys([*spec.nemeses, *(a.nemesis for a in schedule or ())]):
+        _known(n in NEMESES, f"nemesis {n!r} is unknown; known: {', '.join(NEMESES)}")
+    if spec.checkers:
+        from sealcheck.checkers.registry import CHECKERS
+
+        unknown = [c for c in spec.checkers if c not in CHECKERS]
+        _known(not unknown, f"checkers: {unknown} unknown; known: {', '.join(CHECKERS)}")
     rng = random.Random(spec.seed)
     schedule_seed = rng.getrandbits(63)
     producer_seeds = [rng.getrandbits(63) for _ in range(spec.workload.concurrency)]
@@ -78,3 +158,19 @@ def build_test(
         producer_seeds,
         spec.checkers,
     )
+
+
+def load_test(
+    path: Path | None, overrides: dict[str, Any], schedule: list[Action] | None = None
+) -> Test:
+    """The test of a TOML file and flags (:func:`~sealcheck.harness.run.config.load_config`),
+    built and validated: a bad setting, a name that names nothing and parts that do not fit
+    together are each one :class:`ConfigError`, before anything starts."""
+    test = build_test(load_config(path, overrides), schedule)
+    test.validate()
+    return test
+
+
+def _known(ok: bool, what: str) -> None:
+    if not ok:
+        raise ConfigError(what)

@@ -1,12 +1,14 @@
 """The registry of backends: where a test can run. Each entry is the backend's class, imported
 when asked for (the containers backend needs the Docker SDK); its ``capabilities`` say which
-optional faults and stores it supports (:data:`sealcheck.infra.node.CAPABILITIES`)."""
+optional faults and stores it supports (:data:`sealcheck.core.capabilities.CAPABILITIES`), its
+``roles`` which nodes it runs itself (:class:`sealcheck.core.roles.Role`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from sealcheck.core.roles import Role
 from sealcheck.infra.node import Backend
 
 NAMES = ("local", "containers")
@@ -35,3 +37,8 @@ def backend_factory(name: str) -> BackendFactory:
 def capabilities(name: str) -> frozenset[str]:
     """What backend ``name`` offers beyond brokers and incarnations."""
     return backend_class(name).capabilities
+
+
+def roles(name: str, brokers: int) -> Mapping[str, Role]:
+    """The roles of the nodes backend ``name`` runs itself with ``brokers`` brokers."""
+    return backend_class(name).roles(brokers)

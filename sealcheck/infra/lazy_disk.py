@@ -67,7 +67,7 @@ class LazyDisk:
     """One lazy mount: ``mountpoint`` shows ``backing``; un-fsynced contents can be dropped."""
 
     def __init__(self, backing: Path, mountpoint: Path, log: Path) -> None:
-        # absolute: the kernel lists mounts by absolute path (a relative ``--store`` once
+        # absolute: the kernel lists mounts by absolute path (a relative ``--runs`` once
         # made every run wait 20 s for a mount it could not see)
         self.backing, self.mountpoint = backing.resolve(), mountpoint.resolve()
         self.log = log

@@ -14,14 +14,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sealcheck.core.nodes import Launch, Node
+from sealcheck.core.roles import Role
 from sealcheck.infra import procs
 from sealcheck.infra.kafka_local import KafkaCluster, KafkaNode
 from sealcheck.infra.lazy_disk import LazyDisk
-from sealcheck.infra.node import Database, Launch, Node
+from sealcheck.infra.node import Database, broker_role
 
 
 class LocalBroker:
-    """A local KRaft broker as a :class:`~sealcheck.infra.node.Node` (start waits until the cluster
+    """A local KRaft broker as a :class:`~sealcheck.core.nodes.Node` (start waits until the cluster
     sees it again)."""
 
     def __init__(self, cluster: KafkaCluster, node: KafkaNode) -> None:
@@ -88,7 +90,7 @@ class LocalBroker:
 
 
 class LocalProcess:
-    """One incarnation as a local process group (:class:`~sealcheck.infra.node.Incarnation`)."""
+    """One incarnation as a local process group (:class:`~sealcheck.core.nodes.Incarnation`)."""
 
     def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], log: Path) -> None:
         self.name, self.argv, self.env, self.log_path = name, list(argv), env, log
@@ -168,6 +170,11 @@ class LocalBackend:
         self.cluster = KafkaCluster(work / "kafka", size=brokers)
         self.brokers = [LocalBroker(self.cluster, n) for n in self.cluster.nodes]
         self._disks: dict[str, LazyDisk] = {}
+
+    @classmethod
+    def roles(cls, brokers: int) -> Mapping[str, Role]:
+        """Its brokers (``broker``); it runs no other node of its own."""
+        return {"broker": broker_role(brokers)}
 
     @property
     def bootstrap(self) -> str:

@@ -1,44 +1,65 @@
 """The report's section on micro-batches and table versions, for systems whose export writes
-``persist/versions.json`` (the delta-streaming job): per batch, whether it was planned and
-committed by Spark, which versions of each table belong to it, and which incarnations ran it —
-so a replay (a batch run again after a crash) and a replay that committed twice read at once.
+``export/versions.json`` (the delta-streaming job): per batch, whether it was planned and
+committed by Spark, which versions of each table belong to it, and which incarnations started
+it — so a replay (a batch run again after a crash) and a replay that committed twice read at
+once.
+
+Which incarnation started a batch comes from the history: the ``batch_start`` events the
+supervisor recorded as ``sut-event`` ops (:mod:`sealcheck.rundir.names`); no log is read. A run
+stored before the history held the system's events shows its batches with that column "not
+recorded".
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sealcheck.rundir.files import step_labels
+from sealcheck.rundir.files import Export, step_labels
+from sealcheck.rundir.names import SUT_EVENT
 
-__all__ = ["batch_rows", "step_labels", "tables_of"]
+__all__ = ["NOT_RECORDED", "batch_rows", "started_by", "step_labels", "tables_of"]
 
-_BATCH_EVENT = re.compile(r'^\{"batch": (\d+), "event": "batch_start"')
-_INCARNATION = re.compile(r"^pipeline-(\d+)\.log$")
+#: the "started by incarnation" cell of a run whose history holds no events of the system
+NOT_RECORDED = "not recorded"
 
 
-def _ran_in(logs: Path) -> dict[int, list[int]]:
-    """Batch id -> the incarnations whose log says they started it."""
+def started_by(ops: Iterable[dict[str, Any]]) -> dict[int, list[int]] | None:
+    """Batch id -> the incarnations that started it (``batch_start`` events, in history
+    order); None when the history holds no event of the system at all (a run stored before
+    they were recorded)."""
     out: dict[int, list[int]] = defaultdict(list)
-    for log in sorted(logs.glob("pipeline-*.log")):
-        m = _INCARNATION.match(log.name)
-        if m is None:
+    recorded = False
+    for op in ops:
+        value = op.get("value")
+        if op.get("f") != SUT_EVENT or not isinstance(value, dict):
             continue
-        for line in log.read_text(errors="replace").splitlines():
-            if (b := _BATCH_EVENT.match(line)) is not None:
-                out[int(b[1])].append(int(m[1]))
-    return out
+        recorded = True
+        batch, n = value.get("batch"), value.get("incarnation")
+        if value.get("event") == "batch_start" and isinstance(batch, int) and isinstance(n, int):
+            out[batch].append(n)
+    return out if recorded else None
 
 
-def batch_rows(run_dir: Path) -> tuple[list[list[Any]], dict[str, int]] | None:
-    """One row per batch (batch, planned, committed, versions per table, incarnations that
-    started it, note) and summary counts; None without ``persist/versions.json``."""
+def _versions(run_dir: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads((run_dir / "persist" / "versions.json").read_text())
+        doc = json.loads((run_dir / Export.of(run_dir).versions).read_text())
     except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def batch_rows(
+    run_dir: Path, ops: Iterable[dict[str, Any]] = ()
+) -> tuple[list[list[Any]], dict[str, Any]] | None:
+    """One row per batch (batch, planned, committed, versions per table, incarnations that
+    started it, note) and summary counts (``ran_more_than_once`` None when the history holds no
+    events of the system); None without ``export/versions.json``. ``ops``: the history's."""
+    doc = _versions(run_dir)
+    if doc is None:
         return None
     tables: dict[str, dict[str, Any]] = doc.get("tables", {})
     planned = set(doc.get("batches", {}).get("planned", []))
@@ -48,10 +69,15 @@ def batch_rows(run_dir: Path) -> tuple[list[list[Any]], dict[str, int]] | None:
         for v, meta in vs.items():
             if meta.get("batch") is not None:
                 versions[table][int(meta["batch"])].append(int(v))
-    ran = _ran_in(run_dir / "logs")
+    found = started_by(ops)
+    ran = found or {}
     every = sorted(planned | committed | {b for t in versions.values() for b in t} | set(ran))
     rows: list[list[Any]] = []
-    counts = {"batches": len(every), "ran_more_than_once": 0, "committed_twice": 0}
+    counts: dict[str, Any] = {
+        "batches": len(every),
+        "ran_more_than_once": 0 if found is not None else None,
+        "committed_twice": 0,
+    }
     for b in every:
         notes = []
         if len(ran.get(b, [])) > 1:
@@ -62,6 +88,7 @@ def batch_rows(run_dir: Path) -> tuple[list[list[Any]], dict[str, int]] | None:
             notes.append("a table committed it twice")
         if b in planned and b not in committed:
             notes.append("planned, never committed by Spark")
+        started = ", ".join(map(str, ran.get(b, []))) or "-"
         rows.append(
             [
                 b,
@@ -71,7 +98,7 @@ def batch_rows(run_dir: Path) -> tuple[list[list[Any]], dict[str, int]] | None:
                     ", ".join(map(str, sorted(versions[t].get(b, [])))) or "-"
                     for t in sorted(versions)
                 ],
-                ", ".join(map(str, ran.get(b, []))) or "-",
+                started if found is not None else NOT_RECORDED,
                 "; ".join(notes),
             ]
         )
@@ -80,8 +107,5 @@ def batch_rows(run_dir: Path) -> tuple[list[list[Any]], dict[str, int]] | None:
 
 def tables_of(run_dir: Path) -> list[str]:
     """The tables ``versions.json`` describes (column order of :func:`batch_rows`)."""
-    try:
-        doc = json.loads((run_dir / "persist" / "versions.json").read_text())
-    except (OSError, ValueError):
-        return []
-    return sorted(doc.get("tables", {}))
+    doc = _versions(run_dir)
+    return sorted(doc.get("tables", {})) if doc is not None else []

@@ -5,8 +5,9 @@ Two kinds of chart on the one time base of :mod:`sealcheck.report.timeline`:
 
 * :func:`lanes` — one lane per kind of fault (the legend's groups), the system under test's
   down-time and starts, and the anomalies at the moment their step was sealed;
-* :func:`series` — a line chart (writes per second, each collection's upper) with the
-  down-time shaded, kills and fired failpoints as thin lines and anomalies marked.
+* :func:`series` — a line chart (writes per second, each collection's upper, the seal lag's
+  slowest write per stretch of time) with the down-time shaded, kills and fired failpoints as
+  thin lines and anomalies marked.
 
 Why hand-written and not a plotting library: the page must be one self-contained file that
 opens offline years later, with hover titles and links from a marker to its anomaly row;
@@ -18,6 +19,7 @@ of ten) and a grid on both axes.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,7 +223,7 @@ def series(
     tl: Timeline,
     title: str,
     y_label: str,
-    data: dict[str, list[tuple[float, int]]],
+    data: Mapping[str, Sequence[tuple[float, float]]],
     colors: dict[str, str],
     step: bool,
     anomalies: list[dict[str, Any]] | None = None,

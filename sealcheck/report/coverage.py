@@ -3,7 +3,7 @@
 A window or fault counts as *reached* only with evidence of its effect
 (``sealcheck.nemeses.effects``):
 a failpoint is hit when an incarnation died there as its action does — the supervisor's
-``pipeline-exit`` op names the failpoint and the exit matches ``crash`` (SIGKILL); a kill when
+``sut-exit`` op names the failpoint and the exit matches ``crash`` (SIGKILL); a kill when
 the incarnation it killed exited by SIGKILL; a power cut when it dropped un-fsynced bytes; and
 so on. An action that happened without that evidence is counted apart ("happened, no
 effect"), and so is one whose effect cannot be seen ("effect not observable"). Planned arming
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sealcheck.nemeses.effects import exit_matches, judge
+from sealcheck.rundir.names import SUT_EXIT
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
     """Every window of the system (failpoints first), then every other kind of planned action."""
     schedule = meta.get("schedule", [])
     settled = outcomes(ops)
-    exits = [o.get("value", {}) for o in ops if o.get("f") == "pipeline-exit"]
+    exits = [o.get("value", {}) for o in ops if o.get("f") == SUT_EXIT]
     hit = Counter(
         str(v["failpoint"])
         for v in exits
@@ -103,7 +104,7 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
 
 
 def _exits_after(ops: list[dict[str, Any]]) -> Callable[[int], list[dict[str, Any]]]:
-    """For planned action ``i``: the supervisor's ``pipeline-exit`` values recorded after its
+    """For planned action ``i``: the supervisor's ``sut-exit`` values recorded after its
     first op (its invoke), in order."""
     first: dict[int, int] = {}
     exits: list[tuple[int, dict[str, Any]]] = []
@@ -111,7 +112,7 @@ def _exits_after(ops: list[dict[str, Any]]) -> Callable[[int], list[dict[str, An
         value = op.get("value")
         if not isinstance(value, dict):
             continue
-        if op.get("f") == "pipeline-exit":
+        if op.get("f") == SUT_EXIT:
             exits.append((n, value))
         elif op.get("process") == "nemesis" and isinstance(value.get("action"), int):
             first.setdefault(value["action"], n)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from sealcheck.report.coverage import outcomes
+from sealcheck.rundir.names import LAST_EXIT, LAST_START, current_context
 
 
 def _at(ns: Any) -> float | None:
@@ -26,7 +27,8 @@ def context_lines(context: dict[str, Any]) -> list[str]:
     """An anomaly's context (see :meth:`sealcheck.rundir.history.History.context_for_step`) as
     lines a
     person reads: when the step was sealed (or the write acknowledged), and how long after the
-    last fault and restart."""
+    last fault and restart. Runs judged before the rename name the keys the old way."""
+    context = current_context(context)
     sealed = _at(context.get("sealed_by_ns"))
     acked = _at(context.get("acked_ns"))
     lines = []
@@ -39,8 +41,8 @@ def context_lines(context: dict[str, Any]) -> list[str]:
     ref, event = (acked, "the acknowledgement") if acked is not None else (sealed, "the seal")
     for name, verb in (
         ("last_nemesis", "the last fault before"),
-        ("last_pipeline_exit", "the last exit before"),
-        ("last_pipeline_start", "the last start before"),
+        (LAST_EXIT, "the last exit before"),
+        (LAST_START, "the last start before"),
     ):
         op = context.get(name)
         if not isinstance(op, dict):
@@ -54,13 +56,13 @@ def context_lines(context: dict[str, Any]) -> list[str]:
         )
         what = {
             "last_nemesis": f"{op.get('f')} {_what(value)}".strip(),
-            "last_pipeline_exit": f"{who} exited {value.get('code') if who else ''}"
+            LAST_EXIT: f"{who} exited {value.get('code') if who else ''}"
             + (
                 f" at failpoint {value['failpoint']}"
                 if isinstance(value, dict) and value.get("failpoint")
                 else ""
             ),
-            "last_pipeline_start": f"{who} started",
+            LAST_START: f"{who} started",
         }[name]
         if t is None:
             lines.append(f"{verb}: {what}")
@@ -74,7 +76,7 @@ def context_lines(context: dict[str, Any]) -> list[str]:
     if context.get("batch"):
         lines.append(str(context["batch"]))
     known = {"sealed_by_ns", "acked_ns", "latest_write_acked_ns", "batch"}
-    known |= {"last_nemesis", "last_pipeline_exit", "last_pipeline_start"}
+    known |= {"last_nemesis", LAST_EXIT, LAST_START}
     lines += [f"{k}: {v}" for k, v in sorted(context.items()) if k not in known]
     return lines
 

@@ -4,18 +4,21 @@ network), verdict first, rendered from ``templates/report.html.j2`` with autoesc
 Sections: the verdict and what it means; why; how to reproduce; the timeline on one time base
 (0 s = the run's start, the schedule's zero marked) with a legend: fault lanes, down-time,
 anomalies at their step, writes per second and each collection's upper; the anomalies with
-their context in words; the failing keys' story; checkers; inputs; seal lag; the fault
-schedule as planned versus what happened; the incarnations and their logs; micro-batches
-(Delta); window coverage; every file and log; config; versions.
+their context in words; the failing keys' story; checkers; inputs; the step assignment and the
+seal lag; the fault schedule as planned versus what happened; the incarnations and their logs;
+micro-batches (Delta); window coverage; every file and log; config; versions.
+
+It renders and computes nothing: the verdict, the anomalies and the run's facts (step
+assignment, seal lag, the keys' story: :mod:`sealcheck.rundir.facts`) come from
+``results.json``, the timeline from the history; it imports no checker (an import-linter
+contract). A run judged before its facts were recorded still renders, saying so.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import polars as pl
+from typing import Any
 
 from sealcheck.report import chart
 from sealcheck.report.batches import batch_rows, step_labels, tables_of
@@ -25,11 +28,10 @@ from sealcheck.report.story import stories
 from sealcheck.report.templating import render as render_template
 from sealcheck.report.timeline import build_timeline
 from sealcheck.rundir.archive import REJUDGING
+from sealcheck.rundir.facts import RunFacts, SealLag, StepAssignment, read_facts
 from sealcheck.rundir.history import History, HistoryError
 from sealcheck.rundir.judged import NOT_APPLICABLE, is_not_applicable, step_order
-
-if TYPE_CHECKING:
-    from sealcheck.checkers import RunData
+from sealcheck.rundir.names import SUT_EXIT, log_of
 
 __all__ = ["COLORS", "MEANING", "WORDS", "outcomes", "render", "write_report"]
 
@@ -49,20 +51,42 @@ REJUDGING_MEANING = (
     "No verdict: `sealcheck check` started re-judging this run and has not finished; the older "
     "verdict was withdrawn. If this stays, the check died: run it again."
 )
-SERIES = {"bindings": "#8250df", "data": "#0969da", "errors": "#bc4c00", "writes/s": "#1a7f37"}
+SERIES = {
+    "bindings": "#8250df",
+    "data": "#0969da",
+    "errors": "#bc4c00",
+    "writes/s": "#1a7f37",
+    "slowest lag": "#9a6700",
+}
+#: the facts of a run being re-judged (its ``results.json`` is only a marker)
+REJUDGING_FACTS = "not available while the run is being re-judged"
 
 
-def _loaded(run_dir: Path) -> tuple[RunData, pl.DataFrame] | str:
-    """The run as the checkers read it and its binding ranges (for the seal lag and the keys'
-    story: read once), or why it cannot be read."""
-    try:
-        from sealcheck.checkers import load_run
-        from sealcheck.checkers.replay import binding_ranges
+def _facts(results: dict[str, Any]) -> RunFacts:
+    """The run's facts as the checkers recorded them (each saying why when they did not)."""
+    return RunFacts.missing(REJUDGING_FACTS) if results.get(REJUDGING) else read_facts(results)
 
-        run = load_run(run_dir)
-        return run, binding_ranges(run.collection("bindings"), run.uppers.get("bindings", 0))
-    except Exception as exc:  # a report must render whatever the files hold
-        return f"{type(exc).__name__}: {exc}"
+
+def lag_row(lag: SealLag | None) -> list[Any] | None:
+    """p50, p99, max and how many writes, as the seal lag table shows them (None: nothing
+    to show)."""
+    if lag is None or not lag.count:
+        return None
+    return [f"{lag.p50_s:.2f} s", f"{lag.p99_s:.2f} s", f"{lag.max_s:.2f} s", lag.count]
+
+
+def steps_rows(steps: StepAssignment | None) -> list[tuple[str, str]]:
+    """The step assignment in words (empty: nothing to show)."""
+    if steps is None:
+        return []
+    span = "none" if steps.first is None else f"{steps.first} to {steps.last}"
+    return [
+        ("input records bound to a sealed step", f"{steps.bound:,} of {steps.records:,}"),
+        ("not bound (not sealed by the end)", f"{steps.unbound:,}"),
+        ("sealed steps that bound records", f"{steps.steps:,} (steps {span})"),
+        ("most records one step bound", f"{steps.most:,}"),
+        ("acknowledged writes bound", f"{steps.acked_bound:,} of {steps.acked:,}"),
+    ]
 
 
 def _text(value: Any) -> str:
@@ -131,11 +155,11 @@ def render(run_dir: Path) -> str:
     except HistoryError as exc:  # the same reader and the same message as the checkers
         history, unreadable = History.empty(str(exc)), str(exc)
     ops = history.ops
-    loaded = _loaded(run_dir)
+    facts = _facts(results)
     try:
-        tl = build_timeline(history, None if isinstance(loaded, str) else loaded[1])
+        tl = build_timeline(history)
     except HistoryError as exc:
-        tl, unreadable = build_timeline(History.empty(), None), str(exc)
+        tl, unreadable = build_timeline(History.empty()), str(exc)
     valid = results.get("valid")
     cfg = meta.get("config", {})
     inputs = results.get("inputs") or {}
@@ -162,10 +186,14 @@ def render(run_dir: Path) -> str:
             anomalies=[a for a in drawn if a.get("collection") in ("data", None)],
         ),
     ]
-    told, story_why = stories(loaded, drawn) if drawn else ([], "no anomalies")
-    exits = [o for o in ops if o.get("f") == "pipeline-exit"]
-    batches = batch_rows(run_dir)
-    lag = tl.lag_s
+    lag = facts.seal_lag
+    if lag is not None and lag.series:
+        title = f"seal lag: the slowest write acknowledged in each {lag.bucket_s:g} s"
+        lagging = {"slowest lag": lag.series}
+        charts.append(chart.series(tl, title, "seconds", lagging, SERIES, step=False))
+    told, story_why = stories(facts, drawn)
+    exits = [o for o in ops if o.get("f") == SUT_EXIT]
+    batches = batch_rows(run_dir, ops)
     return render_template(
         "report.html.j2",
         name=cfg.get("name", "run"),
@@ -216,9 +244,10 @@ def render(run_dir: Path) -> str:
             ("acknowledged writes read / counted", f"{acks.get('read')} / {acks.get('written')}"),
             *[("note", n) for n in inputs.get("notes", [])],
         ],
-        lag=[f"{lag['p50']:.2f} s", f"{lag['p99']:.2f} s", f"{lag['max']:.2f} s", int(lag["count"])]
-        if lag.get("count")
-        else None,
+        lag=lag_row(lag),
+        lag_why=facts.lag_why or "no sealed acknowledged writes to measure",
+        steps_assigned=steps_rows(facts.steps),
+        steps_why=facts.steps_why,
         schedule=schedule_rows(meta.get("schedule", []), ops, tl.faults_start_s),
         exits=[_exit(run_dir, o) for o in exits],
         fired=", ".join(
@@ -261,14 +290,13 @@ def _more(results: dict[str, Any]) -> str:
 
 def _exit(run_dir: Path, op: dict[str, Any]) -> dict[str, Any]:
     v = op.get("value") or {}
-    log = f"logs/pipeline-{v.get('incarnation')}.log"
     return {
         "incarnation": v.get("incarnation"),
         "pid": v.get("pid"),
         "at": f"{int(op.get('time', 0)) / 1e9:.1f} s",
         "code": v.get("code"),
         "failpoint": v.get("failpoint") or "",
-        "log": log if (run_dir / log).exists() else None,
+        "log": log_of(run_dir, v.get("incarnation")),
     }
 
 

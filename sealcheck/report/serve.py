@@ -1,8 +1,8 @@
-"""``sealcheck serve``: browse a store of runs. The index lists the suites (each night's
+"""``sealcheck serve``: browse an archive of runs. The index lists the suites (each night's
 counts and every case's verdict across the nights, :mod:`sealcheck.report.suite_trend`) and the runs
 (verdict, nemeses, failing checkers, links to each run's report and files); the files
 themselves are served as they are, logs and JSON as text a browser shows rather than
-downloads. Listens on 127.0.0.1 only, and serves nothing outside the store (not even
+downloads. Listens on 127.0.0.1 only, and serves nothing outside the archive (not even
 through a symlink)."""
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ _VERDICT = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
 
 @dataclass(frozen=True)
 class RunRow:
-    """One stored run (``<store>/<test>/<time>/``), as the index lists it."""
+    """One stored run (``<runs>/<test>/<time>/``), as the index lists it."""
 
-    href: str  # the run directory relative to the store, quoted
+    href: str  # the run directory relative to the archive, quoted
     name: str
     started: str
     state: str  # VALID / INVALID / UNKNOWN / NO_RESULT (no readable results.json)
@@ -91,7 +91,7 @@ def _counted(names: list[Any]) -> list[str]:
     return [f"{n} x{k}" if k > 1 else str(n) for n, k in Counter(map(str, names)).items()]
 
 
-def read_run(store: Path, run: Path) -> RunRow:
+def read_run(runs: Path, run: Path) -> RunRow:
     """The row of the run stored in ``run`` (never raises for a missing or broken file)."""
     meta, meta_err = _read_json(run / "test.json")
     results, results_err = _read_json(run / "results.json")
@@ -112,7 +112,7 @@ def read_run(store: Path, run: Path) -> RunRow:
         state = _word(results["valid"])
     reason = verdict_reason(results) if state == "UNKNOWN" else None
     return RunRow(
-        href=urllib.parse.quote(run.relative_to(store).as_posix()),
+        href=urllib.parse.quote(run.relative_to(runs).as_posix()),
         name=run.parent.name,
         started=run.name,
         state=state,
@@ -126,36 +126,37 @@ def read_run(store: Path, run: Path) -> RunRow:
     )
 
 
-def list_run_rows(store: Path) -> list[RunRow]:
-    """Every run under ``store`` (``<test>/<time>/``; not ``suites/``), newest first."""
-    if not store.is_dir():
+def list_run_rows(runs: Path) -> list[RunRow]:
+    """Every run in the archive ``runs`` (``<test>/<time>/``; not ``suites/``), newest
+    first."""
+    if not runs.is_dir():
         return []
-    tests = (p for p in store.iterdir() if p.is_dir() and not p.is_symlink() and p.name != "suites")
-    runs = [run for test in sorted(tests) for run in sorted(test.iterdir()) if run.is_dir()]
-    rows = [read_run(store, run) for run in runs]
+    tests = (p for p in runs.iterdir() if p.is_dir() and not p.is_symlink() and p.name != "suites")
+    found = [run for test in sorted(tests) for run in sorted(test.iterdir()) if run.is_dir()]
+    rows = [read_run(runs, run) for run in found]
     return sorted(rows, key=lambda r: r.started, reverse=True)
 
 
-def index_html(store: Path) -> str:
-    """The index page of ``store``: its suites, then its runs, newest first."""
+def index_html(runs: Path) -> str:
+    """The index page of the archive ``runs``: its suites, then its runs, newest first."""
     return render(
         "serve_index.html.j2",
-        store=str(store),
-        suites=list_suites(store),
-        runs=list_run_rows(store),
+        archive=str(runs),
+        suites=list_suites(runs),
+        runs=list_run_rows(runs),
         colors=STATE_COLORS,
         max_nights=MAX_NIGHTS,
     )
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    store: Path
+    archive: Path
 
     def send_head(self) -> io.BytesIO | BinaryIO | None:
-        """The index for ``/``; else a file or directory listing inside the store, or 404."""
+        """The index for ``/``; else a file or directory listing inside the archive, or 404."""
         if urllib.parse.urlsplit(self.path).path in ("/", "/index.html"):
             try:
-                page = index_html(self.store).encode()
+                page = index_html(self.archive).encode()
             except Exception as exc:  # a page saying why, not a dropped connection
                 self.send_error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
                 raise
@@ -164,8 +165,8 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
             self.send_header("Content-Length", str(len(page)))
             self.end_headers()
             return io.BytesIO(page)
-        # translate_path drops `..`; this also refuses a symlink that leads out of the store
-        if not Path(self.translate_path(self.path)).resolve().is_relative_to(self.store):
+        # translate_path drops `..`; this also refuses a symlink that leads out of the archive
+        if not Path(self.translate_path(self.path)).resolve().is_relative_to(self.archive):
             self.send_error(HTTPStatus.NOT_FOUND, "File not found")
             return None
         return super().send_head()
@@ -180,10 +181,11 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         super().end_headers()
 
 
-def make_server(store: Path, port: int) -> http.server.ThreadingHTTPServer:
-    """A server for ``store`` on 127.0.0.1:``port`` (0 picks a free port)."""
-    store = store.resolve()
-    handler = type("Handler", (_Handler,), {"store": store})
+def make_server(runs: Path, port: int) -> http.server.ThreadingHTTPServer:
+    """A server for the archive of runs ``runs`` on 127.0.0.1:``port`` (0 picks a free
+    port)."""
+    runs = runs.resolve()
+    handler = type("Handler", (_Handler,), {"archive": runs})
     return http.server.ThreadingHTTPServer(
-        ("127.0.0.1", port), partial(handler, directory=str(store))
+        ("127.0.0.1", port), partial(handler, directory=str(runs))
     )

@@ -1,5 +1,5 @@
-"""The suites of a store, for ``sealcheck serve``: each suite's nights
-(``<store>/suites/<suite>/<time>/summary.json``, written by ``sealcheck suite``) with their
+"""The suites of an archive of runs, for ``sealcheck serve``: each suite's nights
+(``<runs>/suites/<suite>/<time>/summary.json``, written by ``sealcheck suite``) with their
 counts, and every case's verdict across the nights, so that a case that started failing last
 night stands out. A night whose summary cannot be read is listed as such, never an error."""
 
@@ -29,7 +29,7 @@ class Night:
     """One run of a suite: ``suites/<suite>/<stamp>/``."""
 
     stamp: str
-    link: str | None  # the night's index.html, relative to the store and quoted
+    link: str | None  # the night's index.html, relative to the archive and quoted
     counts: dict[str, int]  # VALID / INVALID / UNKNOWN / SKIPPED -> runs
     took_s: float  # the sum of its cases' durations
     cases: int  # the cases the suite has (runs may be fewer while it runs)
@@ -70,9 +70,9 @@ class Suite:
     trend: list[CaseTrend]
 
 
-def list_suites(store: Path) -> list[Suite]:
-    """Every suite under ``store/suites/``, by name."""
-    root = store / "suites"
+def list_suites(runs: Path) -> list[Suite]:
+    """Every suite in the archive ``runs`` (``runs/suites/``), by name."""
+    root = runs / "suites"
     if not root.is_dir():
         return []
     suites = []
@@ -84,7 +84,7 @@ def list_suites(store: Path) -> list[Suite]:
 
 
 def read_night(path: Path, rel: str) -> Night:
-    """The night stored in ``path`` (``rel`` from the store)."""
+    """The night stored in ``path`` (``rel`` from the archive)."""
     link = urllib.parse.quote(f"{rel}/index.html") if (path / "index.html").is_file() else None
     try:
         doc = json.loads((path / "summary.json").read_text())

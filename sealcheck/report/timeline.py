@@ -1,4 +1,4 @@
-"""The report's timeline and seal lag, computed from a stored run (history + store).
+"""The report's timeline, drawn from a stored run's history.
 
 One time base for the whole report: seconds since the harness started the run (the history's
 clock, ``time`` of every op). On it:
@@ -9,10 +9,10 @@ clock, ``time`` of every op). On it:
   failpoint is drawn where it *fired* (the incarnation's exit) or, armed and never fired,
   where it was armed, apart;
 * the system under test's down-time (an incarnation's exit → the next start) and its starts;
-* the schedule's zero (``faults-start``; ``warmed-up`` in runs older than that op);
-* seal lag: for every acknowledged write, the time from its acknowledgement to the first
-  observation of ``data`` sealed past the step that bound it (the observer samples every
-  0.25 s, so lags are rounded up to that).
+* the schedule's zero (``faults-start``; ``warmed-up`` in runs older than that op).
+
+The seal lag is not computed here: the checkers record it in ``results.json``
+(:class:`sealcheck.rundir.facts.SealLag`), on this same time base.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from sealcheck.nemeses.registry import marks
 from sealcheck.report.coverage import outcomes
 from sealcheck.rundir.history import History
+from sealcheck.rundir.names import SUT_EXIT, SUT_START
+from sealcheck.systems.roles import every_role
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,6 @@ class Timeline:
     markers: list[Marker] = field(default_factory=list)
     #: where the fault schedule's zero is on this time base (None: no faults phase recorded)
     faults_start_s: float | None = None
-    lag_s: dict[str, float] = field(default_factory=dict)  # p50 / p99 / max / count
 
 
 def _s(op: dict[str, Any]) -> float:
@@ -71,8 +71,8 @@ def faults_start(ops: list[dict[str, Any]]) -> float | None:
     return warm
 
 
-def build_timeline(history: History, ranges: pl.DataFrame | None) -> Timeline:
-    """The timeline of a history (``ranges``: bound offsets per step, for the seal lag)."""
+def build_timeline(history: History) -> Timeline:
+    """The timeline of a history."""
     ops = history.ops
     acks = history.collect(history.acked.lazy().select("time", "partition", "offset"))
     seconds = acks["time"].to_numpy() / 1e9
@@ -83,13 +83,12 @@ def build_timeline(history: History, ranges: pl.DataFrame | None) -> Timeline:
     tl.faults_start_s = faults_start(ops)
     _faults(ops, tl)
     _incarnations(ops, tl)
-    tl.lag_s = seal_lag(acks, ops, ranges)
     return tl
 
 
 def _faults(ops: list[dict[str, Any]], tl: Timeline) -> None:
     """Fault intervals and instants, from the nemesis ops and how each nemesis draws them."""
-    drawn = marks()
+    drawn = marks(every_role())  # whatever run it was: every role's actions are drawn
     settled = outcomes(ops)
     opened: dict[tuple[str, str], tuple[float, str, str]] = {}
     for op in ops:
@@ -102,7 +101,7 @@ def _faults(ops: list[dict[str, Any]], tl: Timeline) -> None:
         if op.get("process") != "nemesis" or op.get("type") != "invoke" or f not in drawn:
             continue
         mark = drawn[f]
-        which = " ".join(str(value[k]) for k in ("broker", "worker", "kind") if k in value)
+        which = " ".join(str(value[k]) for k in mark.which if k in value)
         label = f"{mark.label} {which}".strip()
         if mark.kind == "start":
             opened[(f, which)] = (t, label, mark.group)
@@ -134,7 +133,7 @@ def _incarnations(ops: list[dict[str, Any]], tl: Timeline) -> None:
     down_since: tuple[float, str, bool] | None = None  # (since, why, crashed)
     for op in ops:
         f, t, value = op.get("f"), _s(op), op.get("value") or {}
-        if f == "pipeline-start":
+        if f == SUT_START:
             n = value.get("incarnation")
             tl.restarts.append((t, f"incarnation {n}"))
             tl.markers.append(Marker("start", t, None, f"incarnation {n} started"))
@@ -142,7 +141,7 @@ def _incarnations(ops: list[dict[str, Any]], tl: Timeline) -> None:
                 since, why, _ = down_since
                 tl.markers.append(Marker("down", since, t, f"down {t - since:.1f} s: {why}"))
                 down_since = None
-        elif f == "pipeline-exit":
+        elif f == SUT_EXIT:
             n, code, point = value.get("incarnation"), value.get("code"), value.get("failpoint")
             why = f"incarnation {n} exited {code}" + (f" at failpoint {point}" if point else "")
             if point:
@@ -151,40 +150,3 @@ def _incarnations(ops: list[dict[str, Any]], tl: Timeline) -> None:
     if down_since is not None and down_since[2] and down_since[0] < tl.end_s:
         since, why, _ = down_since  # a crash nobody restarted (a clean stop ends the run)
         tl.markers.append(Marker("down", since, tl.end_s, f"down until the end: {why}"))
-
-
-def seal_lag(
-    acks: pl.DataFrame, ops: list[dict[str, Any]], ranges: pl.DataFrame | None
-) -> dict[str, float]:
-    """p50 / p99 / max of ack → sealed, over the acknowledged writes (``time, partition,
-    offset``) that were sealed."""
-    if not acks.height or ranges is None or ranges.height == 0:
-        return {}
-    from sealcheck.checkers.replay import assign_steps
-
-    seen = [
-        (_s(o), int(o["value"].get("data", 0)))
-        for o in ops
-        if o.get("f") == "uppers" and isinstance(o.get("value"), dict)
-    ]
-    if not seen:
-        return {}
-    times = np.array([t for t, _ in seen])
-    uppers = np.maximum.accumulate(np.array([u for _, u in seen]))
-    stepped = assign_steps(acks, ranges)  # the same step assignment the checkers use
-    bound = stepped.is_not_null().to_numpy()
-    step = stepped.fill_null(0).to_numpy()
-    # first observation with upper > step
-    first = np.searchsorted(uppers, step, side="right")
-    sealed = bound & (first < len(times))
-    if not sealed.any():
-        return {"count": 0.0}
-    ack_t = acks["time"].to_numpy() / 1e9
-    lag = times[first[sealed]] - ack_t[sealed]
-    lag = np.maximum(lag, 0.0)
-    return {
-        "p50": float(np.percentile(lag, 50)),
-        "p99": float(np.percentile(lag, 99)),
-        "max": float(lag.max()),
-        "count": float(lag.size),
-    }

@@ -1,11 +1,12 @@
-"""The store of runs: ``store/<test-name>/<timestamp>/`` per run, ``store/latest`` pointing at
-the newest one.
+"""The archive of runs: ``runs/<test-name>/<timestamp>/`` per run, ``runs/latest`` pointing at
+the newest one (``runs/`` is the default of ``--runs``; older checkouts used ``store/``).
 
 A run directory holds ``test.json`` (config, seed, schedule, versions, the command that
-repeats it), ``history.jsonl``, ``results.json``, ``report.html``, ``logs/`` (Kafka and
-each
-pipeline incarnation), ``topic.parquet`` (the topic dump) and ``persist/store.db`` (a copy of
-the persist store), so ``sealcheck check <dir>`` re-judges it offline.
+repeats it), ``history.jsonl``, ``results.json``, ``report.html``, ``logs/`` (Kafka and each
+incarnation of the system under test: ``sut-N.log``), ``topic.parquet`` (the topic dump) and
+``export/`` (the system's state as the checkers read it, with a copy of a SQLite store), so
+``sealcheck check <dir>`` re-judges it offline. Runs stored before these names keep
+``pipeline-N.log`` and ``persist/``; every reader accepts both (:mod:`sealcheck.rundir.names`).
 
 ``results.json`` is the run's verdict and only a complete judgement writes it: while
 ``sealcheck check`` re-judges a run it holds an UNKNOWN marker (:func:`mark_rejudging`), and a
@@ -25,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 
-def new_run_dir(store: Path, name: str) -> Path:
-    """Create ``store/<name>/<timestamp>/`` (unique even within one second)."""
+def new_run_dir(runs: Path, name: str) -> Path:
+    """Create ``runs/<name>/<timestamp>/`` in the archive ``runs`` (unique even within one
+    second)."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    base = store / name
+    base = runs / name
     base.mkdir(parents=True, exist_ok=True)
     for n in range(1000):
         run = base / (stamp if n == 0 else f"{stamp}-{n}")
@@ -41,13 +43,13 @@ def new_run_dir(store: Path, name: str) -> Path:
     raise RuntimeError(f"could not create a run directory under {base}")
 
 
-def point_latest(store: Path, run_dir: Path) -> None:
-    """Make ``store/latest`` a relative symlink to ``run_dir`` (atomically replaced)."""
-    link = store / "latest"
-    tmp = store / f".latest-{os.getpid()}"
+def point_latest(runs: Path, run_dir: Path) -> None:
+    """Make ``runs/latest`` a relative symlink to ``run_dir`` (atomically replaced)."""
+    link = runs / "latest"
+    tmp = runs / f".latest-{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):
         tmp.unlink()
-    tmp.symlink_to(run_dir.relative_to(store))
+    tmp.symlink_to(run_dir.relative_to(runs))
     tmp.replace(link)
 
 
@@ -135,12 +137,12 @@ class RunSummary:
     reason: str | None = None
 
 
-def list_runs(store: Path) -> list[RunSummary]:
-    """Every run under ``store``, newest first."""
+def list_runs(runs_dir: Path) -> list[RunSummary]:
+    """Every run in the archive ``runs_dir``, newest first."""
     runs: list[RunSummary] = []
-    if not store.exists():
+    if not runs_dir.exists():
         return runs
-    for test in sorted(p for p in store.iterdir() if p.is_dir() and not p.is_symlink()):
+    for test in sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.is_symlink()):
         for run in sorted(p for p in test.iterdir() if p.is_dir()):
             valid, seed, took, reason = None, None, None, None
             with contextlib.suppress(OSError, ValueError, AttributeError):

@@ -2,9 +2,10 @@
 are the ones the run produced.
 
 * ``topic.parquet``: the input topic as dumped (:class:`TopicRecord`, :func:`write_topic`).
-* ``persist/updates.parquet`` + ``persist/frontiers.json``: a system under test's persisted
+* ``export/updates.parquet`` + ``export/frontiers.json``: a system under test's persisted
   output in one format whatever it is (:func:`write_export`), written by its descriptor's
-  export (``suts``) at the end of a run.
+  export (``sealcheck.systems``) at the end of a run. Runs stored before the export was named
+  ``export/`` keep it in ``persist/``: :class:`Export` says where it is in one run directory.
 * The *manifest*: rows and SHA-256 of each input file. The harness records it in the history's
   final op (:data:`sealcheck.rundir.history.FINAL_OP`) right after the dumps; :func:`verify`
   recomputes
@@ -24,21 +25,58 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sealcheck.rundir.names import EXPORT_DIR, export_dir
+
 TOPIC = "topic.parquet"
-UPDATES = "persist/updates.parquet"
-FRONTIERS = "persist/frontiers.json"
-#: Optional: the store read as of some sealed steps through a second path (``collection, ts,
-#: key, value``), for systems whose export offers one (the ``as_of`` checker).
-ASOF = "persist/asof.parquet"
-#: a micro-batch system's table versions per batch (optional; :func:`step_labels` reads it)
-VERSIONS = "persist/versions.json"
 #: the sealed steps the harness captured during the run (:mod:`sealcheck.rundir.captures`)
 CAPTURES = "captures.arrows"
-#: Every file a checker reads, relative to the run directory.
-INPUT_FILES = (TOPIC, UPDATES, FRONTIERS)
-#: Where an export keeps whatever else it copied of the store (e.g. a SQLite file): recorded
-#: too, so the export and the copy it was made beside are proven to be of one moment.
-PERSIST_DIR = "persist"
+
+
+@dataclass(frozen=True)
+class Export:
+    """The files of the export in one run directory, relative to it, under :attr:`folder`
+    (``export``; ``persist`` in runs stored before the rename: :meth:`of`). Whatever else an
+    export copies of the store into that folder (e.g. a SQLite file) is recorded in the
+    manifest too, so the export and the copy it was made beside are proven to be of one
+    moment."""
+
+    folder: str = EXPORT_DIR
+
+    @staticmethod
+    def of(run_dir: Path) -> Export:
+        """Where the export is in ``run_dir`` (:func:`sealcheck.rundir.names.export_dir`)."""
+        return Export(export_dir(run_dir))
+
+    @property
+    def updates(self) -> str:
+        """Every persisted update (``collection, key, value, ts, diff``)."""
+        return f"{self.folder}/updates.parquet"
+
+    @property
+    def frontiers(self) -> str:
+        """``{collection: {"upper": u, "since": s}}``."""
+        return f"{self.folder}/frontiers.json"
+
+    @property
+    def asof(self) -> str:
+        """Optional: the store read as of some sealed steps through a second path
+        (``collection, ts, key, value``), for systems whose export offers one (``as_of``)."""
+        return f"{self.folder}/asof.parquet"
+
+    @property
+    def versions(self) -> str:
+        """Optional: a micro-batch system's table versions per batch (:func:`step_labels`)."""
+        return f"{self.folder}/versions.json"
+
+    @property
+    def inputs(self) -> tuple[str, str, str]:
+        """Every file a checker must read, relative to the run directory."""
+        return (TOPIC, self.updates, self.frontiers)
+
+
+_NEW = Export()
+#: the export's files as a run writes them now (a reader asks :meth:`Export.of` instead)
+UPDATES, FRONTIERS, ASOF, VERSIONS = _NEW.updates, _NEW.frontiers, _NEW.asof, _NEW.versions
 
 
 @dataclass(frozen=True, order=True)
@@ -116,7 +154,8 @@ def describe(run_dir: Path) -> dict[str, dict[str, Any]]:
     them: :mod:`sealcheck.rundir.captures`) and every file of the export in ``run_dir`` (the
     manifest
     the history's final op records)."""
-    paths = [run_dir / TOPIC, run_dir / CAPTURES, *sorted((run_dir / PERSIST_DIR).glob("*"))]
+    folder = run_dir / Export.of(run_dir).folder
+    paths = [run_dir / TOPIC, run_dir / CAPTURES, *sorted(folder.glob("*"))]
     out: dict[str, dict[str, Any]] = {}
     for path in paths:
         if path.is_file() and not path.name.endswith(".tmp"):
@@ -163,9 +202,9 @@ def write_export(
     frontiers: dict[str, dict[str, int]],
     batches: Iterable[Sequence[tuple[Any, ...]]],
 ) -> None:
-    """Write a system under test's persisted output into ``run_dir``: ``persist/updates.parquet``
+    """Write a system under test's persisted output into ``run_dir``: ``export/updates.parquet``
     from batches of ``(collection, key, value, ts, diff)`` rows (atomically replaced) and
-    ``persist/frontiers.json`` (``{collection: {"upper": u, "since": s}}``). Every export goes
+    ``export/frontiers.json`` (``{collection: {"upper": u, "since": s}}``). Every export goes
     through here, so the checkers read one format whatever the system under test."""
     updates = run_dir / UPDATES
     updates.parent.mkdir(parents=True, exist_ok=True)
@@ -181,10 +220,10 @@ def write_export(
 
 def step_labels(run_dir: Path) -> dict[int, str]:
     """Step -> "batch N: data v5, errors v5": the table versions that belong to each step,
-    from :data:`VERSIONS` (empty without it, or when it is not of that shape), for naming
-    them beside an anomaly's step."""
+    from :attr:`Export.versions` (empty without it, or when it is not of that shape), for
+    naming them beside an anomaly's step."""
     try:
-        doc = json.loads((run_dir / VERSIONS).read_text())
+        doc = json.loads((run_dir / Export.of(run_dir).versions).read_text())
         found: dict[int, list[str]] = defaultdict(list)
         for table, vs in sorted(doc.get("tables", {}).items()):
             for v, meta in sorted(vs.items(), key=lambda kv: int(kv[0])):
@@ -196,9 +235,10 @@ def step_labels(run_dir: Path) -> dict[int, str]:
 
 
 def unlisted(run_dir: Path, recorded: dict[str, Any]) -> list[str]:
-    """The files of the export (``persist/*``) the manifest does not list: no checker reads
+    """The files of the export (``export/*``) the manifest does not list: no checker reads
     them (the manifest is the closed list of what may be judged)."""
-    found = sorted((run_dir / PERSIST_DIR).glob("*")) if (run_dir / PERSIST_DIR).is_dir() else []
+    folder = run_dir / Export.of(run_dir).folder
+    found = sorted(folder.glob("*")) if folder.is_dir() else []
     rels = (str(p.relative_to(run_dir)) for p in found if not p.name.endswith(".tmp"))
     return [rel for rel in rels if rel not in recorded]
 
@@ -227,8 +267,8 @@ def check_parquet(path: Path, columns: Iterable[str] = ()) -> None:
 
 
 def read_frontiers(path: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """The uppers and sinces of :data:`FRONTIERS` (``{collection: {"upper": u, "since": s}}``);
-    :class:`InputFileError` when it is unreadable, not JSON, or not of that shape."""
+    """The uppers and sinces of :attr:`Export.frontiers` (``{collection: {"upper": u, "since":
+    s}}``); :class:`InputFileError` when it is unreadable, not JSON, or not of that shape."""
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError included

@@ -16,6 +16,10 @@ after the final op (lines, or a torn line) was written after the run ended: it i
 A history is *complete* when it reaches the harness's final operation (:data:`FINAL_OP`, the
 manifest of the inputs written after the dumps); :meth:`History.problems` says what is missing
 otherwise, and no verdict is valid while it says anything.
+
+The ops about the system under test (its incarnations' starts and exits, its events) and the
+older names a stored run may use are in :mod:`sealcheck.rundir.names`; a loaded history gives
+every op its current name.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from sealcheck.rundir.lines import (
     numbered_lines,
     offset_after_line,
 )
+from sealcheck.rundir.names import LAST_EXIT, LAST_START, SUT_EXIT, SUT_START, current
 
 #: The op the harness writes last, after the topic dump and the store export: ``harness info
 #: inputs`` with the files the checkers read and how many writes were acknowledged.
@@ -115,7 +120,8 @@ class History:
     ``acked`` (``time, partition, offset, key, value``) may be lazy: a loaded history is parsed
     by polars when a checker first needs the writes, hashed as it streams by. ``lines`` counts
     the complete lines read (None for a history built in memory); ``torn_tail`` the bytes of a
-    torn last line that was skipped; ``unusable`` says why there is no usable history.
+    torn last line that was skipped; ``unusable`` says why there is no usable history. Every
+    op has its current name (:func:`sealcheck.rundir.names.current`).
     """
 
     acked: pl.DataFrame | pl.LazyFrame
@@ -126,6 +132,11 @@ class History:
     unusable: str | None = None
     #: bytes after the final op (lines or a torn line): the file changed after the run ended
     after_final: int = 0
+
+    def __post_init__(self) -> None:
+        for op in self.ops:  # a run stored under the old names reads as a new one
+            if isinstance(op, dict) and op.get("f") != (f := current(op.get("f"))):
+                op["f"] = f
 
     @staticmethod
     def empty(unusable: str | None = None) -> History:
@@ -281,7 +292,8 @@ class History:
                 yield op
 
     def context_for_step(self, step: int | None) -> dict[str, Any]:
-        """The last nemesis op and pipeline start before ``step`` was first seen sealed."""
+        """The last nemesis op and the system's last start and exit before ``step`` was first
+        seen sealed."""
         times, uppers = self.seal_times()
         when: int | None = None
         if step is not None:
@@ -295,8 +307,9 @@ class History:
         return {**out, **self.context_at(when)}
 
     def context_at(self, when: int | None) -> dict[str, Any]:
-        """The last nemesis op, pipeline start and pipeline exit at or before ``when`` (ns on
-        the history's clock; None: the end of the history)."""
+        """The last nemesis op and the system's last start and exit at or before ``when`` (ns
+        on the history's clock; None: the end of the history): ``last_nemesis``,
+        :data:`~sealcheck.rundir.names.LAST_START`, :data:`~sealcheck.rundir.names.LAST_EXIT`."""
         out: dict[str, Any] = {}
         limit = when if when is not None else 1 << 62
         for op in self.ops:
@@ -304,8 +317,8 @@ class History:
                 break
             if op.get("process") == "nemesis":
                 out["last_nemesis"] = _brief(op)
-            elif op.get("f") in ("pipeline-start", "pipeline-exit"):
-                out[f"last_{op['f'].replace('-', '_')}"] = _brief(op)
+            elif op.get("f") in (SUT_START, SUT_EXIT):
+                out[LAST_START if op["f"] == SUT_START else LAST_EXIT] = _brief(op)
         return out
 
 

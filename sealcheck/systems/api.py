@@ -4,20 +4,22 @@ in one small protocol, so any system can be tested without the harness naming it
 A descriptor (:class:`SystemUnderTest`) says which failpoints the system has and how to arm
 them, which deliberately broken variants it offers, and how to *deploy* it on a backend for one
 run (:meth:`SystemUnderTest.deploy`). A deployment (:class:`Deployment`) says how to start an
-incarnation (:class:`sealcheck.infra.node.Launch`: a local command or a container image), how far
-the
-system has sealed (its uppers; whether it covers the log end), and how to *export* its
+incarnation (:class:`sealcheck.core.nodes.Launch`: a local command or a container image), how
+far the system has sealed (its uppers; whether it covers the log end), and how to *export* its
 persisted output into the checkers' format (``sealcheck.rundir.files``: collections of ``(key,
-value,
-ts, diff)`` updates with their uppers — ``bindings``, ``data``, ``errors``).
+value, ts, diff)`` updates with their uppers — ``bindings``, ``data``, ``errors``).
+
+The roles of a run's nodes (:class:`sealcheck.core.roles.Role`) follow from what the system
+offers on a backend (:meth:`SystemUnderTest.offers`): a backend's database is a role only where
+the system keeps its store there (``database``), a Spark cluster's workers only where it submits
+to one (``spark-cluster``, with ``--spark cluster``): :func:`sealcheck.systems.roles.run_roles`.
 
 The failpoint contract: an incarnation reads the file named by the environment variable in
-:attr:`sealcheck.infra.node.Launch.failpoint_env` whenever it changes, arms the ``name=crash@1``
-spec it
-holds, and removes the file just before crashing there; it logs the firing so that
-:meth:`SystemUnderTest.fired_failpoint` can find it in its log.
+:attr:`sealcheck.core.nodes.Launch.failpoint_env` whenever it changes, arms the
+``name=crash@1`` spec it holds, and removes the file just before crashing there; it logs the
+firing so that :meth:`SystemUnderTest.fired_failpoint` can find it in its log.
 
-Adding a system under test is one package under ``suts/`` plus one line in
+Adding a system under test is one package under ``sealcheck/systems/`` plus one line in
 :data:`sealcheck.systems.registry.SYSTEMS` (``docs/contributing.md``).
 """
 
@@ -28,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from sealcheck.infra.node import Backend, Launch, Node
+from sealcheck.core.nodes import Disk, Launch, Node
+from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
 
 
@@ -49,17 +52,6 @@ class Settings:
     #: keep the store on a filesystem that can lose un-fsynced writes (capability
     #: ``lazy-disk``; asked for when a nemesis needs it)
     lazy_store: bool = False
-
-
-class Disk(Protocol):
-    """A filesystem of the run that can lose what was written but not fsynced
-    (:class:`sealcheck.infra.lazy_disk.LazyDisk`)."""
-
-    def drop(self) -> dict[str, Any]:
-        """Lose every un-fsynced write now; ``dropped``: files and bytes lost."""
-
-    def counters(self) -> dict[str, Any]:
-        """What is un-fsynced now, and what was dropped so far."""
 
 
 @dataclass(frozen=True)
@@ -183,10 +175,12 @@ class SystemUnderTest(Protocol):
     @property
     def requires(self) -> frozenset[str]:
         """Backend capabilities it needs on every backend
-        (``sealcheck.infra.node.CAPABILITIES``)."""
+        (``sealcheck.core.capabilities.CAPABILITIES``)."""
 
     def offers(self, backend: str) -> frozenset[str]:
-        """Capabilities it brings itself on ``backend`` (``failpoints``, ``lazy-disk``)."""
+        """Capabilities it brings itself on ``backend`` (``failpoints``, ``lazy-disk``,
+        ``spark-cluster``; ``database`` where it keeps its store in the backend's database
+        server, which makes that server a role of the run)."""
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> Deployment:
         """Prepare one run on ``backend`` (a store, an image); ``work`` is scratch space,

@@ -7,25 +7,29 @@ losing a machine); on the local backend each is a local process group on loopbac
 system under test's Spark driver submits to :attr:`SparkCluster.url`; its executors run on the
 workers (one core each), with the Kafka connector's jars from the same path as the driver's.
 
-Nemeses reach the cluster by role (:meth:`SparkCluster.nodes`): ``spark-worker`` (kill it —
-its executor dies with it — or freeze it; healing starts it again and it registers again)
-and ``spark-executor`` (SIGKILL the executor JVM a worker launched; the worker launches a new
-one by itself).
+Nemeses reach the cluster by role (:meth:`SparkCluster.nodes`; the roles it declares:
+:func:`roles`): ``spark-worker`` (kill it — its executor dies with it — or freeze it; healing
+starts it again and it registers again) and ``spark-executor`` (SIGKILL the executor JVM a
+worker launched; the worker launches a new one by itself).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sealcheck.core.nodes import Incarnation, Launch
+from sealcheck.core.roles import Role
+from sealcheck.infra import logwait
 from sealcheck.infra.kafka_local import free_ports
-from sealcheck.infra.node import Backend, Incarnation, Launch
+from sealcheck.infra.node import Backend
 
 MASTER_PORT = 7077
+#: workers of a run's cluster, one executor each
+WORKERS = 2
 #: the JVM class of an executor a worker launches
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 MASTER_READY = "I have been elected leader"
@@ -179,6 +183,20 @@ class Executor:
         return self.worker.log_text()
 
 
+def roles(workers: int = WORKERS) -> dict[str, Role]:
+    """The roles of a cluster of ``workers`` workers (capability ``spark-cluster``): its
+    workers (``spark-worker``) and their executors (``spark-executor``: a worker launches a new
+    one by itself, so a kill of one heals itself; its actions say ``executor``); an action
+    names either by its worker's index (``worker``)."""
+    need = frozenset({"spark-cluster"})
+    return {
+        "spark-worker": Role("spark-worker", workers, "worker", requires=need),
+        "spark-executor": Role(
+            "spark-executor", workers, "worker", self_healing=True, requires=need, noun="executor"
+        ),
+    }
+
+
 class SparkCluster:
     """Master and workers of one run on ``backend`` (start, restart what died, stop)."""
 
@@ -186,7 +204,7 @@ class SparkCluster:
         self,
         backend: Backend,
         logs: Path,
-        workers: int = 2,
+        workers: int = WORKERS,
         shared: tuple[str, ...] = (),
         timeout_s: float = 180.0,
         image: Callable[[], str] | None = None,
@@ -239,20 +257,7 @@ class SparkCluster:
 
     def wait_log(self, node: Incarnation, text: str, since: int = 0) -> None:
         """Wait until ``node`` logs ``text`` (past offset ``since``); raise on exit/time-out."""
-        deadline = time.monotonic() + self.timeout_s
-        while text not in node.log_text()[since:]:
-            if not node.alive:
-                raise RuntimeError(f"{node.name} exited before '{text}':\n{self._tail(node)}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"{node.name} did not log '{text}' in {self.timeout_s:.0f}s:\n"
-                    + self._tail(node)
-                )
-            time.sleep(0.2)
-
-    @staticmethod
-    def _tail(node: Incarnation) -> str:
-        return "\n".join(node.log_text().splitlines()[-15:])
+        logwait.wait_log(node, text, self.timeout_s, since)
 
     def start(self) -> None:
         """Start the master, then every worker, each once it can register."""

@@ -29,11 +29,11 @@ def run(store: Path, *flags: str) -> tuple[int, str, Path]:
         [
             sys.executable,
             "-m",
-            "harness",
+            "sealcheck",
             "run",
             "--backend",
             "containers",
-            "--store",
+            "--runs",
             str(store),
             "--no-progress",
             "--rate",
@@ -61,7 +61,7 @@ def test_containers_chaos_run_is_valid(docker_engine: None, tmp_path: Path) -> N
     assert any(o["f"] == "caught-up" for o in history)
     setup = next(o for o in history if o["f"] == "setup")["value"]
     assert setup["backend"] == "containers" and setup["bootstrap"].count(":9092") == 3
-    assert (run_dir / "persist" / "updates.parquet").exists()  # exported from PostgreSQL
+    assert (run_dir / "export" / "updates.parquet").exists()  # exported from PostgreSQL
     results = json.loads((run_dir / "results.json").read_text())
     assert results["inputs"]["complete"] is True  # the export's digest is in the history
     counts = results["checkers"]["sealed_state"]["counts"]  # captured from PostgreSQL
@@ -89,7 +89,7 @@ def test_a_lost_commit_reply_on_containers(docker_engine: None, tmp_path: Path) 
     # What the caught incarnation does then is its own business, and both happen: it gives up
     # (its TCP user time-out, exit 1) and a successor learns the outcome from the store, or
     # its connection outlives the blackout and the reply arrives late. Either way: valid.
-    exits = {o["value"]["pid"]: o["value"]["code"] for o in ops if o["f"] == "pipeline-exit"}
+    exits = {o["value"]["pid"]: o["value"]["code"] for o in ops if o["f"] == "sut-exit"}
     assert all(exits.get(pid) in (0, 1) for pid in caught), (caught, exits)
     assert labelled() == []
 
@@ -104,7 +104,7 @@ def test_a_zombie_writer_on_containers_is_fenced(docker_engine: None, tmp_path: 
     ops = History.load(run_dir / "history.jsonl").ops
     started = [o for o in ops if o["f"] == "zombie-start" and o["type"] == "info"]
     assert any(o["value"]["outcome"] == "happened" for o in started), out[-3000:]
-    codes = [o["value"]["code"] for o in ops if o["f"] == "pipeline-exit"]
+    codes = [o["value"]["code"] for o in ops if o["f"] == "sut-exit"]
     assert 3 in codes, codes  # two writers met: one was fenced
     assert labelled() == []
 
@@ -139,11 +139,11 @@ def test_a_killed_harness_leaves_no_containers_after_cleanup(
         [
             sys.executable,
             "-m",
-            "harness",
+            "sealcheck",
             "run",
             "--backend",
             "containers",
-            "--store",
+            "--runs",
             str(tmp_path),
             "--no-progress",
             "--name",
@@ -158,7 +158,7 @@ def test_a_killed_harness_leaves_no_containers_after_cleanup(
     history = tmp_path / "latest" / "history.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        if history.exists() and '"f":"pipeline-start"' in history.read_text():
+        if history.exists() and '"f":"sut-start"' in history.read_text():
             break
         time.sleep(0.5)
     else:

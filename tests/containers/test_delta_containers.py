@@ -31,14 +31,14 @@ def test_the_delta_job_on_containers_is_valid_under_kills_and_a_broker_loss(
     assert code == 0, out[-3000:]
     history = History.load(run_dir / "history.jsonl").ops
     done = [o for o in history if o["process"] == "nemesis" and o["type"] == "info"]
-    assert any(o["f"] == "kill-pipeline" and o["value"].get("killed") for o in done), done
+    assert any(o["f"] == "kill-sut" and o["value"].get("killed") for o in done), done
     assert any(o["f"] == "kill-broker" and o["value"].get("killed") for o in done), done
     assert any(o["f"] == "caught-up" for o in history)
-    exits = [o["value"] for o in history if o["f"] == "pipeline-exit"]
+    exits = [o["value"] for o in history if o["f"] == "sut-exit"]
     assert -9 in [e["code"] for e in exits], exits  # a driver died; a new container took over
     # a crash failpoint really crashes in a container (its process is not PID 1 there)
     assert all(e["code"] == -9 for e in exits if e.get("failpoint")), exits
-    assert (run_dir / "persist" / "versions.json").exists()  # the Delta log, read on the host
+    assert (run_dir / "export" / "versions.json").exists()  # the Delta log, read on the host
     results = json.loads((run_dir / "results.json").read_text())
     assert results["inputs"]["complete"] is True
     assert labelled() == []

@@ -19,7 +19,11 @@ from sealcheck.infra.containers.backend import ContainerPartitions, ContainersBa
 from sealcheck.infra.containers.cuts import can_connect, rules_in
 from sealcheck.infra.containers.topology import container_ip
 from sealcheck.nemeses import NEMESES, PlanInfo
+from sealcheck.systems import run_roles, system
 from sealcheck.systems.upsert_source.image import pipeline_image
+
+#: the roles of a run of the upsert source on this backend (its store in PostgreSQL)
+ROLES = run_roles(system("pipeline"), "containers", 3, "connect")
 
 pytestmark = pytest.mark.containers
 
@@ -87,8 +91,8 @@ def test_each_partition_cuts_exactly_its_link(
 
     assert links() == dict.fromkeys(links(), True)
     for kind, gone in (
-        ("pipeline-kafka", "pipeline->kafka"),
-        ("pipeline-postgres", "pipeline->postgres"),
+        ("sut-kafka", "pipeline->kafka"),
+        ("sut-database", "pipeline->postgres"),
         ("broker", "broker0->broker1"),
     ):
         done = cuts.cut(kind, 0)
@@ -99,8 +103,8 @@ def test_each_partition_cuts_exactly_its_link(
         assert healed["deleted"] == done["rules"]
         assert links() == dict.fromkeys(expected, True), kind
         assert rules_in(done["pid"], cuts.tag) == []
-    cuts.cut("pipeline-kafka", 0)
-    assert cuts.heal() == ["pipeline-kafka: deleted 6 rules"]
+    cuts.cut("sut-kafka", 0)
+    assert cuts.heal() == ["sut-kafka: deleted 6 rules"]
     assert rules_in(pipe, cuts.tag) == []
 
 
@@ -121,7 +125,7 @@ def test_kill_postgres_kills_the_database_and_heal_restarts_it(
     backend, target, _ = setup
     db = backend.database()
     name = db.new_database("survives")
-    nemesis = NEMESES["kill-postgres"](PlanInfo(3, ()))
+    nemesis = NEMESES["kill-postgres"](PlanInfo(ROLES))
     kill, start = nemesis.plan(random.Random(1), 0.0, 10.0)
     assert (kill.f, start.f) == ("kill-postgres", "start-postgres")
     assert nemesis.invoke(kill, target)["killed"]  # type: ignore[arg-type]
@@ -140,7 +144,7 @@ def test_pause_kafka_freezes_a_broker_container_and_heal_thaws_it(
     setup: tuple[ContainersBackend, _Target, int],
 ) -> None:
     backend, target, _ = setup
-    nemesis = NEMESES["pause-kafka"](PlanInfo(3, ()))
+    nemesis = NEMESES["pause-kafka"](PlanInfo(ROLES))
     pause, _ = nemesis.plan(random.Random(3), 0.0, 10.0)
     broker = int(pause.value["broker"])
     assert nemesis.invoke(pause, target)["outcome"] == "happened"  # type: ignore[arg-type]
@@ -181,7 +185,7 @@ def test_lose_commit_reply_cuts_the_reply_of_a_commit_that_happened(
     backend, target, pipe = setup
     db = backend.database()
     name = db.new_database("reply")
-    nemesis = NEMESES["lose-commit-reply"](PlanInfo(3, ()))
+    nemesis = NEMESES["lose-commit-reply"](PlanInfo(ROLES))
     [cut] = nemesis.plan(random.Random(1), 0.0, 10.0)
     done = nemesis.invoke(cut, target)  # type: ignore[arg-type]
     assert (done["outcome"], done["rules"]) == ("pending", 2)

@@ -68,10 +68,10 @@ def test_faults_on_the_correct_pipeline_are_valid(valid_run: tuple[int, str, Pat
         "test.json",
         "history.jsonl",
         "topic.parquet",
-        "persist/store.db",
+        "export/store.db",
         "report.html",
         "logs/kafka-1.log",
-        "logs/pipeline-0.log",
+        "logs/sut-0.log",
     ):
         assert (run_dir / name).exists(), name
 
@@ -82,7 +82,7 @@ def test_each_fault_happened_and_was_healed(valid_run: tuple[int, str, Path]) ->
     planned = json.loads((run_dir / "test.json").read_text())["schedule"]
     final = outcomes(history)
     assert sorted(final) == list(range(len(planned)))  # every planned fault says what happened
-    exits = [o["value"] for o in history if o["f"] == "pipeline-exit"]
+    exits = [o["value"] for o in history if o["f"] == "sut-exit"]
     sigkilled = {e["pid"] for e in exits if e["code"] == -9}
     fired = {e["failpoint"] for e in exits if e["failpoint"]}
     effects: dict[str, set[str]] = {}
@@ -91,11 +91,11 @@ def test_each_fault_happened_and_was_healed(valid_run: tuple[int, str, Path]) ->
         effects.setdefault(action["nemesis"], set()).add(done["outcome"])
         if done["outcome"] == "skipped":
             assert done["why"], done
-        elif action["f"] == "kill-pipeline" or done["outcome"] == "replaced-by-kill":
+        elif action["f"] == "kill-sut" or done["outcome"] == "replaced-by-kill":
             assert done["killed"] in sigkilled, (done, exits)
         elif action["f"] == "arm-failpoint":
             assert done["outcome"] == "happened" and done["fired"] in fired, (done, exits)
-        elif action["f"] == "pause-pipeline":
+        elif action["f"] == "pause-sut":
             assert isinstance(done["paused"], int)  # the kernel said "stopped"
     # The harness guarantees each kind of fault took effect: a kill waits for a running
     # incarnation, and a failpoint that did not fire in time is replaced by a kill.
@@ -189,7 +189,7 @@ def test_a_broken_pipeline_is_caught(tmp_path: Path) -> None:
     assert diff["anomaly_counts"].get("diff-not-0-or-1", 0) >= 1
     example = diff["anomalies"][0]
     assert example["collection"] == "data" and example["found"] == 2
-    assert "last_pipeline_start" in example["context"]
+    assert "last_sut_start" in example["context"]
     assert results["checkers"]["sealed_state"]["valid"] is False
     # the on-call report: verdict, legend and an anomaly marker visible in a real browser
     dom, image = _in_chromium(run_dir / "report.html", tmp_path)
@@ -210,9 +210,9 @@ def test_a_killed_harness_leaves_nothing_after_cleanup(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "harness",
+                "sealcheck",
                 "run",
-                "--store",
+                "--runs",
                 str(tmp_path),
                 "--no-progress",
                 "--name",
@@ -248,7 +248,7 @@ def test_a_killed_harness_leaves_nothing_after_cleanup(tmp_path: Path) -> None:
     # Written line by line: the history of the dead run is complete up to its death.
     loaded = History.load(run_dir / "history.jsonl")
     assert loaded.acked.lazy().collect().height > 0
-    assert any(o["f"] == "pipeline-start" for o in loaded.ops)
+    assert any(o["f"] == "sut-start" for o in loaded.ops)
     assert loaded.problems() and "without the harness's final 'inputs' op" in loaded.problems()[0]
     assert check_run(run_dir).valid is None  # an unfinished run is never judged valid
 
@@ -279,7 +279,7 @@ def test_zombies_are_fenced_and_lost_replies_happen(
     zombies = {
         e["value"]["pid"]: e["value"]["code"]
         for e in history
-        if e["f"] == "pipeline-exit" and e["value"].get("zombie")
+        if e["f"] == "sut-exit" and e["value"].get("zombie")
     }
     started = [final[i] for i, a in enumerate(planned) if a["f"] == "zombie-start"]
     assert any(d["outcome"] == "happened" for d in started), started
@@ -290,7 +290,7 @@ def test_zombies_are_fenced_and_lost_replies_happen(
             assert zombies[done["zombie"]] in (3, -9), (done, zombies)
     # Two writers wrote: one of them (the zombie, or its successor when the zombie wrote
     # first) was fenced. Which one depends on timing; that fencing happened does not.
-    codes = [e["value"]["code"] for e in history if e["f"] == "pipeline-exit"]
+    codes = [e["value"]["code"] for e in history if e["f"] == "sut-exit"]
     assert 3 in codes, codes
     lost = [final[i] for i, a in enumerate(planned) if a["f"] == "fail-commit-reply"]
     assert any(d["outcome"] == "happened" for d in lost), lost

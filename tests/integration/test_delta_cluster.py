@@ -63,11 +63,11 @@ def test_the_delta_job_on_a_cluster_survives_executor_worker_and_driver_kills(
         assert done[action["f"]]["outcome"] == "happened", (action, done.get(action["f"]))
     assert done["start-spark-worker"]["ready_s"] > 0  # it registered at the master again
     # the first driver lost executors (the killed JVM, the killed worker's)
-    driver = (run_dir / "logs" / "pipeline-0.log").read_text(errors="replace")
+    driver = (run_dir / "logs" / "sut-0.log").read_text(errors="replace")
     assert driver.count("Lost executor") >= 2, driver[-2000:]
     master = (run_dir / "logs" / "spark-master.log").read_text(errors="replace")
     assert master.count("Registering worker") >= 3  # two, then the killed one again
     assert master.count("Registering app") >= 2  # a new driver after the job's kill
     # batches went on being committed after every fault
-    assert sealed_after(history, ("kill-executor", "start-spark-worker", "kill-pipeline")) == []
+    assert sealed_after(history, ("kill-executor", "start-spark-worker", "kill-sut")) == []
     assert left_of_cluster(run_dir) == []

@@ -106,14 +106,14 @@ def run_job(
     dep.export(run_dir)
     uppers = {
         k: v["upper"]
-        for k, v in json.loads((run_dir / "persist/frontiers.json").read_text()).items()
+        for k, v in json.loads((run_dir / "export/frontiers.json").read_text()).items()
     }
     write_history(run_dir, records, uppers)
     return run_dir, codes
 
 
 def versions(run_dir: Path, table: str) -> list[tuple[int, int | None, str]]:
-    doc = json.loads((run_dir / "persist/versions.json").read_text())
+    doc = json.loads((run_dir / "export/versions.json").read_text())
     rows = doc["tables"][table].items()
     return sorted((int(v), m["batch"], m["operation"]) for v, m in rows)
 

@@ -76,7 +76,7 @@ def test_a_drop_loses_unsynced_commits_and_keeps_fsynced_ones(tmp_path: Path) ->
 
 
 def test_relative_paths_mount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``sealcheck run --store store-soak`` hands relative paths down to the lazy disk."""
+    """``sealcheck run --runs runs-soak`` hands relative paths down to the lazy disk."""
     monkeypatch.chdir(tmp_path)
     disk = LazyDisk(Path("durable"), Path("mnt"), Path("lazyfs.log"))
     disk.start(timeout_s=60)

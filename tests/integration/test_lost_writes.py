@@ -52,7 +52,7 @@ def test_each_power_cut_froze_dropped_and_killed_and_the_run_healed(
     final = outcomes(history)
     cuts = [final[i] for i, a in enumerate(planned) if a["f"] == "lose-unsynced"]
     assert cuts and any(c["outcome"] == "happened" for c in cuts), cuts
-    killed = {e["value"]["pid"]: e["value"]["code"] for e in history if e["f"] == "pipeline-exit"}
+    killed = {e["value"]["pid"]: e["value"]["code"] for e in history if e["f"] == "sut-exit"}
     for cut in cuts:
         if cut["outcome"] == "happened":
             assert cut["frozen"] == cut["killed"] and killed[cut["killed"]] == -9, cut

@@ -74,9 +74,9 @@ def test_an_unstartable_system_is_unknown_with_the_error(tmp_path: Path) -> None
     problems = results["inputs"]["problems"]
     assert any("could not be started" in p and "cannot be judged" in p for p in problems)
     ops = [json.loads(line) for line in (outcome.run_dir / "history.jsonl").open()]
-    tries = [o for o in ops if o["f"] == "pipeline-start-failed"]
+    tries = [o for o in ops if o["f"] == "sut-start-failed"]
     assert [o["value"]["attempt"] for o in tries] == [1, 2, 3]
-    assert not any(o["f"] == "pipeline-start" for o in ops)
+    assert not any(o["f"] == "sut-start" for o in ops)
     skipped = [o["value"] for o in ops if o["f"] == "outcome"]
     assert len(skipped) == len(test.schedule)  # ... and each says why it did not happen
     assert all(v["outcome"] == "skipped" for v in skipped)

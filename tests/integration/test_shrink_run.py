@@ -23,7 +23,7 @@ def test_shrink_keeps_one_kill_and_replays(tmp_path: Path) -> None:
     )
     assert code == 1, out[-3000:]
     planned = json.loads((run_dir / "test.json").read_text())["schedule"]
-    assert sum(a["f"] == "kill-pipeline" for a in planned) >= 1 and len(planned) >= 2, planned
+    assert sum(a["f"] == "kill-sut" for a in planned) >= 1 and len(planned) >= 2, planned
     argv = [sys.executable, "-m", "sealcheck", "shrink", str(run_dir), "--max-runs", "8"]
     argv += [
         "--runs-per-candidate",
@@ -38,7 +38,7 @@ def test_shrink_keeps_one_kill_and_replays(tmp_path: Path) -> None:
     summary = json.loads((run_dir / "shrink" / "summary.json").read_text())
     minimal = summary["minimal"]
     # the bug needs a restart: one kill is enough, and nothing else is
-    assert [a["f"] for a in minimal] == ["kill-pipeline"], summary
+    assert [a["f"] for a in minimal] == ["kill-sut"], summary
     # then a simpler value: the run ends one interval after the kill it kept
     assert summary["duration_s"] == min(12.0, round(minimal[0]["at_s"] + 4, 3)), summary
     assert summary["reproduced"]["hits"] >= 1, summary

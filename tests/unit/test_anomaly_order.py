@@ -16,12 +16,13 @@ import polars as pl
 import pytest
 
 from sealcheck.checkers import run_checkers
+from sealcheck.checkers.facts import sealed_ranges
 from sealcheck.checkers.inputs import RunData
-from sealcheck.checkers.replay import binding_ranges
+from sealcheck.checkers.result import Anomaly
+from sealcheck.checkers.stories import stories
 from sealcheck.harness.campaigns.verdicts import read_result
 from sealcheck.report.explain import context_lines
 from sealcheck.report.report import render
-from sealcheck.report.story import stories
 from sealcheck.rundir.history import History
 from tests.runs import build_run, compacted, stored_run, with_updates
 from tests.unit.test_pytest_plugin import STAND_IN
@@ -135,9 +136,8 @@ def _wrong_value_at(run: RunData, key: bytes, step: int) -> tuple[RunData, int]:
 
 
 def _story_of(run: RunData, key: str, step: int) -> Any:
-    ranges = binding_ranges(run.collection("bindings"), run.uppers["bindings"])
-    anomaly = {"kind": "state-mismatch", "collection": "data", "key": key, "step": step}
-    told, why = stories((run, ranges), [anomaly])
+    anomaly = Anomaly("state-mismatch", "data", key, step)
+    told, why = stories(run, sealed_ranges(run), [anomaly])
     assert told, why
     return told[0]
 
@@ -145,10 +145,10 @@ def _story_of(run: RunData, key: str, step: int) -> Any:
 def test_the_story_highlights_the_first_bad_update() -> None:
     run, at = _wrong_value_at(build_run(PAIRS, partitions=1, step_size=3), b"k1", 4)
     story = _story_of(run, "k1", at)
-    hits = [u for u in story.updates if u["hit"]]
+    hits = [u for u in story.updates if u.hit]
     assert story.bad_step == at
-    assert [(u["step"], u["value"], u["diff"]) for u in hits] == [(at, '{"i": -1}', 1)]
-    assert all(r["step"] == at for r in story.records if r["hit"])
+    assert [(u.step, u.value, u.diff) for u in hits] == [(at, '{"i": -1}', 1)]
+    assert all(r.step == at for r in story.records if r.hit)
 
 
 def test_the_story_highlights_it_when_the_step_was_compacted_away() -> None:
@@ -157,10 +157,10 @@ def test_the_story_highlights_it_when_the_step_was_compacted_away() -> None:
     merged = compacted(run, since, ["bindings", "data", "errors"])
     assert not merged.updates.filter(pl.col("ts") == at).height  # the step is gone
     story = _story_of(merged, "k1", at)
-    hits = [u for u in story.updates if u["hit"]]
+    hits = [u for u in story.updates if u.hit]
     assert story.bad_step == since and hits
-    assert all(u["step"] == since for u in hits)
-    assert any(u["value"] == '{"i": -1}' for u in hits)
+    assert all(u.step == since for u in hits)
+    assert any(u.value == '{"i": -1}' for u in hits)
 
 
 def test_a_lost_update_highlights_the_next_one() -> None:
@@ -171,17 +171,17 @@ def test_a_lost_update_highlights_the_next_one() -> None:
     ).row(0, named=True)
     run = with_updates(run, ups.filter(pl.col("row") != lost["row"]).drop("row"))
     story = _story_of(run, "k2", lost["ts"])
-    hits = [u for u in story.updates if u["hit"]]
-    assert story.bad_step == lost["ts"] and len(hits) == 1 and hits[0]["step"] >= lost["ts"]
+    hits = [u for u in story.updates if u.hit]
+    assert story.bad_step == lost["ts"] and len(hits) == 1 and hits[0].step >= lost["ts"]
 
 
 def test_a_story_without_a_disagreement_highlights_the_first_update_at_its_step() -> None:
     run = build_run(PAIRS, partitions=1, step_size=3)
     story = _story_of(run, "k3", 6)
-    hits = [u for u in story.updates if u["hit"]]
-    assert story.bad_step is None and len(hits) == 1 and hits[0]["step"] >= 6
-    first = min(u["step"] for u in story.updates if u["step"] >= 6)
-    assert hits[0]["step"] == first
+    hits = [u for u in story.updates if u.hit]
+    assert story.bad_step is None and len(hits) == 1 and hits[0].step >= 6
+    first = min(u.step for u in story.updates if u.step >= 6)
+    assert hits[0].step == first
 
 
 def _with_fault_before_acks(run: RunData) -> RunData:

@@ -282,7 +282,7 @@ def test_context_names_the_last_nemesis_and_restart(run: RunData) -> None:
                 "time": 1600,
                 "process": "supervisor",
                 "type": "info",
-                "f": "pipeline-start",
+                "f": "sut-start",
                 "value": {"incarnation": 2},
             },
         ],
@@ -291,4 +291,4 @@ def test_context_names_the_last_nemesis_and_restart(run: RunData) -> None:
     hist = History(run.history.acked, ops)
     ctx = hist.context_for_step(2)
     assert ctx["last_nemesis"]["f"] == "kill"
-    assert ctx["last_pipeline_start"]["value"] == {"incarnation": 2}
+    assert ctx["last_sut_start"]["value"] == {"incarnation": 2}

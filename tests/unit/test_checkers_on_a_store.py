@@ -56,7 +56,7 @@ def test_compacted_and_uncompacted_stores_are_valid(tmp_path: Path, retain: int)
     assert result.valid is True and result.input_problems == []
     counts = result.checkers["sealed_state"].counts
     assert counts["data_steps_judged"] == counts["data_steps_sealed"] == uppers["data"]
-    assert (run_dir / "persist" / "updates.parquet").exists()
+    assert (run_dir / "export" / "updates.parquet").exists()
 
 
 def test_a_compacted_store_without_captures_is_unknown_naming_the_steps(tmp_path: Path) -> None:

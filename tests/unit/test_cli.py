@@ -47,13 +47,13 @@ def test_serve_refuses_a_missing_store_and_a_busy_port(
     import socket
     from pathlib import Path
 
-    assert cli.main(["serve", "--store", "/nonexistent"]) == cli.EXIT_BAD_ARGS
+    assert cli.main(["serve", "--runs", "/nonexistent"]) == cli.EXIT_BAD_ARGS
     assert "/nonexistent is not a directory" in capsys.readouterr().err
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        code = cli.main(["serve", "--store", str(Path(str(tmp_path))), "--port", str(port)])
+        code = cli.main(["serve", "--runs", str(Path(str(tmp_path))), "--port", str(port)])
     err = capsys.readouterr().err
     assert code == cli.EXIT_BAD_ARGS and f"cannot listen on 127.0.0.1:{port}" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1

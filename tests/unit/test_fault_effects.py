@@ -1,5 +1,5 @@
 """A fault counts only when it bit: each action's effect is judged from its evidence (the
-nemesis op's ``effect``, or the supervisor's ``pipeline-exit`` ops), and window coverage counts
+nemesis op's ``effect``, or the supervisor's ``sut-exit`` ops), and window coverage counts
 an action as reached only with that evidence — "happened, no effect" otherwise. (Unit tests:
 the nemesis target, node and lazy disk are fakes that record what was asked of them.)"""
 
@@ -11,7 +11,9 @@ import subprocess
 import time
 from typing import Any
 
+from sealcheck.core.roles import SUT, by_name
 from sealcheck.harness.run.supervisor import exit_evidence
+from sealcheck.infra.node import broker_role
 from sealcheck.nemeses import Action, PlanInfo
 from sealcheck.nemeses.effects import judge
 from sealcheck.nemeses.kill import Kill
@@ -20,10 +22,15 @@ from sealcheck.nemeses.pause import Pause, proc_state
 from sealcheck.report.coverage import coverage, summary
 
 
-class FakeNode:
-    """The pipeline node: pid 42 while running; records freezes, thaws and kills."""
+def roles(brokers: int = 1) -> dict:
+    """A run's roles: its incarnation and ``brokers`` brokers."""
+    return by_name(SUT, broker_role(brokers))
 
-    name = "pipeline"
+
+class FakeNode:
+    """The sut node: pid 42 while running; records freezes, thaws and kills."""
+
+    name = "sut"
 
     def __init__(self, running: bool = True, pid: int = 42) -> None:
         self.running, self.pid = running, pid
@@ -74,7 +81,7 @@ class FakeDisk:
 
 
 class FakeTarget:
-    """One pipeline node and the store's lazy disk."""
+    """One sut node and the store's lazy disk."""
 
     partitions = None
 
@@ -82,7 +89,7 @@ class FakeTarget:
         self.node, self.disk = node, disk
 
     def nodes(self, role: str) -> list[Any]:
-        return [self.node] if role == "pipeline" else []
+        return [self.node] if role == "sut" else []
 
     def disks(self) -> dict[str, Any]:
         return {"store": self.disk}
@@ -97,7 +104,7 @@ def _op(action: int, f: str, value: dict[str, Any]) -> dict[str, Any]:
 
 def _exit(pid: int, code: int, **more: Any) -> dict[str, Any]:
     value = {"incarnation": pid - 40, "pid": pid, "code": code, "failpoint": None, **more}
-    return {"process": "supervisor", "type": "info", "f": "pipeline-exit", "value": value}
+    return {"process": "supervisor", "type": "info", "f": "sut-exit", "value": value}
 
 
 CUT = Action(1.0, "lost-writes", "lose-unsynced", {"disk": "store", "wait_s": 0.0})
@@ -106,7 +113,7 @@ CUT_META = {"windows": {}, "schedule": [CUT.to_json()]}
 
 def test_a_power_cut_that_dropped_nothing_is_not_counted_as_reached() -> None:
     node, disk = FakeNode(), FakeDisk([0])
-    done = LostWrites(PlanInfo(1, ())).invoke(CUT, FakeTarget(node, disk))
+    done = LostWrites(PlanInfo(roles(1))).invoke(CUT, FakeTarget(node, disk))
     assert done["outcome"] == "happened" and done["dropped_bytes"] == 0
     assert done["effect"] == {
         "effect": False,
@@ -123,7 +130,7 @@ def test_a_power_cut_that_dropped_nothing_is_not_counted_as_reached() -> None:
 def test_a_power_cut_waits_for_unsynced_data_and_counts_when_it_dropped_bytes() -> None:
     node, disk = FakeNode(), FakeDisk([0, 0, 4096])
     cut = Action(1.0, "lost-writes", "lose-unsynced", {"disk": "store", "wait_s": 5.0})
-    done = LostWrites(PlanInfo(1, ())).invoke(cut, FakeTarget(node, disk))
+    done = LostWrites(PlanInfo(roles(1))).invoke(cut, FakeTarget(node, disk))
     assert done["dropped_bytes"] == 4096 and done["pending_bytes"] == 4096
     assert (
         done["effect"]["effect"] is True and "4096 un-fsynced bytes" in done["effect"]["evidence"]
@@ -140,7 +147,7 @@ def test_a_power_cut_waits_for_unsynced_data_and_counts_when_it_dropped_bytes() 
 def test_a_power_cut_thaws_and_looks_again_when_the_data_was_fsynced_before_the_freeze() -> None:
     node, disk = FakeNode(), FakeDisk([4096, 0, 0, 8192])  # seen, then fsynced under the freeze
     cut = Action(1.0, "lost-writes", "lose-unsynced", {"disk": "store", "wait_s": 5.0})
-    done = LostWrites(PlanInfo(1, ())).invoke(cut, FakeTarget(node, disk))
+    done = LostWrites(PlanInfo(roles(1))).invoke(cut, FakeTarget(node, disk))
     assert node.calls == ["pause", "resume", "pause", "kill", "resume"]
     assert done["dropped_bytes"] == 8192 and done["effect"]["effect"] is True
 
@@ -149,17 +156,17 @@ def test_a_power_cut_never_waits_past_its_window() -> None:
     node, disk = FakeNode(), FakeDisk([0])
     cut = Action(1.0, "lost-writes", "lose-unsynced", {"disk": "store", "wait_s": 0.2})
     began = time.monotonic()
-    done = LostWrites(PlanInfo(1, ())).invoke(cut, FakeTarget(node, disk))
+    done = LostWrites(PlanInfo(roles(1))).invoke(cut, FakeTarget(node, disk))
     assert time.monotonic() - began < 2.0 and done["effect"]["effect"] is False
-    planned = LostWrites(PlanInfo(1, ())).plan(random.Random(4), 30.0, 3.0)
+    planned = LostWrites(PlanInfo(roles(1))).plan(random.Random(4), 30.0, 3.0)
     [action] = planned
     assert 30.0 <= action.at_s <= 31.5 and action.at_s + action.value["wait_s"] <= 33.0
 
 
 def test_a_kill_counts_only_when_the_incarnation_exited_by_sigkill() -> None:
-    kill = Action(1.0, "kill", "kill-pipeline", {})
+    kill = Action(1.0, "kill", "kill-sut", {})
     meta = {"windows": {}, "schedule": [kill.to_json(), kill.to_json()]}
-    done = Kill("kill", "pipeline", PlanInfo(1, ())).invoke(
+    done = Kill("kill", "sut", PlanInfo(roles(1))).invoke(
         kill, FakeTarget(FakeNode(), FakeDisk([0]))
     )
     assert done == {"killed": 42, "outcome": "happened"}  # the evidence comes with the exit
@@ -243,8 +250,8 @@ def test_a_pause_reads_the_stopped_state_of_the_process_it_froze() -> None:
                     time.sleep(0.01)  # as the backends do: return once the kernel says stopped
                 return proc.pid
 
-        pause = Action(1.0, "pause", "pause-pipeline", {})
-        done = Pause("pause", "pipeline", PlanInfo(1, ())).invoke(
+        pause = Action(1.0, "pause", "pause-sut", {})
+        done = Pause("pause", "sut", PlanInfo(roles(1))).invoke(
             pause, FakeTarget(Real(), FakeDisk([0]))
         )
         assert done["effect"] == {
@@ -272,9 +279,7 @@ def test_a_pause_reads_the_stopped_state_of_the_process_it_froze() -> None:
         sleeper.kill()
         sleeper.wait()
     node = FakeNode(pid=10**9)  # no such process: the node's own flag is the evidence
-    done = Pause("pause", "pipeline", PlanInfo(1, ())).invoke(
-        pause, FakeTarget(node, FakeDisk([0]))
-    )
+    done = Pause("pause", "sut", PlanInfo(roles(1))).invoke(pause, FakeTarget(node, FakeDisk([0])))
     assert done["effect"]["effect"] is True and "frozen=True" in done["effect"]["evidence"]
 
 
@@ -291,7 +296,7 @@ def test_a_broker_kill_counts_when_the_broker_is_down_afterwards() -> None:
             return [self.node] if role == "broker" else []
 
     kill = Action(1.0, "kill-kafka", "kill-broker", {"broker": 0})
-    nemesis = Kill("kill-kafka", "broker", PlanInfo(1, ()))
+    nemesis = Kill("kill-kafka", "broker", PlanInfo(roles(1)))
     done = nemesis.invoke(kill, Brokers(Broker(), FakeDisk([0])))
     assert done["effect"]["effect"] is True and "kafka-1 down" in done["effect"]["evidence"]
     from sealcheck.nemeses.kill import down_effect

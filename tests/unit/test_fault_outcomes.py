@@ -6,12 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from sealcheck.core.roles import SUT, by_name
+from sealcheck.infra.node import broker_role
 from sealcheck.nemeses import Action, PlanInfo
 from sealcheck.nemeses.commit_reply import LoseCommitReply
 from sealcheck.nemeses.failpoint import Failpoint
 from sealcheck.nemeses.kill import Kill
 from sealcheck.nemeses.pause import Pause
 from sealcheck.report.report import outcomes
+
+
+def roles(brokers: int = 1) -> dict:
+    """A run's roles: its incarnation and ``brokers`` brokers."""
+    return by_name(SUT, broker_role(brokers))
 
 
 class FakeFailpoints:
@@ -37,7 +44,7 @@ class FakeFailpoints:
 class FakePipeline:
     """The pipeline node: pid 42 when running."""
 
-    name = "pipeline"
+    name = "sut"
 
     def __init__(self, running: bool, calls: list[str]) -> None:
         self.running, self.calls = running, calls
@@ -81,14 +88,14 @@ class FakeTarget:
         return getattr(self, "steps", 0)
 
     def nodes(self, role: str) -> list[Any]:
-        return [self.pipeline] if role == "pipeline" else []
+        return [self.pipeline] if role == "sut" else []
 
 
 ARM = Action(1.0, "failpoint", "arm-failpoint", {"failpoint": "compact.mid", "restart": False})
 
 
 def test_a_failpoint_that_fired_happened() -> None:
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(1, ("compact.mid",)))
+    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles(1), ("compact.mid",)))
     assert nemesis.invoke(ARM, target)["outcome"] == "pending"
     target.failpoints.spec = None  # the pipeline passed the point: it consumed the file
     assert nemesis.resolve(ARM, target, 3.0) == {"outcome": "happened", "fired": "compact.mid"}
@@ -96,7 +103,7 @@ def test_a_failpoint_that_fired_happened() -> None:
 
 
 def test_a_failpoint_that_did_not_fire_is_replaced_by_a_kill() -> None:
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(1, ("compact.mid",)))
+    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles(1), ("compact.mid",)))
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 6.5)
     assert done["outcome"] == "replaced-by-kill" and done["killed"] == 42
@@ -105,10 +112,10 @@ def test_a_failpoint_that_did_not_fire_is_replaced_by_a_kill() -> None:
 
 
 def test_a_replacement_kill_with_nothing_running_is_skipped_with_a_reason() -> None:
-    target, nemesis = FakeTarget(running=False), Failpoint(PlanInfo(1, ("compact.mid",)))
+    target, nemesis = FakeTarget(running=False), Failpoint(PlanInfo(roles(1), ("compact.mid",)))
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 2.0)
-    assert done["outcome"] == "skipped" and "no pipeline incarnation" in done["why"]
+    assert done["outcome"] == "skipped" and "no incarnation" in done["why"]
 
 
 class FakeCuts:
@@ -119,7 +126,7 @@ class FakeCuts:
 
     def cut(self, kind: str, broker: int) -> dict[str, Any]:
         if not self.incarnation:
-            return {"cut": None, "reason": "no pipeline incarnation running"}
+            return {"cut": None, "reason": "no incarnation running"}
         self.placed = True
         return {"cut": kind, "pid": 7, "rules": 4}
 
@@ -135,7 +142,7 @@ def test_a_commit_reply_cut_happened_only_when_a_commit_armed_it() -> None:
     cut = Action(1.0, "lose-commit-reply", "cut-commit-reply", {})
     target, cuts = FakeTarget(), FakeCuts()
     target.partitions = cuts  # type: ignore[assignment]
-    nemesis = LoseCommitReply(PlanInfo(1, ()))
+    nemesis = LoseCommitReply(PlanInfo(roles(1)))
     assert nemesis.invoke(cut, target)["outcome"] == "pending"
     done = nemesis.resolve(cut, target, 9.0)  # waited past WAIT_S already
     assert done["outcome"] == "not-reached" and "within 9.0s" in done["why"]
@@ -147,19 +154,19 @@ def test_a_commit_reply_cut_happened_only_when_a_commit_armed_it() -> None:
     assert nemesis.heal(target) == ["removed the commit-reply cut (4 rules)"]  # ... until healed
     target.partitions = FakeCuts(incarnation=False)  # type: ignore[assignment]
     skipped = nemesis.invoke(cut, target)
-    assert skipped["outcome"] == "skipped" and "no pipeline incarnation" in skipped["why"]
+    assert skipped["outcome"] == "skipped" and "no incarnation" in skipped["why"]
     target.partitions = None
     assert nemesis.invoke(cut, target)["outcome"] == "skipped"
 
 
 def test_kill_and_pause_say_when_they_had_nothing_to_act_on() -> None:
-    kill = Action(1.0, "kill", "kill-pipeline", {})
-    info = PlanInfo(1, ())
-    assert Kill("kill", "pipeline", info).invoke(kill, FakeTarget())["outcome"] == "happened"
-    skipped = Kill("kill", "pipeline", info).invoke(kill, FakeTarget(running=False))
+    kill = Action(1.0, "kill", "kill-sut", {})
+    info = PlanInfo(roles(1))
+    assert Kill("kill", "sut", info).invoke(kill, FakeTarget())["outcome"] == "happened"
+    skipped = Kill("kill", "sut", info).invoke(kill, FakeTarget(running=False))
     assert skipped["outcome"] == "skipped" and skipped["why"]
-    resume = Action(2.0, "pause", "resume-pipeline", {})
-    assert Pause("pause", "pipeline", info).invoke(resume, FakeTarget())["outcome"] == "skipped"
+    resume = Action(2.0, "pause", "resume-sut", {})
+    assert Pause("pause", "sut", info).invoke(resume, FakeTarget())["outcome"] == "skipped"
 
 
 def test_the_report_shows_each_action_s_final_outcome() -> None:
@@ -217,7 +224,7 @@ def test_window_coverage_counts_what_the_history_says_was_reached() -> None:
 
     def exit_(failpoint: str | None, pid: int) -> dict[str, object]:
         value = {"failpoint": failpoint, "pid": pid, "code": -9}  # reached: with its evidence
-        return {"process": "supervisor", "f": "pipeline-exit", "value": value}
+        return {"process": "supervisor", "f": "sut-exit", "value": value}
 
     ops = [nem(0, "happened"), exit_("a.mid", 1), nem(1, "replaced-by-kill"), exit_(None, 2)]
     ops += [nem(2, "happened", killed=3), exit_(None, 3)]
@@ -236,7 +243,7 @@ def test_a_failpoint_settled_early_still_gets_its_time_to_fire() -> None:
     MIN_ARMED_S to fire before it is replaced by a kill."""
     import threading
 
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(1, ("compact.mid",)))
+    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles(1), ("compact.mid",)))
     nemesis.invoke(ARM, target)
     consume = threading.Timer(0.3, lambda: setattr(target.failpoints, "spec", None))
     consume.start()
@@ -256,7 +263,7 @@ def test_a_failpoint_waits_for_the_system_to_progress_before_it_is_replaced(
     from sealcheck.nemeses import api as nemeses_api
 
     monkeypatch.setattr(nemeses_api, "MAX_ARMED_S", 4.0)
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(1, ("compact.mid",)))
+    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles(1), ("compact.mid",)))
     target.stalled = True  # type: ignore[attr-defined]
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 0.0)
@@ -272,7 +279,7 @@ def test_longer_windows_give_an_armed_point_longer_to_fire_and_a_zombie_a_longer
     from sealcheck.nemeses.zombie import Zombie
 
     assert chance_s(3.0) is None and chance_s(20.0) == 30.0
-    info = PlanInfo(1, ("a.mid",), stall_failpoint="a.mid")
+    info = PlanInfo(roles(1), ("a.mid",), stall_failpoint="a.mid")
     short = Failpoint(info).plan(random.Random(1), 0.0, 3.0)[0]
     assert "chance_s" not in short.value
     assert Failpoint(info).plan(random.Random(1), 0.0, 20.0)[0].value["chance_s"] == 30.0

@@ -11,8 +11,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from sealcheck.infra import cleanup, procs
 from sealcheck.report.report import render
 from sealcheck.report.timeline import build_timeline
@@ -55,7 +53,7 @@ def _stored_run(tmp_path: Path, valid: object) -> Path:
             "time": 1_000_000_000,
             "process": "supervisor",
             "type": "info",
-            "f": "pipeline-start",
+            "f": "sut-start",
             "value": {"incarnation": 0, "pid": 1},
         },
         {
@@ -131,8 +129,8 @@ def test_report_puts_the_verdict_first_and_escapes_values(tmp_path: Path) -> Non
 
 
 def test_timeline_pairs_faults_and_marks_restarts(tmp_path: Path) -> None:
-    tl = build_timeline(History.load(_stored_run(tmp_path, True) / "history.jsonl"), None)
-    assert tl.intervals == [(3.0, 5.0, "pipeline frozen")]
+    tl = build_timeline(History.load(_stored_run(tmp_path, True) / "history.jsonl"))
+    assert tl.intervals == [(3.0, 5.0, "sut frozen")]
     assert tl.restarts == [(1.0, "incarnation 0")]
     assert tl.uppers["data"] == [(4.0, 1)]
     assert tl.rate == [(0.0, 0), (1.0, 0), (2.0, 1)]
@@ -191,20 +189,3 @@ def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def test_seal_lag_runs_from_acknowledgement_to_the_first_observed_seal() -> None:
-    import polars as pl
-
-    from sealcheck.report.timeline import seal_lag
-
-    # acknowledged at 1 s, 2 s and 3 s; offset 2 is never bound
-    acks = pl.DataFrame(
-        {"time": [10**9, 2 * 10**9, 3 * 10**9], "partition": 0, "offset": [0, 1, 2]}
-    )
-    seen = [
-        {"time": int(t * 1e9), "f": "uppers", "value": {"data": u}} for t, u in ((1.5, 0), (4.0, 1))
-    ]
-    ranges = pl.DataFrame({"partition": [0], "ts": [0], "start": [0], "end": [2]})
-    lag = seal_lag(acks, seen, ranges)
-    assert lag == {"p50": 2.5, "p99": pytest.approx(2.99), "max": 3.0, "count": 2.0}

@@ -113,22 +113,22 @@ def test_a_torn_line_after_the_final_op_is_a_file_changed_after_the_run(run_dir:
 
 def test_an_export_that_is_not_the_run_s_is_refused(run_dir: Path, tmp_path: Path) -> None:
     other = stored_run(tmp_path / "other", seed=12)
-    shutil.copy(other / "persist" / "updates.parquet", run_dir / "persist" / "updates.parquet")
+    shutil.copy(other / "export" / "updates.parquet", run_dir / "export" / "updates.parquet")
     res = check_run(run_dir)
     assert res.valid is None and res.checkers == {}  # nothing judged from a foreign export
-    assert "persist/updates.parquet is not the file the run produced" in res.input_problems[0]
+    assert "export/updates.parquet is not the file the run produced" in res.input_problems[0]
     assert cli.main(["check", str(run_dir)]) == cli.EXIT_UNKNOWN
 
 
 def test_a_store_copy_changed_after_the_run_is_named(run_dir: Path) -> None:
     # The export and the store copy beside it are recorded together: a store.db that is no
     # longer the one the export was made from is found, not silently ignored.
-    db = run_dir / "persist" / "store.db"
+    db = run_dir / "export" / "store.db"
     with sqlite3.connect(db) as con:
         con.execute("DELETE FROM updates WHERE rowid IN (SELECT rowid FROM updates LIMIT 3)")
     res = check_run(run_dir)
     assert res.valid is None and res.checkers == {}
-    assert "persist/store.db is not the file the run produced" in res.input_problems[0]
+    assert "export/store.db is not the file the run produced" in res.input_problems[0]
     (run_dir / "topic.parquet").unlink()
     assert check_run(run_dir).valid is None  # missing: unknown, saying which
 
@@ -277,6 +277,6 @@ def test_a_run_the_harness_could_not_drive_is_unknown_saying_why(
     assert res.input_problems == [f"{reason}: the system's output cannot be judged"]
     assert cli.main(["check", str(run_dir)]) == cli.EXIT_UNKNOWN
     # with the export missing too, the cause comes first, then the missing file
-    (run_dir / "persist" / "updates.parquet").unlink()
+    (run_dir / "export" / "updates.parquet").unlink()
     first, missing = check_run(run_dir).input_problems
     assert first.startswith(reason) and "updates.parquet is missing" in missing

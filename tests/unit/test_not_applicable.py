@@ -27,7 +27,7 @@ from tests.runs import build_run, final_ops, stored_run
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A complete, valid pipeline run (no persist/asof.parquet), judged by ``sealcheck check``."""
+    """A complete, valid pipeline run (no export/asof.parquet), judged by ``sealcheck check``."""
     run_dir = stored_run(tmp_path_factory.mktemp("na"))
     (run_dir / "test.json").write_text(json.dumps({"config": {"name": "na", "seed": 11}}))
     assert cli.main(["check", str(run_dir)]) == cli.EXIT_VALID

@@ -1,4 +1,5 @@
-"""The report's micro-batch section: replays and double commits read at once."""
+"""The report's micro-batch section: replays and double commits read at once (who started a
+batch: the ``batch_start`` events in the history)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from pathlib import Path
 
 from sealcheck.report.batches import batch_rows, step_labels, tables_of
 from sealcheck.report.report import render
+from sealcheck.rundir.names import SUT_EVENT
 
 
 def test_a_replayed_batch_and_a_double_commit_are_named(tmp_path: Path) -> None:
-    (tmp_path / "persist").mkdir()
-    (tmp_path / "logs").mkdir()
+    (tmp_path / "export").mkdir()
     doc = {
         "tables": {
             "data": {
@@ -27,11 +28,17 @@ def test_a_replayed_batch_and_a_double_commit_are_named(tmp_path: Path) -> None:
         },
         "batches": {"planned": [0, 1, 2], "committed": [0, 1]},
     }
-    (tmp_path / "persist" / "versions.json").write_text(json.dumps(doc))
-    start = '{"batch": %d, "event": "batch_start"}\n'
-    (tmp_path / "logs" / "pipeline-0.log").write_text(start % 0 + start % 1)
-    (tmp_path / "logs" / "pipeline-1.log").write_text(start % 1 + "not json\n")
-    found = batch_rows(tmp_path)
+    (tmp_path / "export" / "versions.json").write_text(json.dumps(doc))
+    started = [(0, 0), (0, 1), (1, 1)]  # (incarnation, batch), as the supervisor recorded them
+    ops = [
+        {
+            "process": "sut",
+            "f": SUT_EVENT,
+            "value": {"event": "batch_start", "batch": b, "incarnation": n},
+        }
+        for n, b in started
+    ]
+    found = batch_rows(tmp_path, ops)
     assert found is not None
     rows, counts = found
     assert counts == {"batches": 3, "ran_more_than_once": 1, "committed_twice": 1}

@@ -25,7 +25,7 @@ def _op(i: int, s: float, process: str, type_: str, f: str, value: Any) -> dict[
 
 
 OPS = [
-    _op(0, 1, "supervisor", "info", "pipeline-start", {"incarnation": 0, "pid": 10}),
+    _op(0, 1, "supervisor", "info", "sut-start", {"incarnation": 0, "pid": 10}),
     _op(1, 2, "w0", "ok", "write", {"key": "a", "value": "{}", "partition": 0, "offset": 0}),
     _op(2, 10, "harness", "info", "warmed-up", {"took_s": 9.0, "sealed": True}),
     _op(3, 10.5, "harness", "info", "faults-start", {"duration_s": 30}),
@@ -35,7 +35,7 @@ OPS = [
         13,
         "supervisor",
         "info",
-        "pipeline-exit",
+        "sut-exit",
         {"incarnation": 0, "code": -9, "failpoint": "data.mid_append"},
     ),
     _op(
@@ -46,7 +46,7 @@ OPS = [
         "outcome",
         {"action": 0, "f": "arm-failpoint", "outcome": "happened"},
     ),
-    _op(7, 15, "supervisor", "info", "pipeline-start", {"incarnation": 1, "pid": 11}),
+    _op(7, 15, "supervisor", "info", "sut-start", {"incarnation": 1, "pid": 11}),
     _op(8, 16, "observer", "info", "uppers", {"data": 3, "bindings": 3, "errors": 3}),
     _op(9, 18, "nemesis", "invoke", "pause-pipeline", {"action": 1}),
     _op(10, 21, "nemesis", "invoke", "resume-pipeline", {"action": 2}),
@@ -72,16 +72,16 @@ OPS = [
         31.2,
         "supervisor",
         "info",
-        "pipeline-exit",
+        "sut-exit",
         {"incarnation": 1, "code": -9, "failpoint": None},
     ),
-    _op(15, 33, "supervisor", "info", "pipeline-start", {"incarnation": 2, "pid": 12}),
+    _op(15, 33, "supervisor", "info", "sut-start", {"incarnation": 2, "pid": 12}),
     _op(
         16,
         40,
         "supervisor",
         "info",
-        "pipeline-exit",
+        "sut-exit",
         {"incarnation": 2, "code": 0, "failpoint": None},
     ),
 ]
@@ -111,13 +111,13 @@ def _history(tmp_path: Path) -> History:
 
 
 def test_every_fault_gets_its_legend_group_on_the_runs_time_base(tmp_path: Path) -> None:
-    tl = build_timeline(_history(tmp_path), None)
+    tl = build_timeline(_history(tmp_path))
     assert tl.faults_start_s == 10.5  # the schedule's zero, not the warm-up's end
     by = {(m.group, m.at) for m in tl.markers}
     assert ("failpoint", 13.0) in by  # drawn where it fired (the exit), not where armed
     assert ("failpoint-idle", 22.0) in by  # armed, never fired: apart, where armed
     assert ("kill", 31.0) in by
-    assert Marker("pause", 18.0, 21.0, "pipeline frozen") in tl.markers
+    assert Marker("pause", 18.0, 21.0, "sut frozen") in tl.markers
     down = [(m.at, m.end) for m in tl.markers if m.group == "down"]
     assert down == [(13.0, 15.0), (31.2, 33.0)]  # the clean stop at the end is no down-time
     idle = next(m for m in tl.markers if m.group == "failpoint-idle")
@@ -127,7 +127,7 @@ def test_every_fault_gets_its_legend_group_on_the_runs_time_base(tmp_path: Path)
 def test_charts_have_real_axes_a_legend_and_anomaly_markers(tmp_path: Path) -> None:
     assert chart.nice_ticks(37) == [0, 5, 10, 15, 20, 25, 30, 35, 40]
     assert chart.nice_ticks(0.3, 3) == [0, 0.1, 0.2, 0.3]
-    tl = build_timeline(_history(tmp_path), None)
+    tl = build_timeline(_history(tmp_path))
     anomaly = {"kind": "diff-not-0-or-1", "key": "k1", "step": 2, "context": {"sealed_by_ns": 16e9}}
     lanes, legend = chart.lanes(tl, [anomaly])
     assert legend[:4] == ["down", "start", "kill", "failpoint"]
@@ -149,7 +149,7 @@ def test_context_and_schedule_read_as_sentences_on_one_time_base() -> None:
         {
             "sealed_by_ns": 33_500_000_000,
             "last_nemesis": {"time": 31_000_000_000, "f": "kill-pipeline", "value": {"action": 4}},
-            "last_pipeline_start": {"time": 33_000_000_000, "value": {"incarnation": 2}},
+            "last_sut_start": {"time": 33_000_000_000, "value": {"incarnation": 2}},
             "batch": "batch 3: data v7, errors v6",
         }
     )
@@ -169,9 +169,9 @@ def test_the_page_states_its_time_base_and_escapes_everything(tmp_path: Path) ->
         json.dumps({"config": {"name": "<b>x</b>", "seed": 1}, "schedule": SCHEDULE})
     )
     (tmp_path / "logs").mkdir()
-    (tmp_path / "logs" / "pipeline-1.log").write_text("hello\n")
+    (tmp_path / "logs" / "sut-1.log").write_text("hello\n")
     page = render(tmp_path)
     assert "0 s is when the harness started this run" in page and "<b>10.5 s</b>" in page
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
-    assert 'id="legend"' in page and 'href="logs/pipeline-1.log"' in page
+    assert 'id="legend"' in page and 'href="logs/sut-1.log"' in page
     assert "UNKNOWN" in page and "Nothing was proved either way" in page  # no results.json

@@ -8,14 +8,17 @@ import json
 
 import pytest
 
+from sealcheck.core.roles import SUT, by_name
 from sealcheck.harness.run.config import TestConfig, WorkloadConfig
 from sealcheck.harness.run.test import build_test as make_plan
 from sealcheck.harness.run.workload import records
+from sealcheck.infra.node import broker_role
 from sealcheck.nemeses import NEMESES, Action, PlanInfo, describe, plan_schedule
+from sealcheck.systems.roles import every_role
 from sealcheck_upsert_source.failpoints import FAILPOINTS
 
 INFO = PlanInfo(
-    3,
+    every_role(),  # every role any run may have, three brokers
     tuple(FAILPOINTS),
     frozenset({"rehydrate.mid"}),
     commit_failpoints=("data.after_commit",),
@@ -64,7 +67,7 @@ def test_intervals_close_inside_their_window() -> None:
     for a in plan_schedule(["pause", "kill-kafka"], 2, 100, 10, INFO):
         assert 0 < a.at_s < 100
     pairs = plan_schedule(["pause"], 2, 30, 10, INFO)
-    assert [a.f for a in pairs] == ["pause-pipeline", "resume-pipeline"] * 2
+    assert [a.f for a in pairs] == ["pause-sut", "resume-sut"] * 2
 
 
 def test_unknown_nemesis_is_named() -> None:
@@ -76,7 +79,9 @@ def test_late_failpoints_close_each_cover_and_the_default_run_plans_them_all() -
     from sealcheck.systems.upsert_source import UpsertPipeline
 
     late = UpsertPipeline.late_failpoints
-    info = PlanInfo(3, tuple(FAILPOINTS), frozenset({"rehydrate.mid"}), late)
+    info = PlanInfo(
+        by_name(SUT, broker_role(3)), tuple(FAILPOINTS), frozenset({"rehydrate.mid"}), late
+    )
     n = len(FAILPOINTS)
     for seed in range(5):
         actions = plan_schedule(["failpoint"], seed, (n + 1) * 4, 4, info)
@@ -94,8 +99,8 @@ def test_late_failpoints_close_each_cover_and_the_default_run_plans_them_all() -
 
 def test_a_nemesis_named_twice_gets_twice_the_windows() -> None:
     actions = plan_schedule(["kill", "pause", "kill"], 4, 310, 10, INFO)  # 30 windows
-    kills = sum(a.f == "kill-pipeline" for a in actions)
-    pauses = sum(a.f == "pause-pipeline" for a in actions)
+    kills = sum(a.f == "kill-sut" for a in actions)
+    pauses = sum(a.f == "pause-sut" for a in actions)
     assert (kills, pauses) == (20, 10)
 
 

@@ -66,7 +66,7 @@ def build_store(store: Path) -> Path:
     }
     _json(bad / "results.json", {"valid": False, "checkers": checkers})
     (bad / "report.html").write_text("<html>report</html>")
-    (bad / "logs" / "pipeline-0.log").write_text(LOG)
+    (bad / "logs" / "sut-0.log").write_text(LOG)
     corrupt = _run(store, "chaos", "20261121T000000")
     _json(corrupt / "test.json", {"config": {"seed": 8, "nemeses": ["pause"]}})
     (corrupt / "results.json").write_text('{"valid": tr')
@@ -176,7 +176,7 @@ def test_suites_show_each_night_and_every_case_across_nights(served: str) -> Non
 
 
 def test_logs_and_json_are_shown_as_text(served: str) -> None:
-    log, headers = _get(served + "/chaos/20261120T000000/logs/pipeline-0.log")
+    log, headers = _get(served + "/chaos/20261120T000000/logs/sut-0.log")
     assert log == LOG
     assert headers["Content-Type"] == "text/plain; charset=utf-8"
     assert headers["X-Content-Type-Options"] == "nosniff"

@@ -56,7 +56,7 @@ class FakeRuns:
         tries = sum(1 for d, s in self.calls if schedule_hash(s, d) == key)
         self.calls.append((cfg.duration_s, schedule))
         fs = {(a.at_s, a.f) for a in schedule}
-        hit = {(5.0, "kill-pipeline"), (4.0, "pause-pipeline"), (7.0, "resume-pipeline")} <= fs
+        hit = {(5.0, "kill-sut"), (4.0, "pause-sut"), (7.0, "resume-sut")} <= fs
         hit = hit and cfg.duration_s >= 10 and tries >= 1
         return {"valid": not hit, "kinds": [["unique_key", "two-values"]] if hit else []}
 
@@ -76,10 +76,11 @@ def test_shrinks_to_the_needed_faults_then_a_shorter_run_and_resumes(tmp_path: P
     fake = FakeRuns()
     shrinker = Shrinker(run, fake, runs_per_candidate=2, max_runs=60, confirm=2, log=lambda _: None)
     summary = shrinker.shrink()
+    # the stored schedule spells the role's old name; it is read as the new one
     assert [(a.at_s, a.f) for a in summary.minimal] == [
-        (4.0, "pause-pipeline"),
-        (5.0, "kill-pipeline"),
-        (7.0, "resume-pipeline"),
+        (4.0, "pause-sut"),
+        (5.0, "kill-sut"),
+        (7.0, "resume-sut"),
     ]
     assert summary.duration_s == 10.0  # the last action at 7 s plus one interval
     assert summary.target == ("unique_key", "two-values")

@@ -11,20 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from sealcheck.harness.run.config import ConfigError, load_config
-from sealcheck.infra.node import Launch
+from sealcheck.core.nodes import Launch
+from sealcheck.harness.run.config import ConfigError
+from sealcheck.harness.run.test import load_test
 from sealcheck.nemeses.api import PlanInfo
 from sealcheck.nemeses.registry import NEMESES, requirements
 from sealcheck.systems.api import Settings
 from sealcheck.systems.delta_streaming.image import delta_job_image
 from sealcheck.systems.registry import system
+from sealcheck.systems.roles import every_role
 from sealcheck.systems.spark_cluster import EXECUTOR_CLASS, executor_pids
+from sealcheck.systems.spark_cluster import roles as cluster_roles
 from sealcheck_delta_streaming import cli as delta_cli
 from sealcheck_delta_streaming import job as job_module
 from sealcheck_delta_streaming.job import JobConfig, cluster_conf
 from sealcheck_upsert_source.spark import connect_server_command
 
-INFO = PlanInfo(1, ())
+INFO = PlanInfo(cluster_roles())
 
 
 def test_worker_kills_are_outages_of_a_seeded_worker_and_executor_kills_instants() -> None:
@@ -40,20 +43,20 @@ def test_worker_kills_are_outages_of_a_seeded_worker_and_executor_kills_instants
     paused = NEMESES["pause-spark-worker"](INFO).plan(random.Random(3), 0.0, 20.0)
     assert [a.f for a in paused] == ["pause-spark-worker", "resume-spark-worker"]
     for name in ("kill-spark-worker", "kill-executor", "pause-spark-worker"):
-        assert requirements(name) == {"spark-cluster"}
+        assert requirements(name, every_role()) == {"spark-cluster"}
     # the same seed plans the same faults
     assert worker.plan(random.Random(3), 10.0, 20.0) == plan
 
 
 def test_cluster_nemeses_need_spark_cluster_and_both_systems_can_have_one() -> None:
     with pytest.raises(ConfigError, match=r"kill-spark-worker.*add --spark cluster"):
-        load_config(None, {"nemeses": ["kill-spark-worker"]})
+        load_test(None, {"nemeses": ["kill-spark-worker"]})
     with pytest.raises(ConfigError, match=r"kill-executor.*add --spark cluster"):
-        load_config(None, {"system": "delta-streaming", "nemeses": ["kill-executor"]})
-    cfg = load_config(None, {"spark": "cluster", "nemeses": ["kill-spark-worker", "kill"]})
+        load_test(None, {"system": "delta-streaming", "nemeses": ["kill-executor"]})
+    cfg = load_test(None, {"spark": "cluster", "nemeses": ["kill-spark-worker", "kill"]}).spec
     assert cfg.nemeses == ("kill-spark-worker", "kill")
     delta = {"system": "delta-streaming", "spark": "cluster", "nemeses": ["kill-executor"]}
-    assert load_config(None, delta).nemeses == ("kill-executor",)
+    assert load_test(None, delta).spec.nemeses == ("kill-executor",)
 
 
 class _Backend:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sealcheck.harness.run.config import ConfigError, load_config, to_flags
+from sealcheck.harness.run.test import load_test
 
 
 def test_the_delta_job_brings_its_own_defaults_and_flags_still_win() -> None:
@@ -39,7 +40,7 @@ def test_the_delta_job_runs_on_containers_with_its_own_defaults() -> None:
 def test_a_fault_the_backend_cannot_host_is_refused_in_one_line() -> None:
     raw = {"backend": "containers", "nemeses": ["lost-writes-kafka"]}
     with pytest.raises(ConfigError, match="lost-writes-kafka") as err:
-        load_config(None, raw)
+        load_test(None, raw)
     assert "\n" not in str(err.value) and "--backend local" in str(err.value)
 
 
@@ -47,4 +48,4 @@ def test_a_variant_of_the_delta_job_is_a_broken_mode() -> None:
     cfg = load_config(None, {"system": "delta-streaming", "broken": "drop-duplicates"})
     assert cfg.broken == "drop-duplicates"
     with pytest.raises(ConfigError, match="reappend-after-restart"):
-        load_config(None, {"system": "pipeline", "broken": "drop-duplicates"})
+        load_test(None, {"system": "pipeline", "broken": "drop-duplicates"})

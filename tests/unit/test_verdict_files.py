@@ -38,7 +38,7 @@ Written = tuple[list[TopicRecord], dict[str, int]]
 def written(run_dir: Path) -> Written:
     """What the harness wrote and observed in the run (to write its history again)."""
     topic = pl.read_parquet(run_dir / "topic.parquet")
-    frontiers = json.loads((run_dir / "persist" / "frontiers.json").read_text())
+    frontiers = json.loads((run_dir / "export" / "frontiers.json").read_text())
     records = [TopicRecord(*row) for row in topic.iter_rows()]
     return records, {c: f["upper"] for c, f in frontiers.items()}
 
@@ -71,7 +71,7 @@ def verdict_line(out: str) -> str:
 
 def make_invalid(run_dir: Path) -> None:
     """The run as it would be had the system lost one update of ``data`` (recorded as such)."""
-    path = run_dir / "persist" / "updates.parquet"
+    path = run_dir / "export" / "updates.parquet"
     updates = pl.read_parquet(path)
     data = updates.with_row_index("i").filter(pl.col("collection") == "data")
     victim = int(data["i"][data.height // 2])
@@ -214,11 +214,11 @@ def _a_directory(path: Path) -> None:
 
 BROKEN = {
     "truncated topic": ("topic.parquet", _truncate),
-    "truncated updates": ("persist/updates.parquet", _truncate),
-    "corrupt frontiers": ("persist/frontiers.json", _bad_json),
-    "upper not an int": ("persist/frontiers.json", _upper_not_int),
-    "ts of the wrong type": ("persist/updates.parquet", _ts_as_text),
-    "updates a directory": ("persist/updates.parquet", _a_directory),
+    "truncated updates": ("export/updates.parquet", _truncate),
+    "corrupt frontiers": ("export/frontiers.json", _bad_json),
+    "upper not an int": ("export/frontiers.json", _upper_not_int),
+    "ts of the wrong type": ("export/updates.parquet", _ts_as_text),
+    "updates a directory": ("export/updates.parquet", _a_directory),
 }
 
 
@@ -249,7 +249,7 @@ def test_an_unreadable_file_is_unknown_naming_it(
     run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Tests may run as root, for whom no mode bit makes a file unreadable: the read fails."""
-    frontiers = run_dir / "persist" / "frontiers.json"
+    frontiers = run_dir / "export" / "frontiers.json"
     real = Path.read_text
 
     def read_text(self: Path, *args: Any, **kwargs: Any) -> str:
@@ -280,18 +280,18 @@ def _asof(run_dir: Path) -> None:
     pl.DataFrame(
         {"collection": ["data"], "ts": [1], "key": [b"nobody"], "value": [b"nothing"]},
         schema={"collection": pl.String, "ts": pl.Int64, "key": pl.Binary, "value": pl.Binary},
-    ).write_parquet(run_dir / "persist" / "asof.parquet")
+    ).write_parquet(run_dir / "export" / "asof.parquet")
 
 
 def test_a_file_the_manifest_does_not_list_is_not_read_only_named(run_dir: Path) -> None:
     _asof(run_dir)
     versions = {"tables": {"data": {"1": {"batch": 1}}}}
-    (run_dir / "persist" / "versions.json").write_text(json.dumps(versions))
+    (run_dir / "export" / "versions.json").write_text(json.dumps(versions))
     run = load_run(run_dir)
     assert run.asof is None and run.step_names == {}
     res = check_run(run_dir)
     assert res.valid is True, res.to_json()
-    for rel in ("persist/asof.parquet", "persist/versions.json"):
+    for rel in ("export/asof.parquet", "export/versions.json"):
         assert any(n.startswith(f"{rel} is not in the manifest") for n in res.notes), res.notes
     rerecord(run_dir)  # listed, the same snapshots are judged
     assert load_run(run_dir).asof is not None and load_run(run_dir).step_names

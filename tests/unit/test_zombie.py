@@ -88,9 +88,7 @@ def test_zombie_runs_beside_the_new_incarnation_and_its_exit_is_recorded(tmp_pat
         sup.stop(1)
     history.close()
     exits = [
-        o["value"]
-        for o in History.load(tmp_path / "history.jsonl").ops
-        if o["f"] == "pipeline-exit"
+        o["value"] for o in History.load(tmp_path / "history.jsonl").ops if o["f"] == "sut-exit"
     ]
     assert [(e["incarnation"], e["code"], e.get("zombie", False)) for e in exits] == [
         (0, 3, True),

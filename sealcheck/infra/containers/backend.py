@@ -1,8 +1,10 @@
 """The containers backend: brokers, PostgreSQL and incarnations of the system under test in
 containers on the run's network, and what nemeses act on there — containers through the Docker
 API (kill, start, pause with the cgroup freezer) and real partitions with iptables inside a
-container's own network namespace (capabilities ``database`` and ``partition``), and host
-directories an incarnation shares with the harness bind-mounted (``host-directory``)."""
+container's own network namespace (capability ``partition``), and host directories an
+incarnation shares with the harness bind-mounted (``host-directory``). Its PostgreSQL server is
+the ``database`` role of a run whose system under test keeps its store there (the system offers
+capability ``database`` on this backend)."""
 
 from __future__ import annotations
 
@@ -11,15 +13,23 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sealcheck.core.nodes import Launch, Node
+from sealcheck.core.roles import SUT, Role
 from sealcheck.infra.containers.cuts import CommitReplyCut, Cut
 from sealcheck.infra.containers.images import kafka_image, postgres_image
 from sealcheck.infra.containers.topology import FAILPOINT_DIR, SutContainer, Topology, container_ip
 from sealcheck.infra.kafka_admin import create_topic
-from sealcheck.infra.node import Launch, Node
+from sealcheck.infra.node import DATABASE, broker_role
+
+#: The links cut from the system under test: to the brokers' and the database's roles.
+_SUT_KAFKA = f"{SUT.name}-{broker_role(0).link}"
+_SUT_DATABASE = f"{SUT.name}-{DATABASE.link}"
+#: Every kind of cut this backend makes.
+KINDS = (_SUT_KAFKA, _SUT_DATABASE, "broker", "commit-reply")
 
 
 class ContainerNode:
-    """A broker or the database as a :class:`~sealcheck.infra.node.Node`: the Docker API acts on its
+    """A broker or the database as a :class:`~sealcheck.core.nodes.Node`: the Docker API acts on its
     container; ``ready`` waits after a start until it serves again."""
 
     def __init__(self, name: str, box: Callable[[], Any], ready: Callable[[], None]) -> None:
@@ -99,13 +109,13 @@ class ContainerDatabase:
 
 
 class ContainerPartitions:
-    """Cuts with iptables in one container's namespace (:class:`sealcheck.nemeses.api.Partitions`).
+    """Cuts with iptables in one container's namespace (:class:`sealcheck.core.nodes.Partitions`).
 
-    Kinds: ``pipeline-kafka`` (the current incarnation cut from every broker),
-    ``pipeline-postgres`` (from the database), ``broker`` (one broker from the other two), and
-    the one-way ``commit-reply`` (the database's replies to the current incarnation, from its
-    next commit on). An incarnation started during a ``pipeline-*`` cut gets the same rules in
-    its new namespace; a ``commit-reply`` cut stays with the incarnation it caught."""
+    Kinds: ``sut-kafka`` (the current incarnation cut from every broker), ``sut-database``
+    (from the database), ``broker`` (one broker from the other two), and the one-way
+    ``commit-reply`` (the database's replies to the current incarnation, from its next commit
+    on). An incarnation started during a ``sut-*`` cut gets the same rules in its new
+    namespace; a ``commit-reply`` cut stays with the incarnation it caught."""
 
     def __init__(self, topo: Topology, current: Callable[[], SutContainer | None]) -> None:
         self.topo, self.current = topo, current
@@ -123,10 +133,12 @@ class ContainerPartitions:
         pid = inc.pid if inc is not None and inc.alive else None
         if pid is None:
             return None
-        if kind == "pipeline-kafka":
+        if kind == _SUT_KAFKA:
             peers = [b.ip() for b in self.topo.brokers]
-        else:
+        elif kind in (_SUT_DATABASE, "commit-reply"):
             peers = [container_ip(self.topo.postgres.container.get_wrapped_container())]
+        else:
+            return None
         if kind == "commit-reply":
             self._serial += 1
             return CommitReplyCut(pid, tuple(peers), self.tag, serial=self._serial)
@@ -148,8 +160,10 @@ class ContainerPartitions:
         if key in self.cuts:
             return {"cut": None, "reason": "already cut"}
         cut = self._cut(kind, broker)
+        if cut is None and kind not in KINDS:
+            return {"cut": None, "reason": f"no link {kind!r} here; kinds: {', '.join(KINDS)}"}
         if cut is None:
-            return {"cut": None, "reason": "no pipeline incarnation running"}
+            return {"cut": None, "reason": "no incarnation of the system under test running"}
         self.cuts[key] = cut
         cut.apply()
         return {"cut": kind, "pid": cut.pid, "peers": list(cut.peers), "rules": len(cut.rules)}
@@ -176,7 +190,7 @@ class ContainerPartitions:
         """Cut a new incarnation's links like its predecessor's were."""
         pid = incarnation.pid
         for (kind, _), cut in list(self.cuts.items()):
-            if kind.startswith("pipeline-") and pid is not None and cut.pid != pid:
+            if kind.startswith(f"{SUT.name}-") and pid is not None and cut.pid != pid:
                 cut.heal()  # the old namespace is gone; this only forgets its rules
                 cut.pid = pid
                 with contextlib.suppress(Exception):
@@ -192,8 +206,16 @@ class ContainersBackend:
     """The run's containers (see :mod:`sealcheck.infra.containers.topology`)."""
 
     name: ClassVar[str] = "containers"
-    capabilities: ClassVar[frozenset[str]] = frozenset({"database", "partition", "host-directory"})
+    #: (``database`` is the system's to offer: it says whether it keeps its store in the
+    #: backend's PostgreSQL)
+    capabilities: ClassVar[frozenset[str]] = frozenset({"partition", "host-directory"})
     runs_images: ClassVar[bool] = True
+
+    @classmethod
+    def roles(cls, brokers: int) -> Mapping[str, Role]:
+        """Its brokers (``broker``) and PostgreSQL (``database``: a run keeps it only where the
+        system under test keeps its store there)."""
+        return {"broker": broker_role(brokers), DATABASE.name: DATABASE}
 
     def __init__(self, brokers: int, work: Path, run_id: str) -> None:
         self.work = work

@@ -83,9 +83,9 @@ def can_connect(pid: int, ip: str, port: int, timeout_s: float = 2.0) -> bool:
 #: The prefix of a :class:`CommitReplyCut`'s recent-list (xt_recent, per network namespace).
 _COMMITTED = "sealcheck_committed"
 #: Seconds the database's packets are dropped after the commit that armed the cut: twice a
-#: client's time-out (the pipeline's connection may give up after 5 s of unacknowledged data;
-#: whether it does varies, see docs/architecture.md), then the link works again — a client
-#: that reconnects and retries for a while gets through.
+#: client's time-out (the upsert source's connection may give up after 5 s of unacknowledged
+#: data; whether it does varies, see docs/architecture.md), then the link works again — a
+#: client that reconnects and retries for a while gets through.
 BLACKOUT_S = 10
 
 

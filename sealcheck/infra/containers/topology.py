@@ -23,17 +23,11 @@ from testcontainers.core.network import Network
 
 from sealcheck.infra.containers.kafka import OWNER_LABEL, RUN_LABEL, KafkaContainer
 from sealcheck.infra.containers.postgres import PostgresContainer
+from sealcheck.infra.containers.service import container_ip as container_ip  # (re-exported)
 from sealcheck.infra.procs import owner_token
 
 #: Where an incarnation's failpoint directory is mounted inside its container.
 FAILPOINT_DIR = "/run/sealcheck"
-
-
-def container_ip(container: Any) -> str:
-    """A docker SDK container's IP on its (first) network, re-read from the engine."""
-    container.reload()
-    nets = container.attrs["NetworkSettings"]["Networks"]
-    return next((n["IPAddress"] for n in nets.values() if n["IPAddress"]), "")
 
 
 class Topology:
@@ -134,7 +128,7 @@ def remove_labelled(
 
 class SutContainer:
     """One incarnation of the system under test as a container (the
-    :class:`~sealcheck.infra.node.Incarnation` protocol). Its failpoint directory is bind-mounted at
+    :class:`~sealcheck.core.nodes.Incarnation` protocol). Its failpoint directory is bind-mounted at
     :data:`FAILPOINT_DIR`; its log is copied to ``log_path`` when it exits and the container is
     removed; ``on_start`` runs once it is up (the backend re-applies network cuts there)."""
 
@@ -205,7 +199,7 @@ class SutContainer:
             return self.pid
         extra: dict[str, Any] = {}
         # Docker binds absolute paths only (a relative one is taken for a volume's name): a
-        # run directory under a relative --runs (the default, store/) is resolved here
+        # run directory under a relative --runs (the default, runs/) is resolved here
         shared = [str(Path(d).resolve()) for d in self.shared]
         volumes = {d: {"bind": d, "mode": "rw"} for d in shared}  # same path inside
         if self.failpoints_dir is not None:

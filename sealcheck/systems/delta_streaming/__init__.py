@@ -30,8 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sealcheck.infra.node import Backend, Launch, Node
-from sealcheck.systems.api import Disk, Progress, Settings, crash_failpoint
+from sealcheck.core.nodes import Disk, Launch, Node
+from sealcheck.infra.node import Backend
+from sealcheck.systems.api import Progress, Settings, crash_failpoint
 from sealcheck.systems.delta_streaming import layout
 from sealcheck.systems.spark_cluster import SparkCluster
 from sealcheck_delta_streaming.failpoints import FAILPOINTS, FILE_ENV_VAR
@@ -70,7 +71,9 @@ class DeltaStreaming:
     }
 
     def offers(self, backend: str) -> frozenset[str]:
-        """Failpoints and a Spark standalone cluster (on every backend that can run it)."""
+        """Failpoints and a Spark standalone cluster (on every backend that can run it); no
+        ``database``: the job keeps its state in files, so a run of it has no database role
+        (``kill-postgres``, ``lose-commit-reply`` are refused)."""
         return frozenset({"failpoints", "spark-cluster"})
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:

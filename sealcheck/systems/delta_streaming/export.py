@@ -8,10 +8,10 @@ the transaction identifiers in each table's log, bindings from the checkpoint's 
   version's batch, diff)``: ``insert`` and ``update_postimage`` +1, ``delete`` and
   ``update_preimage`` -1. A version with changes but no batch id cannot be judged: the export
   fails naming it.
-* ``persist/versions.json``: per table, every version with its batch, operation and change
+* ``export/versions.json``: per table, every version with its batch, operation and change
   count, and per batch whether it was planned (``offsets/N``) and committed (``commits/N``) —
   what the report shows of batches and versions.
-* ``persist/asof.parquet``: a second path that does not trust the change feed — the tables
+* ``export/asof.parquet``: a second path that does not trust the change feed — the tables
   read *as of* the last version of a sample of batches (``collection, ts, key, value``), which
   the ``as_of`` checker compares with the model.
 
@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sealcheck.rundir.files import ASOF, PERSIST_DIR, write_export
+from sealcheck.rundir.files import ASOF, VERSIONS, write_export
 from sealcheck.systems.delta_streaming.layout import (
     TABLES,
     checkpoint_batches,
@@ -41,7 +41,6 @@ from sealcheck.systems.delta_streaming.layout import (
     versions,
 )
 
-VERSIONS_FILE = f"{PERSIST_DIR}/versions.json"
 #: how many batches the as-of path reads (evenly spread, the last one always)
 ASOF_SAMPLES = 12
 _DIFF = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
@@ -173,7 +172,7 @@ def export(root: Path, run_dir: Path, topic: str | None = None) -> None:
         "tables": {n: {str(v): m for v, m in meta[n].items()} for n in TABLES},
         "batches": {"planned": planned, "committed": committed},
     }
-    (run_dir / VERSIONS_FILE).write_text(json.dumps(doc, indent=1, sort_keys=True))
+    (run_dir / VERSIONS).write_text(json.dumps(doc, indent=1, sort_keys=True))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,10 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sealcheck.core.nodes import Disk, Launch, Node
 from sealcheck.infra.lazy_disk import LazyDisk
-from sealcheck.infra.node import Backend, Launch, Node
+from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
-from sealcheck.systems.api import Disk, Progress, Settings, crash_failpoint
+from sealcheck.systems.api import Progress, Settings, crash_failpoint
 from sealcheck.systems.spark_cluster import SparkCluster
 from sealcheck.systems.upsert_source import store
 from sealcheck.systems.upsert_source.spark_server import SparkServer
@@ -51,10 +52,13 @@ class UpsertPipeline:
     run_defaults: Mapping[str, Any] = {}
 
     def offers(self, backend: str) -> frozenset[str]:
-        """Failpoints everywhere; a lazy disk under the SQLite store of the local backend; a
-        Spark standalone cluster on both (used with ``--spark cluster``)."""
+        """Failpoints everywhere; a lazy disk under the SQLite store of the local backend; its
+        store in the database server of the containers backend (so the run has the
+        ``database`` role); a Spark standalone cluster on both (used with ``--spark
+        cluster``)."""
         here = {"failpoints", "spark-cluster"}
-        return frozenset(here | {"lazy-disk"} if backend == "local" else here)
+        store = {"lazy-disk"} if backend == "local" else {"database"}
+        return frozenset(here | store)
 
     def deploy(
         self, backend: Backend, settings: Settings, work: Path, logs: Path

@@ -11,12 +11,13 @@ server that died (a nemesis, an OOM) is started again before the next incarnatio
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
+from sealcheck.core.nodes import Incarnation, Launch
 from sealcheck.infra.jars import jars_dir, pom_property
 from sealcheck.infra.kafka_local import free_ports
-from sealcheck.infra.node import Backend, Incarnation, Launch
+from sealcheck.infra.logwait import wait_log
+from sealcheck.infra.node import Backend
 from sealcheck.systems.upsert_source.image import (
     JARS_IN_IMAGE,
     SPARK_SUBMIT_IN_IMAGE,
@@ -76,20 +77,7 @@ class SparkServer:
         seen = len(node.log_text())  # a local log is appended to: look past earlier starts
         node.start()
         self.starts += 1
-        deadline = time.monotonic() + self.timeout_s
-        while CONNECT_READY not in node.log_text()[seen:]:
-            if not node.alive:
-                raise RuntimeError(f"the Spark Connect server exited:\n{self._tail()}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"the Spark Connect server did not start in {self.timeout_s:.0f}s:\n"
-                    + self._tail()
-                )
-            time.sleep(0.2)
-
-    def _tail(self) -> str:
-        text = self.node.log_text() if self.node is not None else ""
-        return "\n".join(text.splitlines()[-15:])
+        wait_log(node, CONNECT_READY, self.timeout_s, seen, what="the Spark Connect server")
 
     def stop(self) -> None:
         """Stop the server."""

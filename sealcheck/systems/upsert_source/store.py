@@ -16,6 +16,7 @@ from typing import Any
 
 from sealcheck.rundir.captures import Capture, plan
 from sealcheck.rundir.files import write_export
+from sealcheck.rundir.names import EXPORT_DIR
 from sealcheck.systems.api import Progress
 
 _UPPERS = "SELECT collection, upper FROM frontiers"
@@ -131,8 +132,8 @@ def _batches(cur: Any, size: int) -> Iterator[Sequence[tuple[Any, ...]]]:
 
 
 def export(location: str, run_dir: Path, batch: int = 200_000) -> None:
-    """Export the store into ``run_dir`` (``persist/updates.parquet`` + ``frontiers.json``);
-    a SQLite store is also copied whole to ``persist/store.db`` for post-mortems."""
+    """Export the store into ``run_dir`` (``export/updates.parquet`` + ``frontiers.json``);
+    a SQLite store is also copied whole to ``export/store.db`` for post-mortems."""
     if _postgres(location):
         import psycopg
 
@@ -144,7 +145,7 @@ def export(location: str, run_dir: Path, batch: int = 200_000) -> None:
                 write_export(run_dir, frontiers, _batches(cur, batch))
         return
     db = _sqlite_path(location)
-    copy = run_dir / "persist" / "store.db"
+    copy = run_dir / EXPORT_DIR / "store.db"
     copy_sqlite(db, copy)
     lite = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
     try:

@@ -1,0 +1,22 @@
+"""The optional capabilities a run may offer, by name (:data:`CAPABILITIES`)."""
+
+from __future__ import annotations
+
+#: Optional capabilities a run may offer, and what each is (nemeses, roles and systems under
+#: test may require them). The backend offers ``partition``, ``host-directory`` and
+#: ``broker-lazy-disk``; the system under test offers ``failpoints``, ``spark-cluster``, and
+#: where it keeps its store on one, ``lazy-disk`` or ``database``.
+CAPABILITIES = {
+    "database": "a database server the system under test keeps its store in (the containers "
+    "backend's PostgreSQL)",
+    "partition": "network partitions between nodes (each node in its own network namespace)",
+    "failpoints": "named failpoints in the system under test",
+    "lazy-disk": "a store on a filesystem that can lose un-fsynced writes (FUSE; the local "
+    "backend's SQLite store)",
+    "host-directory": "a directory of the host that incarnations read and write (local "
+    "processes; bind-mounted at the same path into containers)",
+    "broker-lazy-disk": "brokers' log directories on filesystems that can lose un-fsynced "
+    "writes (FUSE; the local backend)",
+    "spark-cluster": "a Spark standalone cluster (master and workers) the system under test's "
+    "Spark submits to (--spark cluster)",
+}
