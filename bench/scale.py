@@ -152,7 +152,7 @@ def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) ->
     logs.mkdir(parents=True, exist_ok=True)
     rss = TreeRss(lambda: [pid for b in backend.brokers if (pid := b.ident) is not None])
     rss.start()
-    dep = system("pipeline").deploy(backend, settings, work / "pipeline", logs)
+    dep = system("upsert-source").deploy(backend, settings, work / "pipeline", logs)
     out: dict[str, Any] = {"log_end": ends}
     t = time.monotonic()
     dep.start()

@@ -2,7 +2,7 @@
 per-step times, peak RSS and crash recovery, with their ratios.
 
     .venv/bin/python bench/sut_compare.py [--records 100000] [--keys 10000] [--kills 3]
-        [--max-records-per-step 20000] [--systems raw,pipeline,delta-streaming] [--seed 1]
+        [--max-records-per-step 20000] [--systems raw,upsert-source,delta-streaming] [--seed 1]
         [--spark connect|cluster] [--work /tmp/sut-compare] [--json PATH]
 
 One local broker and one topic (3 partitions) of ``--records`` upserts (seeded by ``--seed``).
@@ -12,7 +12,7 @@ one system at a time, each deployed by its own descriptor exactly as a chaos run
 * ``raw``, the ceiling: a bare confluent-kafka consumer in its own process
   (``bench/raw_consumer.py``) reading offset 0 to that log end and doing nothing with the
   records;
-* ``pipeline`` (Spark Connect, the default of a chaos run) and ``delta-streaming`` (its own
+* ``upsert-source`` (Spark Connect, the default of a chaos run) and ``delta-streaming`` (its own
   local-mode driver), each a cold incarnation on an empty store, until its ``data`` and
   ``errors`` have sealed a step whose bindings reach that log end. With ``--spark cluster``
   both drive a Spark standalone cluster of local processes instead (a master and two workers
@@ -145,7 +145,9 @@ def measure(
 ) -> dict[str, Any]:
     """Throughput, step times, peak RSS and recovery of system ``name``."""
     sut = system(name)
-    spark = args.spark if args.spark == "cluster" else "connect" if name == "pipeline" else "local"
+    spark = (
+        args.spark if args.spark == "cluster" else "connect" if name == "upsert-source" else "local"
+    )
     settings = Settings(TOPIC, args.max_records_per_step, 0, 1, spark=spark)
     logs = work / name / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -227,9 +229,9 @@ def ratios(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Our pipeline over the Delta job and over the raw consumer, where both were measured."""
     by = {r["system"]: r for r in rows}
     out: dict[str, float] = {}
-    if "pipeline" not in by:
+    if "upsert-source" not in by:
         return out
-    ours = by["pipeline"]
+    ours = by["upsert-source"]
     for other, label in (("delta-streaming", "delta"), (RAW, "raw")):
         if other in by:
             for col, tag in (("records_per_s", "e2e"), ("steady_records_per_s", "steady")):
@@ -285,7 +287,7 @@ def main() -> int:
     ap.add_argument("--keys", type=int, default=10_000)
     ap.add_argument("--kills", type=int, default=3)
     ap.add_argument("--max-records-per-step", type=int, default=20_000)
-    ap.add_argument("--systems", default=f"{RAW},pipeline,delta-streaming")
+    ap.add_argument("--systems", default=f"{RAW},upsert-source,delta-streaming")
     ap.add_argument("--seed", type=int, default=1, help="of the topic's records")
     ap.add_argument("--spark", choices=("connect", "cluster"), default="connect")
     ap.add_argument("--work", type=Path, default=Path("/tmp/sut-compare"))

@@ -1,7 +1,7 @@
 """Sealcheck's pytest plugin (entry point ``pytest11``: installed with Sealcheck, active in
 every pytest session of that environment).
 
-* fixture ``sealcheck``: a factory, ``sealcheck(system="pipeline", seed=..., nemeses=[...],
+* fixture ``sealcheck``: a factory, ``sealcheck(system="upsert-source", seed=..., nemeses=[...],
   **settings)``, that runs one chaos test and returns a
   :class:`~sealcheck.harness.campaigns.verdicts.ChaosResult` (verdict, failing checkers, anomalies,
   report
@@ -132,7 +132,7 @@ def sealcheck(
     sealcheck_case: Case,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[..., ChaosResult]:
-    """A factory that runs one chaos test: ``sealcheck(system="pipeline", *, seed=None,
+    """A factory that runs one chaos test: ``sealcheck(system="upsert-source", *, seed=None,
     nemeses=None, backend=None, broken=None, duration=None, interval=None, config=None,
     **settings)``. ``seed``/``nemeses`` default to the marker's case; ``settings`` are any
     ``sealcheck run --set`` names (``final_timeout_s=120``, ``workload.keys=500``)."""

@@ -1,4 +1,4 @@
-"""``python -m sealcheck_upsert_source``: same as ``sealcheck pipeline``."""
+"""``python -m sealcheck_upsert_source``: same as ``sealcheck upsert-source``."""
 
 import sys
 

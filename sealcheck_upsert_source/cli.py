@@ -1,4 +1,4 @@
-"""``sealcheck pipeline``: run the persistent Kafka upsert source as a process.
+"""``sealcheck upsert-source``: run the persistent Kafka upsert source as a process.
 
 Exit codes: 0 stopped on request (SIGTERM/SIGINT or ``--max-steps``), 1 crashed,
 3 fenced by another writer, 4 the store cannot be resumed (inconsistent or an invariant
@@ -30,7 +30,7 @@ EXIT_BAD_ARGS = 254
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_ARGS, f"sealcheck pipeline: error: {message}\n")
+        self.exit(EXIT_BAD_ARGS, f"sealcheck upsert-source: error: {message}\n")
 
 
 def _at_least(minimum: int) -> Callable[[str], int]:
@@ -47,8 +47,10 @@ def _at_least(minimum: int) -> Callable[[str], int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Arguments of ``sealcheck pipeline``."""
-    p = _Parser(prog="sealcheck pipeline", description="persistent Kafka upsert source on Spark")
+    """Arguments of ``sealcheck upsert-source``."""
+    p = _Parser(
+        prog="sealcheck upsert-source", description="persistent Kafka upsert source on Spark"
+    )
     p.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers, host:port[,…]")
     p.add_argument("--topic", required=True, help="the upsert topic to read")
     p.add_argument("--store", required=True, help="persist store: a path or sqlite:///path")
@@ -87,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         load_from_env()
     except FailpointSpecError as exc:
-        print(f"sealcheck pipeline: {exc}", file=sys.stderr)
+        print(f"sealcheck upsert-source: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGS
     from sealcheck_upsert_source.broken import make_loop
     from sealcheck_upsert_source.loop import Fenced, LoopConfig, StoreInconsistent, log_json
@@ -100,13 +102,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if remote is None:  # local mode needs the connector here; a server has its own
             jars = connector_jars(args.jars)
     except JarsNotGivenError as exc:
-        print(f"sealcheck pipeline: {exc}", file=sys.stderr)
+        print(f"sealcheck upsert-source: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGS
 
     try:
         store = open_store(args.store, durable=durable_commits(args.broken))
     except ValueError as exc:
-        print(f"sealcheck pipeline: {exc}", file=sys.stderr)
+        print(f"sealcheck upsert-source: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGS
     stop = threading.Event()
 
@@ -145,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = EXIT_FENCED
     except (StoreInconsistent, InvariantViolation) as exc:
         log_json({"event": "store_error", "error": str(exc)})
-        print(f"sealcheck pipeline: {exc}", file=sys.stderr)
+        print(f"sealcheck upsert-source: {exc}", file=sys.stderr)
         code = EXIT_STORE
     except Exception as exc:
         traceback.print_exc()

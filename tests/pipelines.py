@@ -31,7 +31,7 @@ class PipelineRun:
         argv = [
             sys.executable,
             "-m",
-            "pipeline",
+            "sealcheck_upsert_source",
             "--bootstrap",
             bootstrap,
             "--topic",

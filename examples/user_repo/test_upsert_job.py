@@ -21,5 +21,5 @@ VARIANT = os.environ.get("EXAMPLE_VARIANT") or None
 @pytest.mark.sealcheck(seeds=[3], nemeses=[["kill", "pause"]])
 def test_the_upsert_job_survives_crashes_and_pauses(sealcheck: Any) -> None:
     """Kills and pauses at seeded times; nothing acknowledged may be lost or invented."""
-    result = sealcheck("pipeline", broken=VARIANT, duration=15, interval=5)
+    result = sealcheck("upsert-source", broken=VARIANT, duration=15, interval=5)
     result.assert_valid()

@@ -203,7 +203,7 @@ def add_command(sub: Any) -> None:
     p = sub.add_parser("selftest", help="run every deliberate bug variant; print the matrix")
     p.add_argument("--list", action="store_true", help="list the variants and stop")
     p.add_argument("--seeds", type=positive, default=1, help="seeds 1..N per variant (default 1)")
-    p.add_argument("--system", default="pipeline")
+    p.add_argument("--system", default="upsert-source")
     p.add_argument("--variants", default=None, help="comma-separated broken variants only")
     p.add_argument("--runs", default="runs-selftest", help="the archive for the runs")
     p.add_argument(

@@ -6,7 +6,7 @@ backends x nemesis sets x seeds, with settings shared by all cases or by one mat
     [settings]                      # every case (any `sealcheck run` setting)
     duration = 30
     [[matrix]]
-    systems = ["pipeline"]          # default ["pipeline"]
+    systems = ["upsert-source"]          # default ["upsert-source"]
     backends = ["local"]            # default ["local"]
     nemeses = [["kill", "pause"], ["failpoint"], []]   # [] = the system's default mix
     seeds = "1-3"                   # or [1, 2, 3]
@@ -135,7 +135,7 @@ def parse_suite(doc: dict[str, Any], where: str = "suite") -> SuiteSpec:
             raise SuiteError(f"{at}: unknown key(s) {extra}; a matrix has {sorted(_MATRIX)}")
         settings = {**common, **_table(m.get("settings", {}), f"{at}: settings")}
         shared = tuple(sorted(settings.items()))
-        for system in _names(m.get("systems", ["pipeline"]), at, "systems"):
+        for system in _names(m.get("systems", ["upsert-source"]), at, "systems"):
             for backend in _names(m.get("backends", ["local"]), at, "backends"):
                 for faults in _nemesis_sets(m.get("nemeses", [[]]), at):
                     for seed in _seeds(m.get("seeds", [1]), at):

@@ -196,10 +196,11 @@ def _verdict_line(valid: bool | None, doc: dict[str, Any]) -> str:
     )
 
 
-def _pipeline(argv: list[str]) -> int:
-    """``sealcheck pipeline``: the upsert source system (``sealcheck_upsert_source``, the system
-    under test ``--system pipeline``) run by hand, with the connector jars of this checkout
-    (``sealcheck setup``) unless ``--jars`` or ``SEALCHECK_SPARK_JARS`` say others."""
+def _upsert_source(command: list[str], argv: list[str]) -> int:
+    """``sealcheck upsert-source`` (old name ``sealcheck pipeline``): the upsert source
+    (``sealcheck_upsert_source``, the system under test ``--system upsert-source``) run by hand,
+    with the connector jars of this checkout (``sealcheck setup``) unless ``--jars`` or
+    ``SEALCHECK_SPARK_JARS`` say others."""
     import os
 
     from sealcheck_upsert_source.cli import main as pipeline_main
@@ -211,7 +212,7 @@ def _pipeline(argv: list[str]) -> int:
         try:
             os.environ[JARS_ENV] = ":".join(str(p) for p in spark_connector_jars())
         except JarsMissingError as exc:
-            print(f"sealcheck pipeline: {exc}", file=sys.stderr)
+            print(f"sealcheck {command[0]}: {exc}", file=sys.stderr)
             return EXIT_BAD_ARGS
     return pipeline_main(argv)
 
@@ -272,10 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_command(sub)
 
     sub.add_parser(
-        "pipeline",
+        "upsert-source",
         add_help=False,
-        help="run the upsert source system (a system under test) by hand; its own flags: "
-        "`sealcheck pipeline --help`",
+        help="run the upsert source (the system under test `--system upsert-source`) by hand; "
+        "its own flags: `sealcheck upsert-source --help` (`sealcheck upsert-source`: its old name)",
     )
     return parser
 
@@ -283,8 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sealcheck`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["pipeline"]:
-        return _pipeline(argv[1:])
+    if argv[:1] in (["upsert-source"], ["pipeline"]):
+        return _upsert_source(argv[:1], argv[1:])
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.harness.run.workload import DISTRIBUTIONS, UpsertMix
-from sealcheck.rundir.names import RUNS_DIR
+from sealcheck.rundir.names import OLD_SYSTEMS, RUNS_DIR
 
 
 class ConfigError(ValueError):
@@ -60,7 +60,7 @@ class TestConfig:
 
     name: str = "chaos"
     seed: int = 1
-    system: str = "pipeline"  # the system under test (sealcheck.systems.registry.SYSTEMS)
+    system: str = "upsert-source"  # the system under test (sealcheck.systems.registry.SYSTEMS)
     backend: str = "local"
     # Where the system's Spark driver runs: "connect", one long-lived Spark Connect server per
     # run (a killed incarnation is back in ~2 s), or "local", inside every incarnation (~13 s).
@@ -243,6 +243,8 @@ def build_config(raw: dict[str, Any]) -> TestConfig:
     values = dict(raw)
     if "store_dir" in values and "runs_dir" not in values:
         values["runs_dir"] = values.pop("store_dir")
+    if isinstance(values.get("system"), str):  # a system's old name (a stored test.json)
+        values["system"] = OLD_SYSTEMS.get(values["system"], values["system"])
     workload = values.pop("workload", {})
     try:
         cfg = _build(TestConfig, values, "config")

@@ -225,7 +225,7 @@ class Session:
         """Incarnation ``n`` of the system under test, unstarted (the supervisor starts it)."""
         launch = self.deployment.launch(n)
         log = self.logs / sut_log(n)
-        return self.backend.incarnation(launch, f"pipeline-{n}", log, self.fp.path)
+        return self.backend.incarnation(launch, f"sut-{n}", log, self.fp.path)
 
     def _start_supervisor(self) -> None:
         """The supervisor, which starts incarnation after incarnation of the system."""

@@ -198,7 +198,7 @@ def render(run_dir: Path) -> str:
         "report.html.j2",
         name=cfg.get("name", "run"),
         seed=cfg.get("seed"),
-        system=cfg.get("system", "pipeline"),
+        system=cfg.get("system", "upsert-source"),
         word=WORDS[valid],
         color=COLORS[valid],
         meaning=REJUDGING_MEANING

@@ -11,6 +11,7 @@ the supervisor's ops                       ``sut-start``,       ``pipeline-start
                                            ``sut-exit``,        ``pipeline-exit``,
                                            ``sut-start-failed`` ``pipeline-start-failed``
 the system's events                        ``sut-event``        (not recorded then)
+our system under test (``--system``)       ``upsert-source``    ``pipeline``
 =========================================  ===================  ==========================
 
 The history's ops about the system under test (``process type f value``):
@@ -43,6 +44,9 @@ EXPORT_DIR = "export"
 OLD_EXPORT_DIR = "persist"
 #: an incarnation's log in runs stored before it was named by :func:`sut_log`
 OLD_LOG = "pipeline-{n}.log"
+
+#: systems under test by the name configs and ``test.json`` of runs stored before spelled them
+OLD_SYSTEMS = {"pipeline": "upsert-source"}
 
 SUT_START = "sut-start"
 SUT_START_FAILED = "sut-start-failed"

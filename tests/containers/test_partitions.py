@@ -23,7 +23,7 @@ from sealcheck.systems import run_roles, system
 from sealcheck.systems.upsert_source.image import pipeline_image
 
 #: the roles of a run of the upsert source on this backend (its store in PostgreSQL)
-ROLES = run_roles(system("pipeline"), "containers", 3, "connect")
+ROLES = run_roles(system("upsert-source"), "containers", 3, "connect")
 
 pytestmark = pytest.mark.containers
 

@@ -40,7 +40,7 @@ class _System:
     """The pipeline's descriptor deploying :class:`_Unstartable`."""
 
     def __init__(self) -> None:
-        self.inner = system("pipeline")
+        self.inner = system("upsert-source")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -15,7 +15,7 @@ from sealcheck.checkers import CHECKERS, check_run, load_run
 from sealcheck.harness.cli import smoke
 from sealcheck.harness.run.workload import UpsertMix, upsert_records
 from sealcheck.infra.topic import dump_topic, log_end
-from sealcheck.systems.upsert_source import UpsertPipeline
+from sealcheck.systems.upsert_source import UpsertSource
 from sealcheck_upsert_source.cli import EXIT_FENCED, EXIT_OK
 from sealcheck_upsert_source.failpoints import FAILPOINTS
 from sealcheck_upsert_source.persist import open_store
@@ -132,7 +132,7 @@ def test_sigkill_at_failpoint_then_restart_loses_and_invents_nothing(
     )
     crashing.start()
     assert crashing.wait(120) == -9, crashing.log_text()[-2000:]
-    assert UpsertPipeline().fired_failpoint(crashing.log_text()) == point
+    assert UpsertSource().fired_failpoint(crashing.log_text()) == point
     before = progress(crashing.store).uppers
 
     restarted = pipeline(

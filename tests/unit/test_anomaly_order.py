@@ -88,10 +88,10 @@ def test_the_failure_message_is_printed_once(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
         def test_asserted(sealcheck):
-            sealcheck("pipeline", broken="x").assert_valid()
+            sealcheck("upsert-source", broken="x").assert_valid()
 
         def test_plain(sealcheck):
-            assert sealcheck("pipeline", broken="x").valid
+            assert sealcheck("upsert-source", broken="x").valid
         """
     )
     # -rN: no short summary, which repeats each message (and is not cut to the terminal's
@@ -108,7 +108,7 @@ def test_junit_properties_per_test_case_under_xunit1_without_warning(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeconftest(STAND_IN)
-    pytester.makepyfile("def test_job(sealcheck):\n    sealcheck('pipeline', seed=5)\n")
+    pytester.makepyfile("def test_job(sealcheck):\n    sealcheck('upsert-source', seed=5)\n")
     xml = pytester.path / "out.xml"
     res = pytester.runpytest(f"--junitxml={xml}", "-o", "junit_family=xunit1")
     res.assert_outcomes(passed=1)

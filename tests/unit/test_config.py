@@ -121,7 +121,7 @@ def test_the_reproduce_line_gives_back_every_setting() -> None:
     kept = [k for k, v in settings(cfg) if v == defaults[k] and k != "system"]
     assert not kept, f"settings kept their defaults: {kept}"
     line = repro_command(cfg, Path("store/x"))[0]
-    assert "--system pipeline" in line
+    assert "--system upsert-source" in line
     assert shlex.split(line)[:2] == ["sealcheck", "run"]
     args = build_parser().parse_args(shlex.split(line)[1:])
     assert load_config(None, _overrides(args)) == cfg

@@ -38,19 +38,19 @@ from sealcheck.infra.left_running import (
 RECORD = LeftRunning(
     run_dir="/runs/chaos/20260101T000000",
     owner="123:456",
-    system="pipeline",
+    system="upsert-source",
     bootstrap="127.0.0.1:40001",
     topic="upserts",
     store="/runs/chaos/20260101T000000/work",
     database="/runs/chaos/20260101T000000/work/store.db",
-    incarnation="pipeline-7",
+    incarnation="sut-7",
     pid=4242,
-    log="/runs/chaos/20260101T000000/logs/pipeline-7.log",
+    log="/runs/chaos/20260101T000000/logs/sut-7.log",
     exit_code=None,
     processes=(
         LeftProcess(4000, "99", "kafka-1", "java kafka.Kafka", "/w/kafka.log"),
         LeftProcess(4100, "98", "service", "java SparkConnectServer", "/l/spark-server.log"),
-        LeftProcess(4242, "97", "pipeline-7", "python -m pipeline", "/l/pipeline-7.log"),
+        LeftProcess(4242, "97", "sut-7", "python -m sealcheck_upsert_source", "/l/sut-7.log"),
     ),
     mounts=("/runs/chaos/20260101T000000/work/store",),
     logs=(("/w/kafka.log", "/runs/chaos/20260101T000000/logs/kafka-1.log"),),
@@ -102,14 +102,14 @@ def test_the_printed_lines_say_how_to_reach_everything_and_end_it() -> None:
         "kafka-1 pid 4000, log /w/kafka.log",
         "store:       /runs/chaos/20260101T000000/work",
         "database:    /runs/chaos/20260101T000000/work/store.db",
-        "pipeline:    pipeline-7, pid 4242, log /runs/chaos/20260101T000000/logs/pipeline-7.log",
+        "upsert-source: sut-7, pid 4242, log /runs/chaos/20260101T000000/logs/sut-7.log",
         "service:     pid 4100, log /l/spark-server.log",
         "mount:       /runs/chaos/20260101T000000/work/store",
         "end them:    sealcheck cleanup",
     ):
         assert needle in text, needle
     exited = LeftRunning(**{**RECORD.__dict__, "exit_code": 4}).lines()
-    assert any("pipeline-7 exited with code 4" in line for line in exited)
+    assert any("sut-7 exited with code 4" in line for line in exited)
 
 
 def test_describe_store(tmp_path: Path) -> None:

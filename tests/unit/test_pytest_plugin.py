@@ -51,7 +51,7 @@ def test_the_marker_makes_one_case_per_seed_and_nemesis_set(pytester: pytest.Pyt
 
         @pytest.mark.sealcheck(seeds=[1, 2], nemeses=[["kill"], ["pause", "zombie"]])
         def test_job(sealcheck, sealcheck_case):
-            result = sealcheck("pipeline")
+            result = sealcheck("upsert-source")
             assert result.seed == sealcheck_case.seed
             result.assert_valid()
         """
@@ -69,7 +69,7 @@ def test_the_seeds_option_overrides_every_marker(pytester: pytest.Pytester) -> N
 
         @pytest.mark.sealcheck(seeds=[1])
         def test_job(sealcheck):
-            sealcheck("pipeline").assert_valid()
+            sealcheck("upsert-source").assert_valid()
         """
     )
     pytester.runpytest("--sealcheck-seeds", "5-7,9").assert_outcomes(passed=4)
@@ -83,7 +83,7 @@ def test_a_failing_run_prints_anomalies_report_and_reproduce(pytester: pytest.Py
 
         @pytest.mark.sealcheck(seeds=[3], nemeses=[["kill"]])
         def test_job(sealcheck):
-            sealcheck("pipeline", broken="reappend-after-restart").assert_valid()
+            sealcheck("upsert-source", broken="reappend-after-restart").assert_valid()
         """
     )
     res = pytester.runpytest()
@@ -104,7 +104,7 @@ def test_junit_xml_carries_seed_verdict_report_and_reproduce(pytester: pytest.Py
     pytester.makepyfile(
         """
         def test_job(sealcheck):
-            sealcheck("pipeline", seed=11).assert_valid()
+            sealcheck("upsert-source", seed=11).assert_valid()
         """
     )
     xml = pytester.path / "out.xml"
@@ -145,13 +145,18 @@ def test_the_command_spells_flags_and_settings() -> None:
         "t",
         4,
         ["kill", "pause"],
-        {"system": "pipeline", "duration": 15, "final_timeout_s": 90, "workload.keys": 300},
+        {"system": "upsert-source", "duration": 15, "final_timeout_s": 90, "workload.keys": 300},
     )
     text = " ".join(command(cfg)[1:])
     assert text.startswith("-m sealcheck run --no-progress ")
     for spelled in ("--name t", "--seed 4", "--nemesis kill,pause", "--runs /runs"):
         assert spelled in text, text
-    for spelled in ("--system pipeline", "--duration 15.0", "--final-timeout 90.0", "--keys 300"):
+    for spelled in (
+        "--system upsert-source",
+        "--duration 15.0",
+        "--final-timeout 90.0",
+        "--keys 300",
+    ):
         assert spelled in text, text
     with pytest.raises(ConfigError, match=r"workload\.tag|tag"):  # refused before anything runs
         config_for(Path("/runs"), "t", 4, None, {"workload.tag": 'a"b'})

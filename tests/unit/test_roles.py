@@ -20,7 +20,7 @@ from sealcheck.systems import every_role, run_roles, system
 
 
 def test_a_run_has_the_roles_its_providers_declare_and_the_system_uses() -> None:
-    pipeline, delta = system("pipeline"), system("delta-streaming")
+    pipeline, delta = system("upsert-source"), system("delta-streaming")
     on_containers = run_roles(pipeline, "containers", 3, "connect")
     assert list(on_containers) == ["sut", "broker", "database"]
     assert on_containers["broker"] == Role("broker", 3, "broker", link="kafka")
@@ -112,7 +112,7 @@ def test_stored_schedules_and_histories_with_the_old_names_still_read() -> None:
             "nemesis 'kill-postgres' acts on the database role, which a run of "
             "'delta-streaming' on the containers backend does not have: it needs a database "
             "server the system under test keeps its store in (the containers backend's "
-            "PostgreSQL); use --system pipeline",
+            "PostgreSQL); use --system upsert-source",
         ),
         (
             {
@@ -124,7 +124,7 @@ def test_stored_schedules_and_histories_with_the_old_names_still_read() -> None:
         ),
         (
             {"backend": "local", "nemeses": ["kill", "kill-postgres"]},
-            "nemesis 'kill-postgres' acts on the database role, which a run of 'pipeline' on "
+            "nemesis 'kill-postgres' acts on the database role, which a run of 'upsert-source' on "
             "the local backend does not have",
         ),
         ({"nemeses": ["kill-executor"]}, "add --spark cluster"),

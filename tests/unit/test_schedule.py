@@ -76,9 +76,9 @@ def test_unknown_nemesis_is_named() -> None:
 
 
 def test_late_failpoints_close_each_cover_and_the_default_run_plans_them_all() -> None:
-    from sealcheck.systems.upsert_source import UpsertPipeline
+    from sealcheck.systems.upsert_source import UpsertSource
 
-    late = UpsertPipeline.late_failpoints
+    late = UpsertSource.late_failpoints
     info = PlanInfo(
         by_name(SUT, broker_role(3)), tuple(FAILPOINTS), frozenset({"rehydrate.mid"}), late
     )

@@ -38,7 +38,7 @@ def _args(
     return argparse.Namespace(
         list=False,
         seeds=seeds,
-        system="pipeline",
+        system="upsert-source",
         variants="rewind-bindings",
         runs=str(runs),
         fresh=fresh,

@@ -23,7 +23,12 @@ MATRIX = {
     "settings": {"duration": 10},
     "matrix": [
         {"nemeses": [["kill", "pause"], []], "seeds": "1-2"},
-        {"systems": ["pipeline"], "nemeses": [["zombie"]], "seeds": [7], "settings": {"rate": 50}},
+        {
+            "systems": ["upsert-source"],
+            "nemeses": [["zombie"]],
+            "seeds": [7],
+            "settings": {"rate": 50},
+        },
     ],
 }
 
@@ -31,11 +36,11 @@ MATRIX = {
 def test_a_matrix_expands_in_order_with_stable_ids() -> None:
     spec = parse_suite(MATRIX)
     assert [c.id for c in spec.cases] == [
-        "pipeline-local-kill+pause-seed1",
-        "pipeline-local-kill+pause-seed2",
-        "pipeline-local-default-seed1",
-        "pipeline-local-default-seed2",
-        "pipeline-local-zombie-seed7",
+        "upsert-source-local-kill+pause-seed1",
+        "upsert-source-local-kill+pause-seed2",
+        "upsert-source-local-default-seed1",
+        "upsert-source-local-default-seed2",
+        "upsert-source-local-zombie-seed7",
     ]
     assert dict(spec.cases[-1].settings) == {"duration": 10, "rate": 50}
     assert spec.cases[2].nemeses is None  # [] is the default mix
@@ -60,7 +65,7 @@ def test_a_bad_suite_is_refused_naming_the_value(doc: dict[str, Any], said: str)
 
 def test_settings_the_run_would_refuse_are_refused_before_anything_runs() -> None:
     spec = parse_suite({"matrix": [{"nemeses": [["no-such-nemesis"]]}]})
-    with pytest.raises(SuiteError, match="pipeline-local-no-such-nemesis-seed1"):
+    with pytest.raises(SuiteError, match="upsert-source-local-no-such-nemesis-seed1"):
         check_cases(spec)
     check_cases(parse_suite(MATRIX))  # the good one passes
 
@@ -105,7 +110,7 @@ def test_summaries_name_each_run_and_the_worst_verdict(stand_in: list[str], tmp_
     assert props["sealcheck_seed"] == "1" and props["sealcheck_verdict"] == "VALID"
     html = (tmp_path / "out" / "index.html").read_text()
     assert "&lt;script&gt;" in html and "<script>" not in html  # text, never markup
-    assert 'href="runs/pipeline-local-kill_pause-seed1/20260101T000000/report.html"' in html
+    assert 'href="runs/upsert-source-local-kill_pause-seed1/20260101T000000/report.html"' in html
 
 
 def test_a_killed_suite_leaves_a_summary_of_what_ran(
@@ -140,12 +145,12 @@ def test_repeat_reports_the_reproduction_rate_and_rerun_takes_the_failed(
     spec = parse_suite(MATRIX)
     run_suite(spec, tmp_path / "first", 600, say=lambda _: None)
     only = failed_cases(tmp_path / "first")
-    assert only == {"pipeline-local-kill+pause-seed2", "pipeline-local-default-seed2"}
+    assert only == {"upsert-source-local-kill+pause-seed2", "upsert-source-local-default-seed2"}
     stand_in.clear()
     run_suite(spec, tmp_path / "again", 600, repeat=3, only=only, say=lambda _: None)
     assert len(stand_in) == 6
     doc = json.loads((tmp_path / "again" / "summary.json").read_text())
-    assert doc["rates"]["pipeline-local-default-seed2"] == {"runs": 3, "invalid": 3}
+    assert doc["rates"]["upsert-source-local-default-seed2"] == {"runs": 3, "invalid": 3}
     assert "Reproduction rate" in (tmp_path / "again" / "index.html").read_text()
     with pytest.raises(SuiteError, match=r"no readable summary\.json"):
         failed_cases(tmp_path / "nowhere")

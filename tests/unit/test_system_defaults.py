@@ -25,7 +25,7 @@ def test_the_delta_job_brings_its_own_defaults_and_flags_still_win() -> None:
 def test_the_pipeline_keeps_the_harness_defaults() -> None:
     cfg = load_config(None, {})
     assert (cfg.system, cfg.nemesis_interval_s, cfg.max_records_per_step) == (
-        "pipeline",
+        "upsert-source",
         3.0,
         2_000,
     )
@@ -48,4 +48,14 @@ def test_a_variant_of_the_delta_job_is_a_broken_mode() -> None:
     cfg = load_config(None, {"system": "delta-streaming", "broken": "drop-duplicates"})
     assert cfg.broken == "drop-duplicates"
     with pytest.raises(ConfigError, match="reappend-after-restart"):
-        load_test(None, {"system": "pipeline", "broken": "drop-duplicates"})
+        load_test(None, {"system": "upsert-source", "broken": "drop-duplicates"})
+
+
+def test_the_old_name_of_the_upsert_source_still_loads() -> None:
+    """Configs and stored test.json files of before the rename spell the system ``pipeline``."""
+    from sealcheck.harness.run.config import build_config
+    from sealcheck.systems.registry import system
+
+    assert build_config({"system": "pipeline"}).system == "upsert-source"
+    assert load_config(None, {"system": "pipeline"}).system == "upsert-source"
+    assert system("pipeline").name == "upsert-source"

@@ -70,7 +70,7 @@ def test_validation_reads_the_built_parts_not_the_registries() -> None:
         """The registered system, with a broken mode of its own."""
 
         def __init__(self) -> None:
-            self.inner = system("pipeline")
+            self.inner = system("upsert-source")
             self.broken_modes = {"mine": "a bug of my own"}
 
         def __getattr__(self, name: str) -> Any:

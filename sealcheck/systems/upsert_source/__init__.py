@@ -6,7 +6,7 @@ test: the first :class:`sealcheck.systems.api.SystemUnderTest`.
   PostgreSQL
   database on the containers backend (reached by name from inside the network, by IP from
   the host).
-* Incarnation: ``python -m pipeline`` locally (the connector jars named by
+* Incarnation: ``python -m sealcheck_upsert_source`` locally (the connector jars named by
   ``SEALCHECK_SPARK_JARS``), the ``sealcheck-pipeline`` image in containers.
 * Failpoints: :data:`sealcheck_upsert_source.failpoints.FAILPOINTS`, armed through the failpoint
 file; a
@@ -34,10 +34,10 @@ from sealcheck_upsert_source.broken import BROKEN_MODES
 from sealcheck_upsert_source.failpoints import FAILPOINTS, FILE_ENV_VAR
 
 
-class UpsertPipeline:
+class UpsertSource:
     """The descriptor of our pipeline."""
 
-    name = "pipeline"
+    name = "upsert-source"
     failpoints: Mapping[str, str] = FAILPOINTS
     startup_failpoints = frozenset({"rehydrate.mid"})
     #: compaction starts once ``retain_steps`` steps are sealed
@@ -144,8 +144,8 @@ class PipelineDeployment:
         return {"store": self.disk} if self.disk is not None else {}
 
     def launch(self, incarnation: int) -> Launch:
-        """``python -m pipeline`` (locally) or the pipeline image, with the run's settings;
-        the Spark Connect server is started again first if it died."""
+        """``python -m sealcheck_upsert_source`` (locally) or the pipeline image, with the run's
+        settings; the Spark Connect server is started again first if it died."""
         from sealcheck.infra.jars import spark_connector_jars
         from sealcheck.systems.upsert_source.image import pipeline_image
 
