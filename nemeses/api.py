@@ -97,7 +97,8 @@ class Target(Protocol):
 
     def nodes(self, role: str) -> Sequence[Node]:
         """The nodes of ``role`` (one of :attr:`PlanInfo.roles`): ``sut`` (one: the current
-        incarnation), ``broker``, ``database``, ``spark-worker``, ``spark-executor``."""
+        incarnation), ``broker``, ``database``, ``spark-worker``, ``spark-executor``; none for a
+        role the run lacks."""
 
     @property
     def failpoints(self) -> Failpoints:
@@ -160,10 +161,12 @@ def settled(done: dict[str, Any], key: str, why: str) -> dict[str, Any]:
     return {**done, "outcome": "happened"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlanInfo:
     """What a nemesis may know when planning: the run's roles and the system under test's
-    failpoints."""
+    failpoints. Its fields are given by name (``PlanInfo(roles=..., failpoints=...)``): the
+    first field was once ``brokers: int``, and a call from before that is a TypeError here, not
+    a run planned from a number taken for roles."""
 
     #: the run's roles by name (:class:`sealcheck.core.roles.Role`: how many nodes each has,
     #: how an action names one, whether it heals itself), as their providers declared them; a

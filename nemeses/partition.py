@@ -36,6 +36,8 @@ class Partition(Nemesis):
         }
 
     def __init__(self, info: PlanInfo) -> None:
+        #: the links this run has that a cut may name: the system under test's to each role
+        #: with a link, and ``broker`` with three or more brokers
         self.kinds = links(info.roles)
         self.brokers = info.role("broker").count
         if self.brokers >= 3:
@@ -52,8 +54,13 @@ class Partition(Nemesis):
         )
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
-        """Cut or restore."""
+        """Cut or restore. A kind that is not a link of this run (:attr:`kinds`: a stored
+        schedule of another run, refused before a run by validation) is skipped, never cut: a
+        backend may still have that link (PostgreSQL the system keeps no store in), and a cut
+        of it would count as a fault that happened without touching the system."""
         kind, broker = str(action.value["kind"]), int(action.value["broker"])
+        if kind not in self.kinds:
+            return settled({"kind": kind, "cut": None}, "cut", "the run has no such link")
         cuts = _cuts(target)
         if action.f == "start-partition":
             done = cuts.cut(kind, broker)

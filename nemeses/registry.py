@@ -56,8 +56,10 @@ def lacking(nemesis: Nemesis, info: PlanInfo) -> list[str]:
 
 
 def requirements(name: str, roles: Mapping[str, Role]) -> frozenset[str]:
-    """The capabilities nemesis ``name`` needs, in a run with ``roles``."""
-    return NEMESES[name](PlanInfo(roles)).requires
+    """The capabilities nemesis ``name`` needs, in a run with ``roles``. A nemesis acting on a
+    role ``roles`` lacks needs nothing here (it is given a role without nodes): whether the
+    run has its roles at all is :func:`lacking`'s to say."""
+    return NEMESES[name](PlanInfo(roles=roles)).requires
 
 
 def marks(roles: Mapping[str, Role]) -> Mapping[str, Mark]:
@@ -65,7 +67,7 @@ def marks(roles: Mapping[str, Role]) -> Mapping[str, Mark]:
     names are unique); the names stored runs used before a rename (:data:`RENAMED`) too."""
     out: dict[str, Mark] = {}
     for factory in NEMESES.values():
-        out.update(factory(PlanInfo(roles)).marks)
+        out.update(factory(PlanInfo(roles=roles)).marks)
     old = {f: new for f, new in RENAMED.items() if new in out}
     for f, new in old.items():
         mark = out[new]

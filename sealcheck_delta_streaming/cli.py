@@ -1,4 +1,5 @@
-"""``python -m delta_job --bootstrap HOST:PORT --topic T --dir PATH [...]``: one incarnation.
+"""``python -m sealcheck_delta_streaming --bootstrap HOST:PORT --topic T --dir PATH [...]``:
+one incarnation.
 
 Exit codes: 0 stopped on request (SIGTERM/SIGINT), 1 a query failed, 254 bad arguments.
 """
@@ -23,7 +24,7 @@ EXIT_USAGE = 254
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        print(f"delta_job: {message}", file=sys.stderr)
+        print(f"sealcheck_delta_streaming: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 
@@ -37,7 +38,7 @@ def _jars(spec: str) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the arguments and run the job."""
-    p = _Parser(prog="python -m delta_job", description=__doc__)
+    p = _Parser(prog="python -m sealcheck_delta_streaming", description=__doc__)
     p.add_argument("--bootstrap", required=True)
     p.add_argument("--topic", required=True)
     p.add_argument("--dir", required=True, type=Path, help="tables and checkpoint live here")

@@ -134,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if remote is not None:
             spark = remote_session(remote)
         else:
-            spark = spark_session(jars, "sealcheck-pipeline", args.spark_cores, args.driver_memory)
+            spark = spark_session(
+                jars, "sealcheck-upsert-source", args.spark_cores, args.driver_memory
+            )
         source = KafkaSparkSource(args.bootstrap, args.topic, spark)
         loop = make_loop(store, source, config, log_json)
         loop.rehydrate()

@@ -41,7 +41,7 @@ class KafkaSparkSource:
         self._consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
-                "group.id": "sealcheck-pipeline-watermarks",
+                "group.id": "sealcheck-upsert-source-watermarks",
                 "enable.auto.commit": False,
                 "log_level": 0,
             }

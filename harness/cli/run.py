@@ -35,7 +35,7 @@ _HELP = {
     "broken": "run the system under test with a deliberate bug or a variant people write "
     "(an unknown name lists the known ones)",
     "runs_dir": "the archive of runs, where this run is stored (default runs/)",
-    "system": "the system under test (default pipeline)",
+    "system": "the system under test (default upsert-source)",
     "spark": "connect (one Spark Connect server per run, the default), local (a driver in "
     "every incarnation) or cluster (that server drives a Spark standalone cluster: a master and "
     "two workers; nemeses kill-spark-worker, kill-executor, pause-spark-worker)",
@@ -241,9 +241,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"sealcheck run: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGS
-    with Display(live=not args.no_progress) as display:
-        display.status.duration_s = cfg.duration_s
-        outcome = run_test(test, display)
+    try:
+        with Display(live=not args.no_progress) as display:
+            display.status.duration_s = cfg.duration_s
+            outcome = run_test(test, display)  # validates the test before anything starts
+    except ConfigError as exc:  # a test whose parts do not fit: refused, nothing started
+        saved = f"cannot replay {args.replay}: saved " if args.replay is not None else ""
+        print(f"sealcheck run: {saved}{exc}", file=sys.stderr)
+        return EXIT_BAD_ARGS
     words = {True: "VALID", False: "INVALID", None: "UNKNOWN"}
     if outcome.reason:
         print(f"final phase: {outcome.reason}")
@@ -258,14 +263,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _built(cfg: TestConfig, schedule: list[Any] | None, replay: Path | None) -> Test:
-    """The test of ``cfg``, built and validated once (a ConfigError when its parts do not fit
-    together; for ``--replay``, one that names the saved run)."""
+    """The test of ``cfg``, built (a ConfigError when a name it gives names nothing; for
+    ``--replay``, one that names the saved run). Whether its parts fit together is checked
+    once, by :func:`sealcheck.harness.run.runner.run_test`, before anything starts."""
     from sealcheck.harness.run.config import ConfigError
     from sealcheck.harness.run.test import build_test
 
     try:
         test = build_test(cfg, schedule)
-        test.validate()
     except ConfigError as exc:
         if replay is None:
             raise

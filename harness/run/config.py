@@ -123,10 +123,12 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def _hostable(cfg: TestConfig) -> tuple[str, ...]:
-    """The nemeses of ``cfg`` whose requirements its backend and system offer: a default (the
-    mix), not a check — a named nemesis the run cannot host is refused by the built test."""
+    """The nemeses of ``cfg`` that its run can host — every role they act on is a role of the
+    run, and its backend and system offer what they require: a default (the mix), not a check —
+    a named nemesis the run cannot host is refused by the built test."""
     from sealcheck.infra.backends import NAMES, capabilities
-    from sealcheck.nemeses.registry import NEMESES, requirements
+    from sealcheck.nemeses.api import PlanInfo
+    from sealcheck.nemeses.registry import NEMESES, lacking
     from sealcheck.systems.registry import SYSTEMS, system
     from sealcheck.systems.roles import run_roles
 
@@ -135,8 +137,15 @@ def _hostable(cfg: TestConfig) -> tuple[str, ...]:
     offered = capabilities(cfg.backend) | system(cfg.system).offers(cfg.backend)
     if cfg.spark != "cluster":
         offered -= {"spark-cluster"}
-    roles = run_roles(system(cfg.system), cfg.backend, cfg.brokers, cfg.spark)
-    return tuple(n for n in cfg.nemeses if n not in NEMESES or requirements(n, roles) <= offered)
+    info = PlanInfo(roles=run_roles(system(cfg.system), cfg.backend, cfg.brokers, cfg.spark))
+
+    def hostable(name: str) -> bool:
+        if name not in NEMESES:
+            return True  # building the test says what is wrong
+        nemesis = NEMESES[name](info)
+        return not lacking(nemesis, info) and nemesis.requires <= offered
+
+    return tuple(n for n in cfg.nemeses if hostable(n))
 
 
 def _check(cfg: TestConfig) -> None:

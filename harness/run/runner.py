@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sealcheck.core.roles import role_to_json
 from sealcheck.harness.run.config import TestConfig, to_flags
 from sealcheck.harness.run.progress import Display
 from sealcheck.harness.run.session import TOPIC, Session, Teardown
@@ -67,6 +68,25 @@ def repro_command(cfg: TestConfig, run_dir: Path) -> list[str]:
     ]
 
 
+def run_meta(test: Test, run_dir: Path) -> dict[str, Any]:
+    """What ``test.json`` says of a run when it starts: its config, seeds and schedule, the
+    windows coverage is measured against, the run's roles (so readers such as the report's
+    timeline need not rebuild the run: :func:`sealcheck.core.roles.stored_roles`), versions,
+    how to reproduce it and when it started."""
+    cfg = test.spec
+    return {
+        "config": cfg.to_json(),
+        "schedule_seed": test.schedule_seed,
+        "producer_seeds": test.producer_seeds,
+        "schedule": [a.to_json() for a in test.schedule],
+        "windows": dict(test.system.failpoints),  # what window coverage is measured against
+        "roles": [role_to_json(r) for r in test.plan_info.roles.values()],
+        "versions": _versions(),
+        "reproduce": repro_command(cfg, run_dir),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
 def run_test(test: Test, display: Display) -> Outcome:
     """Run ``test``: every phase, then judge and store it. Refuses (:class:`ConfigError`) a test
     whose parts do not fit together before anything starts, however the test was built."""
@@ -85,16 +105,7 @@ def run_test(test: Test, display: Display) -> Outcome:
     archive = Path(cfg.runs_dir)
     run_dir = new_run_dir(archive, cfg.name)
     point_latest(archive, run_dir)
-    meta: dict[str, Any] = {
-        "config": cfg.to_json(),
-        "schedule_seed": test.schedule_seed,
-        "producer_seeds": test.producer_seeds,
-        "schedule": [a.to_json() for a in test.schedule],
-        "windows": dict(test.system.failpoints),  # what window coverage is measured against
-        "versions": _versions(),
-        "reproduce": repro_command(cfg, run_dir),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    meta = run_meta(test, run_dir)
     write_json(run_dir / "test.json", meta)
     display.console.print(f"run directory: {run_dir}")
     display.console.print(f"fault schedule (seed {cfg.seed}): {len(test.schedule)} actions")

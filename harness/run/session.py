@@ -10,7 +10,7 @@ stops everything.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,29 +59,35 @@ class Teardown:
 
 class RunTarget:
     """What the nemeses act on (:class:`sealcheck.nemeses.Target`): the supervised incarnation as
-    the
-    ``pipeline`` node, the backend's nodes by role, the failpoints and the network cuts."""
+    the ``sut`` node, the system's and the backend's nodes of the run's other ``roles``, the
+    failpoints and the network cuts. A role the run lacks has no nodes here, even where the
+    backend runs some (the containers backend's PostgreSQL, in a run whose system keeps no store
+    there): a fault aimed at it finds nothing to act on."""
 
     def __init__(
         self,
         backend: Backend,
-        pipeline: SupervisedNode,
+        sut: SupervisedNode,
         fp: FailpointFile,
+        roles: Collection[str],
         disks: Mapping[str, Any] | None = None,
         sealed: Callable[[], int] = lambda: 0,
         own: Callable[[str], Sequence[Node]] = lambda role: [],
     ) -> None:
-        self.backend, self.pipeline, self._failpoints = backend, pipeline, fp
+        self.backend, self.sut, self._failpoints = backend, sut, fp
+        self.roles = frozenset(roles)
         self._own = own
         self._sealed = sealed
         self._partitions = backend.partitions()
         self._disks = dict(disks or {})
 
     def nodes(self, role: str) -> Sequence[Node]:
-        """``sut`` is the supervised incarnation; other roles are the system's own
-        (a Spark cluster's workers) or the backend's."""
+        """``sut`` is the supervised incarnation; the run's other roles are the system's own
+        (a Spark cluster's workers) or the backend's; a role the run lacks has none."""
+        if role not in self.roles:
+            return []
         if role == SupervisedNode.name:
-            return [self.pipeline]
+            return [self.sut]
         return self._own(role) or self.backend.nodes(role)
 
     @property
@@ -232,7 +238,7 @@ class Session:
         self.fp = fp = FailpointFile(self.work / "fp" / "failpoints")
         fired = self.test.system.fired_failpoint
         self.supervisor = Supervisor(self._incarnation, self.history, fp, fired)
-        self.teardown.push("stop the pipeline", self.supervisor.stop)
+        self.teardown.push("stop the system under test", self.supervisor.stop)
         self.supervisor.start()
 
     def _start_observer(self) -> None:
@@ -265,6 +271,7 @@ class Session:
             backend,
             SupervisedNode(self.supervisor),
             self.fp,
+            self.test.plan_info.roles,
             {**backend.disks(), **deployment.disks()},
             lambda: min(observer.last.values(), default=0),
             deployment.nodes,

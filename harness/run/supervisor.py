@@ -1,8 +1,8 @@
 """The supervisor: keeps one incarnation of the system under test running, restarting it
 whenever it exits, and records every start and exit (with its code and the failpoint that
 fired) in the history, with what the exit shows of its cause (:func:`exit_evidence`), and the
-events each incarnation logs (:class:`EventTail`): ``sut-start``, ``sut-exit``, ``sut-event``
-ops, described in :mod:`sealcheck.rundir.names`.
+events each incarnation logs (:mod:`sealcheck.harness.run.events`, read while it runs):
+``sut-start``, ``sut-exit``, ``sut-event`` ops, described in :mod:`sealcheck.rundir.names`.
 
 Nemeses act on the running incarnation through :class:`SupervisedNode` (the ``sut`` role:
 kill, pause, resume — waiting for the next incarnation when between two; replace and release
@@ -20,7 +20,6 @@ Incarnations are spawned from the supervisor's own thread, which lives until :me
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -29,19 +28,10 @@ from typing import Any
 
 from sealcheck.core.nodes import Incarnation
 from sealcheck.core.roles import SUT
+from sealcheck.harness.run.events import EventPoller, EventTail, parse_event
 from sealcheck.nemeses.effects import signal_name
 from sealcheck.rundir.history import HistoryWriter
-from sealcheck.rundir.names import (
-    SUT_EVENT,
-    SUT_EVENTS,
-    SUT_EXIT,
-    SUT_PROCESS,
-    SUT_START,
-    SUT_START_FAILED,
-)
-
-#: an event line longer than this is recorded by its name only (its fields are cut)
-MAX_EVENT_CHARS = 8_000
+from sealcheck.rundir.names import SUT_EXIT, SUT_START, SUT_START_FAILED
 
 
 class FailpointFile:
@@ -79,20 +69,6 @@ class FailpointFile:
             return None
 
 
-def parse_event(line: str) -> dict[str, Any] | None:
-    """The event a log line holds (a JSON object with an ``event``: the contract every system
-    under test follows, in any language), else None."""
-    if not line.startswith('{"') or '"event"' not in line:
-        return None
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None  # the line being written when the process died
-    if not isinstance(event, dict) or "event" not in event:
-        return None
-    return event
-
-
 def exit_evidence(code: int, log_text: str) -> dict[str, Any]:
     """What an exit shows of the faults that caused it (``sealcheck.nemeses.effects``):
     ``signal`` (the signal's name, when killed by one), ``fired`` (the last failpoint event the
@@ -106,42 +82,14 @@ def exit_evidence(code: int, log_text: str) -> dict[str, Any]:
         event = parse_event(line)
         if event is None:
             continue
-        out["last_event"] = str(event["event"])
-        if event["event"] == "failpoint":
-            out["fired"] = {"failpoint": event.get("name"), "action": event.get("action")}
+        out["last_event"] = event["event"]
+        if event["event"] == "failpoint":  # what the history can hold: text, or null
+            name, action = event.get("name"), event.get("action")
+            out["fired"] = {
+                "failpoint": name if isinstance(name, str) else None,
+                "action": action if isinstance(action, str) else None,
+            }
     return out
-
-
-class EventTail:
-    """The events of one incarnation not yet recorded: given its whole log so far each time
-    (:meth:`Incarnation.log_text`, as both backends offer it), records the new complete lines'
-    events of the kinds in :data:`SUT_EVENTS` as ``sut sut-event`` ops, each once. Safe to call
-    from two threads (the poller and the exit watcher)."""
-
-    def __init__(self, history: HistoryWriter, incarnation: int) -> None:
-        self.history, self.incarnation = history, incarnation
-        self._lines = 0  # lines of the log already read
-        self._lock = threading.Lock()
-
-    def read(self, log_text: str, final: bool = False) -> int:
-        """Record the events of lines not read before (not the last, unfinished line unless
-        ``final``: the incarnation exited); how many were recorded."""
-        lines = log_text.split("\n")
-        if not final:
-            lines.pop()  # the line being written, or "" after the last newline
-        recorded = 0
-        with self._lock:
-            fresh, self._lines = lines[self._lines :], max(self._lines, len(lines))
-            for line in fresh:
-                event = parse_event(line.rstrip("\r"))
-                if event is None or event["event"] not in SUT_EVENTS:
-                    continue
-                if len(line) > MAX_EVENT_CHARS:
-                    event = {"event": event["event"], "cut": len(line)}
-                value = {**event, "incarnation": self.incarnation}
-                self.history.append(SUT_PROCESS, "info", SUT_EVENT, value)
-                recorded += 1
-        return recorded
 
 
 class Supervisor:
@@ -251,22 +199,17 @@ class Supervisor:
             exited.wait(max(0.0, deadline - time.monotonic()))
 
     def _watch(self, n: int, proc: Incarnation, exited: threading.Event) -> None:
-        tail, done = EventTail(self.history, n), threading.Event()
-        poller = threading.Thread(
-            target=self._poll, args=(proc, tail, done), name=f"events-{n}", daemon=True
-        )
-        poller.start()
+        events = EventPoller(EventTail(self.history, n), proc, self.event_poll_s)
+        events.start()
         code = proc.wait_exit()
-        done.set()
-        poller.join(5)
         self._exits[id(proc)] = code
         if id(proc) not in self._zombie_ids:
             self._codes.append(code)
         with self._lock:
             zombie = id(proc) in self._zombie_ids
             current = proc is self.current
+        events.finish()  # every event it logged is in the history before its exit
         log = proc.log_text()
-        tail.read(log, final=True)  # every event it logged is in the history before its exit
         self.history.append(
             "supervisor",
             "info",
@@ -275,7 +218,7 @@ class Supervisor:
                 "incarnation": n,
                 "pid": proc.ident,
                 "code": code,
-                "failpoint": self._fired(log),
+                "failpoint": fired if isinstance(fired := self._fired(log), str) else None,
                 **({"zombie": True} if zombie else {}),
                 **exit_evidence(code, log),
             },
@@ -283,14 +226,6 @@ class Supervisor:
         exited.set()
         if current:
             self._changed.set()
-
-    def _poll(self, proc: Incarnation, tail: EventTail, done: threading.Event) -> None:
-        """Record the events ``proc`` logs while it runs, every :attr:`event_poll_s`."""
-        while not done.wait(self.event_poll_s):
-            try:
-                tail.read(proc.log_text())
-            except ValueError:  # the history is closed: the run is over
-                return
 
     def refusing(self, codes: frozenset[int], n: int) -> str:
         """Non-empty (the codes, as text) when the last ``n`` exits of current incarnations

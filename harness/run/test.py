@@ -14,19 +14,16 @@ require (:attr:`Test.requires`). :func:`load_test` does all three for a config f
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sealcheck.core.capabilities import CAPABILITIES
-from sealcheck.core.roles import Role
 from sealcheck.harness.run.config import ConfigError, TestConfig, load_config
 from sealcheck.harness.run.validate import backend_capabilities, validate_parts
 from sealcheck.infra.backends import NAMES, BackendFactory, backend_factory
 from sealcheck.nemeses import NEMESES, Action, Nemesis, PlanInfo, plan_schedule
-from sealcheck.nemeses.registry import build, lacking
-from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles, system
+from sealcheck.nemeses.registry import build
+from sealcheck.systems import SYSTEMS, SystemUnderTest, run_roles, system
 
 
 @dataclass
@@ -50,11 +47,18 @@ class Test:
         return frozenset().union(*(n.requires for n in self.nemeses.values()))
 
     def validate(self) -> None:
-        """Refuse, in one clear line (:class:`ConfigError`), parts that do not fit together: a
-        fault the run cannot host, a system the backend cannot run, a broken mode the system
-        lacks (:func:`sealcheck.harness.run.validate.validate_parts`)."""
-        refuse_lacking_roles(self.spec, self.system, self.plan_info, self.nemeses)
-        validate_parts(self.spec, self.system, backend_capabilities(self.backend), self.nemeses)
+        """Refuse, in one clear line (:class:`ConfigError`), parts that do not fit together, in
+        one pass (:func:`sealcheck.harness.run.validate.validate_parts`): a fault aimed at a role
+        the run lacks or one the run cannot host, a scheduled cut of a link the run does not
+        have, a system the backend cannot run, a broken mode the system lacks."""
+        validate_parts(
+            self.spec,
+            self.system,
+            backend_capabilities(self.backend),
+            self.nemeses,
+            self.plan_info,
+            self.schedule,
+        )
 
     @property
     def plan_info(self) -> PlanInfo:
@@ -66,53 +70,13 @@ def plan_info(spec: TestConfig, sut: SystemUnderTest) -> PlanInfo:
     """What planning faults may know: the run's roles (as their providers declare them:
     :func:`sealcheck.systems.roles.run_roles`) and the system under test's failpoints."""
     return PlanInfo(
-        run_roles(sut, spec.backend, spec.brokers, spec.spark),
-        tuple(sut.failpoints),
-        frozenset(sut.startup_failpoints),
-        frozenset(sut.late_failpoints),
-        tuple(sut.commit_failpoints),
-        sut.stall_failpoint,
+        roles=run_roles(sut, spec.backend, spec.brokers, spec.spark),
+        failpoints=tuple(sut.failpoints),
+        startup_failpoints=frozenset(sut.startup_failpoints),
+        late_failpoints=frozenset(sut.late_failpoints),
+        commit_failpoints=tuple(sut.commit_failpoints),
+        stall_failpoint=sut.stall_failpoint,
     )
-
-
-def refuse_lacking_roles(
-    spec: TestConfig, sut: SystemUnderTest, info: PlanInfo, nemeses: Mapping[str, Nemesis]
-) -> None:
-    """Refuse, in one clear line (:class:`ConfigError`), a nemesis that acts on a role the run
-    lacks (a database the system keeps no store in, a Spark cluster's workers without one),
-    saying what would have it."""
-    for name, nemesis in nemeses.items():
-        missing = lacking(nemesis, info)
-        if not missing:
-            continue
-        role = missing[0]
-        needs = every_role().get(role, Role(role)).requires
-        why = " and ".join(CAPABILITIES.get(c, c) for c in sorted(needs))
-        raise ConfigError(
-            f"nemesis {name!r} acts on the {role} role, which a run of {spec.system!r} on the "
-            f"{spec.backend} backend{' with --spark cluster' if spec.spark == 'cluster' else ''}"
-            f" does not have" + (f": it needs {why}" if why else "") + _where(spec, sut, role)
-        )
-
-
-def _where(spec: TestConfig, sut: SystemUnderTest, role: str) -> str:
-    """``; use --backend containers`` (or ``--spark cluster``, ``--system NAME``): the nearest
-    run that has ``role``, changing as little of ``spec`` as it can (nothing: none has)."""
-    systems = {spec.system: sut, **{n: system(n) for n in SYSTEMS if n != spec.system}}
-    backends = [spec.backend, *(b for b in NAMES if b != spec.backend)]
-    sparks = [spec.spark, "cluster"] if spec.spark != "cluster" else ["cluster"]
-    for name, other in systems.items():
-        for backend in backends:
-            for spark in sparks:
-                if role in run_roles(other, backend, spec.brokers, spark):
-                    changes = [
-                        f"--system {name}" if name != spec.system else "",
-                        f"--backend {backend}" if backend != spec.backend else "",
-                        "--spark cluster" if spark != spec.spark else "",
-                    ]
-                    verb = "add" if changes[:2] == ["", ""] else "use"
-                    return f"; {verb} " + " ".join(c for c in changes if c)
-    return ""
 
 
 def build_test(

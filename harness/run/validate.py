@@ -3,19 +3,24 @@
 :mod:`sealcheck.harness.run.config` checks each setting's own shape (types, ranges);
 :func:`~sealcheck.harness.run.test.build_test` resolves the names the spec gives (a name that
 resolves to nothing is a :class:`ConfigError` there). What is left is checked here, against the
-parts themselves: the system under test, the backend's capabilities and the nemeses as built —
-so a fault the run cannot host, a system the backend cannot run or a broken mode the system
-lacks is one clear line before anything starts.
+parts themselves: the system under test, the backend's capabilities, the run's roles, the
+nemeses as built and the schedule they will play — so a fault aimed at a role the run lacks, a
+fault the backend cannot host, a scheduled cut of a link the run does not have (a replayed or
+shrunk schedule of another run), a system the backend cannot run or a broken mode the system
+lacks is one clear line before anything starts (:func:`validate_parts`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from sealcheck.core.capabilities import CAPABILITIES
+from sealcheck.core.roles import Role
 from sealcheck.harness.run.config import ConfigError, TestConfig
-from sealcheck.nemeses import Nemesis
-from sealcheck.systems import SystemUnderTest
+from sealcheck.nemeses import Action, Nemesis, PlanInfo
+from sealcheck.nemeses.partition import Partition
+from sealcheck.nemeses.registry import lacking
+from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles, system
 
 #: Requirements met by a lazy (FUSE) disk: a run with a nemesis that needs one needs FUSE.
 LAZY_DISKS = frozenset({"lazy-disk", "broker-lazy-disk"})
@@ -43,11 +48,86 @@ def validate_parts(
     sut: SystemUnderTest,
     capabilities: frozenset[str],
     nemeses: Mapping[str, Nemesis],
+    info: PlanInfo,
+    schedule: Sequence[Action] = (),
 ) -> None:
-    """Refuse, in one clear line (:class:`ConfigError`), a composition that cannot run: a
-    nemesis whose requirements neither ``capabilities`` (the backend's) nor ``sut`` offer, a
-    Spark cluster the system cannot use, a lazy disk without FUSE, a system the backend cannot
-    host, a broken mode the system lacks."""
+    """Refuse, in one clear line (:class:`ConfigError`), a composition that cannot run — the
+    one validation pass of a built test (:meth:`sealcheck.harness.run.test.Test.validate`): a
+    nemesis acting on a role the run (``info.roles``) lacks, a nemesis whose requirements
+    neither ``capabilities`` (the backend's) nor ``sut`` offer, a Spark cluster the system
+    cannot use, a lazy disk without FUSE, a system the backend cannot host, a broken mode the
+    system lacks, an action of ``schedule`` that cuts a link the run does not have."""
+    refuse_lacking_roles(spec, sut, info, nemeses)
+    _check_parts(spec, sut, capabilities, nemeses)
+    refuse_missing_links(nemeses, schedule)
+
+
+def refuse_lacking_roles(
+    spec: TestConfig, sut: SystemUnderTest, info: PlanInfo, nemeses: Mapping[str, Nemesis]
+) -> None:
+    """Refuse, in one clear line (:class:`ConfigError`), a nemesis that acts on a role the run
+    lacks (a database the system keeps no store in, a Spark cluster's workers without one),
+    saying what would have it."""
+    for name, nemesis in nemeses.items():
+        missing = lacking(nemesis, info)
+        if not missing:
+            continue
+        role = missing[0]
+        needs = every_role().get(role, Role(role)).requires
+        why = " and ".join(CAPABILITIES.get(c, c) for c in sorted(needs))
+        raise ConfigError(
+            f"nemesis {name!r} acts on the {role} role, which a run of {spec.system!r} on the "
+            f"{spec.backend} backend{' with --spark cluster' if spec.spark == 'cluster' else ''}"
+            f" does not have" + (f": it needs {why}" if why else "") + _where(spec, sut, role)
+        )
+
+
+def refuse_missing_links(nemeses: Mapping[str, Nemesis], schedule: Sequence[Action]) -> None:
+    """Refuse, in one clear line (:class:`ConfigError`), a scheduled partition whose kind is
+    not a link of this run (:attr:`Partition.kinds`): a stored schedule replayed or shrunk
+    into another run (``sut-database`` where the system keeps no store in the database,
+    ``broker`` with one broker) would cut what the run never uses and count as happened."""
+    for n, action in enumerate(schedule):
+        nemesis = nemeses.get(action.nemesis)
+        if not isinstance(nemesis, Partition):
+            continue
+        kind = action.value.get("kind")
+        _need(
+            kind in nemesis.kinds,
+            f"schedule action {n} ({action.f} at {action.at_s:g}s) cuts link {kind!r}, but the "
+            f"run has no such link (its links: {', '.join(nemesis.kinds) or 'none'})",
+        )
+
+
+def _where(spec: TestConfig, sut: SystemUnderTest, role: str) -> str:
+    """``; use --backend containers`` (or ``--spark cluster``, ``--system NAME``): the nearest
+    run that has ``role``, changing as little of ``spec`` as it can (nothing: none has)."""
+    from sealcheck.infra.backends import NAMES
+
+    systems = {spec.system: sut, **{n: system(n) for n in SYSTEMS if n != spec.system}}
+    backends = [spec.backend, *(b for b in NAMES if b != spec.backend)]
+    sparks = [spec.spark, "cluster"] if spec.spark != "cluster" else ["cluster"]
+    for name, other in systems.items():
+        for backend in backends:
+            for spark in sparks:
+                if role in run_roles(other, backend, spec.brokers, spark):
+                    changes = [
+                        f"--system {name}" if name != spec.system else "",
+                        f"--backend {backend}" if backend != spec.backend else "",
+                        "--spark cluster" if spark != spec.spark else "",
+                    ]
+                    verb = "add" if changes[:2] == ["", ""] else "use"
+                    return f"; {verb} " + " ".join(c for c in changes if c)
+    return ""
+
+
+def _check_parts(
+    spec: TestConfig,
+    sut: SystemUnderTest,
+    capabilities: frozenset[str],
+    nemeses: Mapping[str, Nemesis],
+) -> None:
+    """What the backend and the system offer against what the parts need."""
     from sealcheck.infra.backends import NAMES
     from sealcheck.infra.backends import capabilities as capabilities_of
 

@@ -6,6 +6,8 @@ act on beside nodes.
   act on nodes by role (:class:`sealcheck.core.roles.Role`) and never see which kind they are.
 * :class:`Incarnation`: a node that is one run of the system under test (the supervisor
   starts it, waits for its exit and stops it).
+* :class:`LogFrom`: what a node may offer beside :meth:`Node.log_text` — its log from a byte
+  offset on, so a reader that follows a long log reads each byte once.
 * :class:`Launch`: how a system under test asks to be started (its descriptor writes it, the
   backend runs it as a process or a container).
 * :class:`Disk`: a filesystem that can lose un-fsynced writes (capabilities ``lazy-disk``,
@@ -56,6 +58,16 @@ class Node(Protocol):
 
     def log_text(self) -> str:
         """What it logged so far."""
+
+
+class LogFrom(Protocol):
+    """Optional beside :class:`Node` (a reader checks for it and falls back on
+    :meth:`Node.log_text`): the node's log as raw bytes from a byte offset on. Offsets count
+    the same bytes while the node runs and after it exited, so a reader resumes where it
+    stopped."""
+
+    def log_from(self, offset: int) -> bytes:
+        """What it logged from byte ``offset`` on (empty: nothing more yet)."""
 
 
 class Incarnation(Node, Protocol):

@@ -29,7 +29,7 @@ class LeftRunningError(ValueError):
 
 @dataclass(frozen=True)
 class LeftProcess:
-    """One process left running: ``role`` is ``kafka-1``, ``pipeline-7`` (the incarnation),
+    """One process left running: ``role`` is ``kafka-1``, ``sut-7`` (the incarnation),
     ``lazyfs``, ``service`` (e.g. the Spark Connect server) or ``keeper``
     (:mod:`sealcheck.infra.keeper`,
     the others' owner); ``log`` is where its output goes ("" when unknown)."""
@@ -57,7 +57,7 @@ class LeftRunning:
     topic: str
     store: str  # the store's directory
     database: str | None  # the store's database file, when it is one file
-    incarnation: str  # its name, e.g. pipeline-7
+    incarnation: str  # its name, e.g. sut-7
     pid: int
     log: str
     exit_code: int | None  # None: running when the harness left; else it exited at start

@@ -158,6 +158,16 @@ class LocalProcess:
         except OSError:
             return ""
 
+    def log_from(self, offset: int) -> bytes:
+        """What it logged from byte ``offset`` of its log file on
+        (:class:`~sealcheck.core.nodes.LogFrom`): read from there, not from the start."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(offset)
+                return fh.read()
+        except OSError:
+            return b""
+
 
 class LocalBackend:
     """Kafka (1 or 3 local brokers) under ``work/``; incarnations as local processes."""

@@ -5,7 +5,8 @@ it — so a replay (a batch run again after a crash) and a replay that committed
 once.
 
 Which incarnation started a batch comes from the history: the ``batch_start`` events the
-supervisor recorded as ``sut-event`` ops (:mod:`sealcheck.rundir.names`); no log is read. A run
+supervisor recorded as ``sut-event`` ops, the batch in their ``fields``
+(:func:`sealcheck.rundir.names.event_fields`); no log is read. A run
 stored before the history held the system's events shows its batches with that column "not
 recorded".
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.rundir.files import Export, step_labels
-from sealcheck.rundir.names import SUT_EVENT
+from sealcheck.rundir.names import SUT_EVENT, event_fields
 
 __all__ = ["NOT_RECORDED", "batch_rows", "started_by", "step_labels", "tables_of"]
 
@@ -38,8 +39,8 @@ def started_by(ops: Iterable[dict[str, Any]]) -> dict[int, list[int]] | None:
         if op.get("f") != SUT_EVENT or not isinstance(value, dict):
             continue
         recorded = True
-        batch, n = value.get("batch"), value.get("incarnation")
-        if value.get("event") == "batch_start" and isinstance(batch, int) and isinstance(n, int):
+        batch, n = event_fields(value).get("batch"), value.get("incarnation")
+        if value.get("event") == "batch_start" and type(batch) is int and type(n) is int:
             out[batch].append(n)
     return out if recorded else None
 

@@ -1,5 +1,5 @@
 """Words for the report: an anomaly's context as sentences on the report's time base
-("2.1 s after kill-pipeline at 140.3 s"), and the fault schedule as planned versus what
+("2.1 s after kill-sut at 140.3 s"), and the fault schedule as planned versus what
 happened, with both times on that base (the schedule's own clock starts after the warm-up).
 """
 

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sealcheck.core.roles import stored_roles
 from sealcheck.report import chart
 from sealcheck.report.batches import batch_rows, step_labels, tables_of
 from sealcheck.report.coverage import coverage, outcomes
@@ -157,7 +158,7 @@ def render(run_dir: Path) -> str:
     ops = history.ops
     facts = _facts(results)
     try:
-        tl = build_timeline(history)
+        tl = build_timeline(history, stored_roles(meta.get("roles")))
     except HistoryError as exc:
         tl, unreadable = build_timeline(History.empty()), str(exc)
     valid = results.get("valid")

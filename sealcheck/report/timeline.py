@@ -17,16 +17,17 @@ The seal lag is not computed here: the checkers record it in ``results.json``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from sealcheck.core.roles import BUILT_IN, Role
 from sealcheck.nemeses.registry import marks
 from sealcheck.report.coverage import outcomes
 from sealcheck.rundir.history import History
 from sealcheck.rundir.names import SUT_EXIT, SUT_START
-from sealcheck.systems.roles import every_role
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,10 @@ def faults_start(ops: list[dict[str, Any]]) -> float | None:
     return warm
 
 
-def build_timeline(history: History) -> Timeline:
-    """The timeline of a history."""
+def build_timeline(history: History, roles: Mapping[str, Role] | None = None) -> Timeline:
+    """The timeline of a history, its actions drawn by the run's ``roles`` (as ``test.json``
+    recorded them: :func:`sealcheck.core.roles.stored_roles`; None: the built-in roles,
+    :data:`sealcheck.core.roles.BUILT_IN`)."""
     ops = history.ops
     acks = history.collect(history.acked.lazy().select("time", "partition", "offset"))
     seconds = acks["time"].to_numpy() / 1e9
@@ -81,14 +84,15 @@ def build_timeline(history: History) -> Timeline:
         counts = np.bincount(seconds.astype(int))
         tl.rate = [(float(i), int(c)) for i, c in enumerate(counts)]
     tl.faults_start_s = faults_start(ops)
-    _faults(ops, tl)
+    _faults(ops, tl, BUILT_IN if roles is None else roles)
     _incarnations(ops, tl)
     return tl
 
 
-def _faults(ops: list[dict[str, Any]], tl: Timeline) -> None:
-    """Fault intervals and instants, from the nemesis ops and how each nemesis draws them."""
-    drawn = marks(every_role())  # whatever run it was: every role's actions are drawn
+def _faults(ops: list[dict[str, Any]], tl: Timeline, roles: Mapping[str, Role]) -> None:
+    """Fault intervals and instants, from the nemesis ops and how each nemesis draws them in a
+    run with ``roles``."""
+    drawn = marks(roles)
     settled = outcomes(ops)
     opened: dict[tuple[str, str], tuple[float, str, str]] = {}
     for op in ops:

@@ -12,6 +12,9 @@ a :class:`HistoryError` naming the file and the line. Only a torn *last* line â€
 written when the harness died â€” is tolerated; :attr:`History.torn_tail` reports it. Anything
 after the final op (lines, or a torn line) was written after the run ended: it is not read, and
 :attr:`History.after_final` counts its bytes, a problem that makes the verdict UNKNOWN.
+Every line must also fit the schema polars reads writes with (:mod:`sealcheck.rundir.schema`:
+a ``partition`` or ``offset`` in any op's ``value`` is an integer): a line that does not is a
+:class:`HistoryError` naming it, raised when the writes are first read.
 
 A history is *complete* when it reaches the harness's final operation (:data:`FINAL_OP`, the
 manifest of the inputs written after the dumps); :meth:`History.problems` says what is missing
@@ -36,14 +39,29 @@ from typing import Any, TextIO
 
 import polars as pl
 
-from sealcheck.rundir.lines import (
-    complete_prefix,
-    count_lines,
-    first_bad_json,
-    numbered_lines,
-    offset_after_line,
-)
+from sealcheck.rundir.lines import complete_prefix, count_lines, numbered_lines, offset_after_line
 from sealcheck.rundir.names import LAST_EXIT, LAST_START, SUT_EXIT, SUT_START, current
+from sealcheck.rundir.schema import (
+    BYTES_SCHEMA,
+    WRITE_SCHEMA,
+    acked_writes,
+    encode_bytes,
+    first_unreadable,
+    read_acked,
+)
+
+__all__ = [
+    "BYTES_SCHEMA",
+    "EXPORT_FAILED",
+    "FINAL_OP",
+    "NEVER_STARTED",
+    "WRITE_SCHEMA",
+    "History",
+    "HistoryError",
+    "HistoryWriter",
+    "encode_bytes",
+    "record_inputs",
+]
 
 #: The op the harness writes last, after the topic dump and the store export: ``harness info
 #: inputs`` with the files the checkers read and how many writes were acknowledged.
@@ -52,65 +70,12 @@ FINAL_OP = "inputs"
 #: system under test could be started; its store could not be exported
 NEVER_STARTED, EXPORT_FAILED = "never-started", "export-failed"
 
-#: The fields of ``value`` the checkers read from ``write`` ops (others are ignored). Keys and
-#: values are text when UTF-8, else hex in ``key_hex``/``value_hex``; null is null.
-WRITE_SCHEMA = pl.Schema(
-    [
-        ("index", pl.Int64()),
-        ("time", pl.Int64()),
-        ("process", pl.String()),
-        ("type", pl.String()),
-        ("f", pl.String()),
-        (
-            "value",
-            pl.Struct(
-                {
-                    "key": pl.String,
-                    "value": pl.String,
-                    "key_hex": pl.String,
-                    "value_hex": pl.String,
-                    "partition": pl.Int64,
-                    "offset": pl.Int64,
-                }
-            ),
-        ),
-    ]
-)
-
-BYTES_SCHEMA = pl.Schema(
-    {
-        "time": pl.Int64,
-        "partition": pl.Int64,
-        "offset": pl.Int64,
-        "key": pl.Binary,
-        "value": pl.Binary,
-    }
-)
-
 _WRITE = '"f": ?"write"'
 _INDEX = r'^\{"index": ?(\d{1,18}),'
 
 
 class HistoryError(ValueError):
     """The history cannot be read as written; the message names the file and the line."""
-
-
-def _acked_writes(ops: pl.LazyFrame) -> pl.LazyFrame:
-    """The ``ok`` writes of parsed ops as ``time, partition, offset, key, value`` (bytes)."""
-    v = pl.col("value")
-    return ops.filter((pl.col("f") == "write") & (pl.col("type") == "ok")).select(
-        "time",
-        v.struct.field("partition"),
-        v.struct.field("offset"),
-        pl.coalesce(
-            v.struct.field("key_hex").str.decode("hex"),
-            v.struct.field("key").cast(pl.Binary),
-        ).alias("key"),
-        pl.coalesce(
-            v.struct.field("value_hex").str.decode("hex"),
-            v.struct.field("value").cast(pl.Binary),
-        ).alias("value"),
-    )
 
 
 @dataclass
@@ -201,22 +166,21 @@ class History:
         if final_at is not None and (final_at < total or complete < size):
             return _up_to_final(path, [op for op in ops if int(op["index"]) < final_at], final_at)
         if isinstance(source, io.BytesIO):
-            parsed = pl.read_ndjson(source, schema=WRITE_SCHEMA).lazy()
-            acked: pl.DataFrame | pl.LazyFrame = _acked_writes(parsed).collect()
+            acked: pl.DataFrame | pl.LazyFrame = _read_acked(path, source.getvalue())
         else:
-            acked = _acked_writes(pl.scan_ndjson(path, schema=WRITE_SCHEMA))
+            acked = acked_writes(pl.scan_ndjson(path, schema=WRITE_SCHEMA))
         return History(acked, ops, path, total, size - complete)
 
     def collect(self, query: pl.LazyFrame) -> pl.DataFrame:
-        """Collect a query over :attr:`acked`; a write line polars cannot parse becomes a
-        :class:`HistoryError` naming its line."""
+        """Collect a query over :attr:`acked`; a line polars cannot read against the schema
+        (:data:`~sealcheck.rundir.schema.WRITE_SCHEMA`) becomes a :class:`HistoryError` naming
+        that line and why."""
         try:
             return query.collect(engine="streaming")
         except pl.exceptions.PolarsError as exc:
             if self.path is None:
                 raise
-            n, why = first_bad_json(self.path)
-            raise HistoryError(f"{self.path} line {n}: {why}; polars said: {exc}") from None
+            raise _unreadable(self.path, self.path, exc) from None
 
     def final(self) -> dict[str, Any] | None:
         """The harness's final op (:data:`FINAL_OP`), if the history reaches it."""
@@ -333,23 +297,25 @@ def _up_to_final(path: Path, ops: list[dict[str, Any]], final_at: int) -> Histor
     with open(path, "rb") as fh:
         prefix = fh.read(keep)
         after = fh.seek(0, io.SEEK_END) - keep
-    parsed = pl.read_ndjson(io.BytesIO(prefix), schema=WRITE_SCHEMA).lazy()
-    acked = _acked_writes(parsed).collect()
-    return History(acked, ops, path, final_at, 0, after_final=after)
+    return History(_read_acked(path, prefix), ops, path, final_at, 0, after_final=after)
+
+
+def _read_acked(path: Path, data: bytes) -> pl.DataFrame:
+    """The acknowledged writes of ``data`` (the readable part of ``path``); a line that does
+    not fit the schema is a :class:`HistoryError` naming it."""
+    try:
+        return read_acked(data)
+    except pl.exceptions.PolarsError as exc:
+        raise _unreadable(path, data, exc) from None
+
+
+def _unreadable(path: Path, source: Path | bytes, exc: Exception) -> HistoryError:
+    n, why = first_unreadable(source)
+    return HistoryError(f"{path} line {n}: {why}; polars said: {str(exc)[:300]}")
 
 
 def _brief(op: dict[str, Any]) -> dict[str, Any]:
     return {k: op.get(k) for k in ("index", "time", "type", "f", "value")}
-
-
-def encode_bytes(name: str, raw: bytes | None) -> dict[str, str | None]:
-    """``{name: text}`` for UTF-8 bytes (or null), ``{name_hex: hex}`` otherwise."""
-    if raw is None:
-        return {name: None}
-    try:
-        return {name: raw.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {f"{name}_hex": raw.hex()}
 
 
 class HistoryWriter:

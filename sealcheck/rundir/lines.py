@@ -1,13 +1,13 @@
-"""Scanning a JSON-lines file by bytes and lines (for :mod:`sealcheck.rundir.history`): the complete
-prefix before a torn last line, line counts and offsets, each line as a polars string, and the
-first line that is not a JSON object."""
+"""Scanning a JSON-lines file by bytes and lines (for :mod:`sealcheck.rundir.history`): the
+complete prefix before a torn last line, line counts and offsets, and each line as a polars
+string. (The first line that does not fit the history's schema:
+:func:`sealcheck.rundir.schema.first_unreadable`.)"""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
-import orjson
 import polars as pl
 
 
@@ -41,18 +41,6 @@ def numbered_lines(source: Path | io.BytesIO) -> pl.LazyFrame:
         else pl.read_csv(source, **reader).lazy()  # type: ignore[arg-type]
     )
     return frame.with_row_index("n", offset=1)
-
-
-def first_bad_json(source: Path | io.BytesIO) -> tuple[int, str]:
-    """The first line that is not a JSON object (slow: only once a parse has failed)."""
-    data = source.getvalue() if isinstance(source, io.BytesIO) else source.read_bytes()
-    for n, raw in enumerate(data.splitlines(), start=1):
-        try:
-            if not isinstance(orjson.loads(raw), dict):
-                return n, "not a JSON object"
-        except orjson.JSONDecodeError as exc:
-            return n, f"not JSON ({exc})"
-    return 0, "no bad line found"
 
 
 def offset_after_line(path: Path, line: int) -> int:

@@ -21,11 +21,19 @@ The history's ops about the system under test (``process type f value``):
 * ``supervisor info sut-start-failed`` ``{incarnation, attempt, error}``: starting one failed;
 * ``supervisor info sut-exit`` ``{incarnation, pid, code, failpoint, zombie?, signal?, fired?,
   last_event?}``: it exited (``sealcheck.harness.run.supervisor.exit_evidence``);
-* ``sut info sut-event`` ``{incarnation, event, ...}``: one event the incarnation logged, as
-  it logged it (a JSON line ``{"event": name, ...}``) plus the incarnation's number; only the
-  kinds in :data:`SUT_EVENTS`. The supervisor reads each incarnation's log while it runs, so an
-  event is in the history within a second or so of being logged, and always before its
-  incarnation's ``sut-exit``.
+* ``sut info sut-event`` ``{incarnation, event, fields}``: one event the incarnation logged
+  (a JSON line ``{"event": name, ...}``; only the kinds in :data:`SUT_EVENTS`): its name, and
+  its other fields nested in ``fields`` as it logged them — nested, so a field of the system's
+  own (``partition``, ``offset``, anything) never meets the fields the history's readers type.
+  When the fields cannot be recorded as they are (not plain JSON: NaN, infinity, nesting deeper
+  than 32; or a line longer than 8,000 characters) the op has ``note`` (why) instead of
+  ``fields``. :func:`event_fields` reads either form, and the flat form (the fields beside
+  ``event``) of runs recorded before. The supervisor reads each incarnation's log while it
+  runs, so an event is in the history within a second or so of being logged, and always before
+  its incarnation's ``sut-exit``;
+* ``supervisor info sut-event-reader-failed`` ``{incarnation, when, error}``: reading its
+  events failed (once per incarnation); the run goes on, and what was not read while it ran is
+  read at its exit.
 
 :meth:`sealcheck.rundir.history.History.load` gives every op its current name
 (:func:`current`), so a reader of a loaded history compares with the constants below only.
@@ -51,8 +59,11 @@ OLD_SYSTEMS = {"pipeline": "upsert-source"}
 SUT_START = "sut-start"
 SUT_START_FAILED = "sut-start-failed"
 SUT_EXIT = "sut-exit"
-#: one event the system under test logged (``value``: the event, plus ``incarnation``)
+#: one event the system under test logged (``value``: ``incarnation``, ``event``, ``fields``)
 SUT_EVENT = "sut-event"
+#: reading an incarnation's events failed (``supervisor info``, ``value``: ``incarnation``,
+#: ``when``, ``error``): recorded once; the events not read then are read at its exit
+SUT_EVENT_READER_FAILED = "sut-event-reader-failed"
 #: the process of :data:`SUT_EVENT` ops
 SUT_PROCESS = "sut"
 #: the ops' names in runs stored before they were named as above
@@ -93,6 +104,20 @@ SUT_EVENTS = frozenset(
 def current(f: Any) -> Any:
     """An op's ``f`` by its current name (an old name mapped, anything else as it is)."""
     return OLD_OPS.get(f, f) if isinstance(f, str) else f
+
+
+def event_fields(value: Any) -> dict[str, Any]:
+    """The fields a :data:`SUT_EVENT` op's ``value`` records of its event (besides its name):
+    ``fields``, or — in runs recorded before they were nested — the keys beside ``event``
+    (but ``incarnation``); empty when none were recorded."""
+    if not isinstance(value, dict):
+        return {}
+    fields = value.get("fields")
+    if isinstance(fields, dict):
+        return fields
+    if "fields" in value or "note" in value:
+        return {}
+    return {k: v for k, v in value.items() if k not in ("event", "incarnation")}
 
 
 def current_context(context: dict[str, Any]) -> dict[str, Any]:

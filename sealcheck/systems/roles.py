@@ -32,7 +32,8 @@ def run_roles(sut: SystemUnderTest, backend: str, brokers: int, spark: str) -> d
 
 
 def every_role() -> dict[str, Role]:
-    """Every role any run may have (for reading what a stored run's actions name, whatever
-    run it was)."""
+    """Every role any run may have, as their providers declare them (three brokers). Readers
+    of stored runs use the floor's copy of it, :data:`sealcheck.core.roles.BUILT_IN`, which a
+    unit test keeps equal to this."""
     declared = [SUT, *(r for b in NAMES for r in backend_roles(b, _BROKERS).values())]
     return {r.name: r for r in [*declared, *spark_cluster.roles().values()]}

@@ -209,12 +209,12 @@ class SparkCluster:
         timeout_s: float = 180.0,
         image: Callable[[], str] | None = None,
     ) -> None:
-        from sealcheck.systems.upsert_source.image import pipeline_image
+        from sealcheck.systems.upsert_source.image import upsert_source_image
 
         self.backend, self.logs, self.timeout_s = backend, logs, timeout_s
         # directories the executors must see at the driver's path, and the image whose jars
         # they load (the system under test's, built on the pipeline image)
-        self.shared, self.image = shared, image or pipeline_image
+        self.shared, self.image = shared, image or upsert_source_image
         self.in_image = bool(backend.runs_images)
         host = backend.address("spark-master")
         self.port = MASTER_PORT if self.in_image else free_ports(1)[0]

@@ -1,6 +1,6 @@
 """The delta-streaming job on the containers backend: each incarnation a container of the
-``sealcheck-delta-job`` image whose job directory is the host's, bind-mounted at the same path;
-a killed driver, a paused one, a broker killed under it and its failpoints; the correct job is
+``sealcheck-delta-streaming`` image whose job directory is the host's, bind-mounted at the same
+path; a killed driver, a paused one, a broker killed under it and its failpoints; the correct job is
 valid, and what the harness read it read from the host (delta-rs), not from Spark.
 
 Nightly: one run is about 8 minutes here (a cold Spark with Delta beside three brokers)."""

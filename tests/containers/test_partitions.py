@@ -20,7 +20,7 @@ from sealcheck.infra.containers.cuts import can_connect, rules_in
 from sealcheck.infra.containers.topology import container_ip
 from sealcheck.nemeses import NEMESES, PlanInfo
 from sealcheck.systems import run_roles, system
-from sealcheck.systems.upsert_source.image import pipeline_image
+from sealcheck.systems.upsert_source.image import upsert_source_image
 
 #: the roles of a run of the upsert source on this backend (its store in PostgreSQL)
 ROLES = run_roles(system("upsert-source"), "containers", 3, "connect")
@@ -58,7 +58,7 @@ def setup(
         backend.start("t", 1)
         t = backend.topo
         box = t.client.containers.run(
-            pipeline_image(),
+            upsert_source_image(),
             entrypoint=["sleep", "600"],
             detach=True,
             network=t.network_name,
@@ -125,7 +125,7 @@ def test_kill_postgres_kills_the_database_and_heal_restarts_it(
     backend, target, _ = setup
     db = backend.database()
     name = db.new_database("survives")
-    nemesis = NEMESES["kill-postgres"](PlanInfo(ROLES))
+    nemesis = NEMESES["kill-postgres"](PlanInfo(roles=ROLES))
     kill, start = nemesis.plan(random.Random(1), 0.0, 10.0)
     assert (kill.f, start.f) == ("kill-postgres", "start-postgres")
     assert nemesis.invoke(kill, target)["killed"]  # type: ignore[arg-type]
@@ -144,7 +144,7 @@ def test_pause_kafka_freezes_a_broker_container_and_heal_thaws_it(
     setup: tuple[ContainersBackend, _Target, int],
 ) -> None:
     backend, target, _ = setup
-    nemesis = NEMESES["pause-kafka"](PlanInfo(ROLES))
+    nemesis = NEMESES["pause-kafka"](PlanInfo(roles=ROLES))
     pause, _ = nemesis.plan(random.Random(3), 0.0, 10.0)
     broker = int(pause.value["broker"])
     assert nemesis.invoke(pause, target)["outcome"] == "happened"  # type: ignore[arg-type]
@@ -185,7 +185,7 @@ def test_lose_commit_reply_cuts_the_reply_of_a_commit_that_happened(
     backend, target, pipe = setup
     db = backend.database()
     name = db.new_database("reply")
-    nemesis = NEMESES["lose-commit-reply"](PlanInfo(ROLES))
+    nemesis = NEMESES["lose-commit-reply"](PlanInfo(roles=ROLES))
     [cut] = nemesis.plan(random.Random(1), 0.0, 10.0)
     done = nemesis.invoke(cut, target)  # type: ignore[arg-type]
     assert (done["outcome"], done["rules"]) == ("pending", 2)

@@ -59,7 +59,7 @@ def test_kill_kafka_kills_a_broker_and_heal_starts_it(tmp_path: Path) -> None:
         backend.start("t", 1)
         assert acked(backend.bootstrap, 10_000)
         target = _Target(backend)
-        nemesis = NEMESES["kill-kafka"](PlanInfo(ROLES))
+        nemesis = NEMESES["kill-kafka"](PlanInfo(roles=ROLES))
         kill, start = nemesis.plan(random.Random(1), 0.0, 10.0)
         assert (kill.f, start.f) == ("kill-broker", "start-broker")
         pid = backend.brokers[0].ident
@@ -84,7 +84,7 @@ def test_pause_kafka_freezes_a_broker_and_heal_thaws_it(tmp_path: Path) -> None:
     try:
         backend.start("t", 1)
         target = _Target(backend)
-        nemesis = NEMESES["pause-kafka"](PlanInfo(ROLES))
+        nemesis = NEMESES["pause-kafka"](PlanInfo(roles=ROLES))
         pause, resume = nemesis.plan(random.Random(2), 0.0, 10.0)
         assert (pause.f, resume.f) == ("pause-broker", "resume-broker")
         pid = backend.brokers[0].ident
@@ -133,7 +133,7 @@ def test_lost_writes_kafka_loses_acknowledged_records_and_heal_powers_on(
         assert _acked_many(backend.bootstrap, 2_000) == 2_000
         assert _high_watermark(backend.bootstrap) == 2_000
         target = _Target(backend)
-        nemesis = NEMESES["lost-writes-kafka"](PlanInfo(ROLES))
+        nemesis = NEMESES["lost-writes-kafka"](PlanInfo(roles=ROLES))
         cut, power_on = nemesis.plan(random.Random(3), 0.0, 10.0)
         assert (cut.f, power_on.f) == ("power-cut-broker", "power-on-broker")
         pid = backend.brokers[0].ident

@@ -113,7 +113,7 @@ CUT_META = {"windows": {}, "schedule": [CUT.to_json()]}
 
 def test_a_power_cut_that_dropped_nothing_is_not_counted_as_reached() -> None:
     node, disk = FakeNode(), FakeDisk([0])
-    done = LostWrites(PlanInfo(roles(1))).invoke(CUT, FakeTarget(node, disk))
+    done = LostWrites(PlanInfo(roles=roles(1))).invoke(CUT, FakeTarget(node, disk))
     assert done["outcome"] == "happened" and done["dropped_bytes"] == 0
     assert done["effect"] == {
         "effect": False,
@@ -130,7 +130,7 @@ def test_a_power_cut_that_dropped_nothing_is_not_counted_as_reached() -> None:
 def test_a_power_cut_waits_for_unsynced_data_and_counts_when_it_dropped_bytes() -> None:
     node, disk = FakeNode(), FakeDisk([0, 0, 4096])
     cut = Action(1.0, "lost-writes", "lose-unsynced", {"disk": "store", "wait_s": 5.0})
-    done = LostWrites(PlanInfo(roles(1))).invoke(cut, FakeTarget(node, disk))
+    done = LostWrites(PlanInfo(roles=roles(1))).invoke(cut, FakeTarget(node, disk))
     assert done["dropped_bytes"] == 4096 and done["pending_bytes"] == 4096
     assert (
         done["effect"]["effect"] is True and "4096 un-fsynced bytes" in done["effect"]["evidence"]
@@ -147,7 +147,7 @@ def test_a_power_cut_waits_for_unsynced_data_and_counts_when_it_dropped_bytes() 
 def test_a_power_cut_thaws_and_looks_again_when_the_data_was_fsynced_before_the_freeze() -> None:
     node, disk = FakeNode(), FakeDisk([4096, 0, 0, 8192])  # seen, then fsynced under the freeze
     cut = Action(1.0, "lost-writes", "lose-unsynced", {"disk": "store", "wait_s": 5.0})
-    done = LostWrites(PlanInfo(roles(1))).invoke(cut, FakeTarget(node, disk))
+    done = LostWrites(PlanInfo(roles=roles(1))).invoke(cut, FakeTarget(node, disk))
     assert node.calls == ["pause", "resume", "pause", "kill", "resume"]
     assert done["dropped_bytes"] == 8192 and done["effect"]["effect"] is True
 
@@ -156,9 +156,9 @@ def test_a_power_cut_never_waits_past_its_window() -> None:
     node, disk = FakeNode(), FakeDisk([0])
     cut = Action(1.0, "lost-writes", "lose-unsynced", {"disk": "store", "wait_s": 0.2})
     began = time.monotonic()
-    done = LostWrites(PlanInfo(roles(1))).invoke(cut, FakeTarget(node, disk))
+    done = LostWrites(PlanInfo(roles=roles(1))).invoke(cut, FakeTarget(node, disk))
     assert time.monotonic() - began < 2.0 and done["effect"]["effect"] is False
-    planned = LostWrites(PlanInfo(roles(1))).plan(random.Random(4), 30.0, 3.0)
+    planned = LostWrites(PlanInfo(roles=roles(1))).plan(random.Random(4), 30.0, 3.0)
     [action] = planned
     assert 30.0 <= action.at_s <= 31.5 and action.at_s + action.value["wait_s"] <= 33.0
 
@@ -166,7 +166,7 @@ def test_a_power_cut_never_waits_past_its_window() -> None:
 def test_a_kill_counts_only_when_the_incarnation_exited_by_sigkill() -> None:
     kill = Action(1.0, "kill", "kill-sut", {})
     meta = {"windows": {}, "schedule": [kill.to_json(), kill.to_json()]}
-    done = Kill("kill", "sut", PlanInfo(roles(1))).invoke(
+    done = Kill("kill", "sut", PlanInfo(roles=roles(1))).invoke(
         kill, FakeTarget(FakeNode(), FakeDisk([0]))
     )
     assert done == {"killed": 42, "outcome": "happened"}  # the evidence comes with the exit
@@ -251,7 +251,7 @@ def test_a_pause_reads_the_stopped_state_of_the_process_it_froze() -> None:
                 return proc.pid
 
         pause = Action(1.0, "pause", "pause-sut", {})
-        done = Pause("pause", "sut", PlanInfo(roles(1))).invoke(
+        done = Pause("pause", "sut", PlanInfo(roles=roles(1))).invoke(
             pause, FakeTarget(Real(), FakeDisk([0]))
         )
         assert done["effect"] == {
@@ -279,7 +279,9 @@ def test_a_pause_reads_the_stopped_state_of_the_process_it_froze() -> None:
         sleeper.kill()
         sleeper.wait()
     node = FakeNode(pid=10**9)  # no such process: the node's own flag is the evidence
-    done = Pause("pause", "sut", PlanInfo(roles(1))).invoke(pause, FakeTarget(node, FakeDisk([0])))
+    done = Pause("pause", "sut", PlanInfo(roles=roles(1))).invoke(
+        pause, FakeTarget(node, FakeDisk([0]))
+    )
     assert done["effect"]["effect"] is True and "frozen=True" in done["effect"]["evidence"]
 
 
@@ -296,7 +298,7 @@ def test_a_broker_kill_counts_when_the_broker_is_down_afterwards() -> None:
             return [self.node] if role == "broker" else []
 
     kill = Action(1.0, "kill-kafka", "kill-broker", {"broker": 0})
-    nemesis = Kill("kill-kafka", "broker", PlanInfo(roles(1)))
+    nemesis = Kill("kill-kafka", "broker", PlanInfo(roles=roles(1)))
     done = nemesis.invoke(kill, Brokers(Broker(), FakeDisk([0])))
     assert done["effect"]["effect"] is True and "kafka-1 down" in done["effect"]["evidence"]
     from sealcheck.nemeses.kill import down_effect

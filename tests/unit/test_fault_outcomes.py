@@ -95,7 +95,7 @@ ARM = Action(1.0, "failpoint", "arm-failpoint", {"failpoint": "compact.mid", "re
 
 
 def test_a_failpoint_that_fired_happened() -> None:
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles(1), ("compact.mid",)))
+    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles=roles(1), failpoints=("compact.mid",)))
     assert nemesis.invoke(ARM, target)["outcome"] == "pending"
     target.failpoints.spec = None  # the pipeline passed the point: it consumed the file
     assert nemesis.resolve(ARM, target, 3.0) == {"outcome": "happened", "fired": "compact.mid"}
@@ -103,7 +103,7 @@ def test_a_failpoint_that_fired_happened() -> None:
 
 
 def test_a_failpoint_that_did_not_fire_is_replaced_by_a_kill() -> None:
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles(1), ("compact.mid",)))
+    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles=roles(1), failpoints=("compact.mid",)))
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 6.5)
     assert done["outcome"] == "replaced-by-kill" and done["killed"] == 42
@@ -112,7 +112,10 @@ def test_a_failpoint_that_did_not_fire_is_replaced_by_a_kill() -> None:
 
 
 def test_a_replacement_kill_with_nothing_running_is_skipped_with_a_reason() -> None:
-    target, nemesis = FakeTarget(running=False), Failpoint(PlanInfo(roles(1), ("compact.mid",)))
+    target, nemesis = (
+        FakeTarget(running=False),
+        Failpoint(PlanInfo(roles=roles(1), failpoints=("compact.mid",))),
+    )
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 2.0)
     assert done["outcome"] == "skipped" and "no incarnation" in done["why"]
@@ -142,7 +145,7 @@ def test_a_commit_reply_cut_happened_only_when_a_commit_armed_it() -> None:
     cut = Action(1.0, "lose-commit-reply", "cut-commit-reply", {})
     target, cuts = FakeTarget(), FakeCuts()
     target.partitions = cuts  # type: ignore[assignment]
-    nemesis = LoseCommitReply(PlanInfo(roles(1)))
+    nemesis = LoseCommitReply(PlanInfo(roles=roles(1)))
     assert nemesis.invoke(cut, target)["outcome"] == "pending"
     done = nemesis.resolve(cut, target, 9.0)  # waited past WAIT_S already
     assert done["outcome"] == "not-reached" and "within 9.0s" in done["why"]
@@ -161,7 +164,7 @@ def test_a_commit_reply_cut_happened_only_when_a_commit_armed_it() -> None:
 
 def test_kill_and_pause_say_when_they_had_nothing_to_act_on() -> None:
     kill = Action(1.0, "kill", "kill-sut", {})
-    info = PlanInfo(roles(1))
+    info = PlanInfo(roles=roles(1))
     assert Kill("kill", "sut", info).invoke(kill, FakeTarget())["outcome"] == "happened"
     skipped = Kill("kill", "sut", info).invoke(kill, FakeTarget(running=False))
     assert skipped["outcome"] == "skipped" and skipped["why"]
@@ -243,7 +246,7 @@ def test_a_failpoint_settled_early_still_gets_its_time_to_fire() -> None:
     MIN_ARMED_S to fire before it is replaced by a kill."""
     import threading
 
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles(1), ("compact.mid",)))
+    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles=roles(1), failpoints=("compact.mid",)))
     nemesis.invoke(ARM, target)
     consume = threading.Timer(0.3, lambda: setattr(target.failpoints, "spec", None))
     consume.start()
@@ -263,7 +266,7 @@ def test_a_failpoint_waits_for_the_system_to_progress_before_it_is_replaced(
     from sealcheck.nemeses import api as nemeses_api
 
     monkeypatch.setattr(nemeses_api, "MAX_ARMED_S", 4.0)
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles(1), ("compact.mid",)))
+    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles=roles(1), failpoints=("compact.mid",)))
     target.stalled = True  # type: ignore[attr-defined]
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 0.0)
@@ -279,7 +282,7 @@ def test_longer_windows_give_an_armed_point_longer_to_fire_and_a_zombie_a_longer
     from sealcheck.nemeses.zombie import Zombie
 
     assert chance_s(3.0) is None and chance_s(20.0) == 30.0
-    info = PlanInfo(roles(1), ("a.mid",), stall_failpoint="a.mid")
+    info = PlanInfo(roles=roles(1), failpoints=("a.mid",), stall_failpoint="a.mid")
     short = Failpoint(info).plan(random.Random(1), 0.0, 3.0)[0]
     assert "chance_s" not in short.value
     assert Failpoint(info).plan(random.Random(1), 0.0, 20.0)[0].value["chance_s"] == 30.0

@@ -41,7 +41,7 @@ def test_a_run_has_the_roles_its_providers_declare_and_the_system_uses() -> None
 
 def test_kill_reads_its_role_how_many_which_key_and_whether_it_heals_itself() -> None:
     roles = every_role()
-    info = PlanInfo(roles)
+    info = PlanInfo(roles=roles)
     brokers = Kill("kill-kafka", "broker", info)
     plan = brokers.plan(random.Random(1), 10.0, 4.0)
     assert [a.f for a in plan] == ["kill-broker", "start-broker"]
@@ -60,12 +60,12 @@ def test_kill_reads_its_role_how_many_which_key_and_whether_it_heals_itself() ->
         "start-postgres",
     ]
     # a role with one node more or less changes how many the plan picks from
-    one = Kill("kill-kafka", "broker", PlanInfo(by_name(SUT, broker_role(1))))
+    one = Kill("kill-kafka", "broker", PlanInfo(roles=by_name(SUT, broker_role(1))))
     assert {a.value["broker"] for s in range(20) for a in one.plan(random.Random(s), 0, 4)} == {0}
 
 
 def test_a_role_the_run_lacks_plans_nothing_and_is_named() -> None:
-    info = PlanInfo(by_name(SUT, broker_role(3)))
+    info = PlanInfo(roles=by_name(SUT, broker_role(3)))
     nemeses = build(["kill-postgres", "kill", "kill-executor", "lose-commit-reply"], info)
     assert nemeses["kill-postgres"].plan(random.Random(1), 0.0, 4.0) == []
     assert {n: lacking(m, info) for n, m in nemeses.items()} == {
@@ -77,9 +77,9 @@ def test_a_role_the_run_lacks_plans_nothing_and_is_named() -> None:
 
 
 def test_partition_kinds_follow_the_run_s_roles() -> None:
-    with_db = Partition(PlanInfo(by_name(SUT, broker_role(3), DATABASE)))
+    with_db = Partition(PlanInfo(roles=by_name(SUT, broker_role(3), DATABASE)))
     assert with_db.kinds == ["sut-kafka", "sut-database", "broker"]
-    without = Partition(PlanInfo(by_name(SUT, broker_role(1))))
+    without = Partition(PlanInfo(roles=by_name(SUT, broker_role(1))))
     assert without.kinds == ["sut-kafka"]  # no database role, one broker: nothing else to cut
     assert links(by_name(SUT, broker_role(3), DATABASE)) == ["sut-kafka", "sut-database"]
     kinds = {
@@ -149,4 +149,4 @@ def test_what_the_run_can_host_is_accepted_and_planned_against_its_roles() -> No
     pipeline = load_test(None, {"backend": "containers", "nemeses": ["kill-postgres"]})
     assert [a.f for a in pipeline.schedule][:2] == ["kill-postgres", "start-postgres"]
     assert set(pipeline.plan_info.roles) == {"sut", "broker", "database"}
-    assert all(NEMESES[n](PlanInfo(every_role())).marks for n in NEMESES)
+    assert all(NEMESES[n](PlanInfo(roles=every_role())).marks for n in NEMESES)

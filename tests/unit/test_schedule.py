@@ -18,9 +18,9 @@ from sealcheck.systems.roles import every_role
 from sealcheck_upsert_source.failpoints import FAILPOINTS
 
 INFO = PlanInfo(
-    every_role(),  # every role any run may have, three brokers
-    tuple(FAILPOINTS),
-    frozenset({"rehydrate.mid"}),
+    roles=every_role(),  # every role any run may have, three brokers
+    failpoints=tuple(FAILPOINTS),
+    startup_failpoints=frozenset({"rehydrate.mid"}),
     commit_failpoints=("data.after_commit",),
     stall_failpoint="data.before_append",
 )
@@ -80,7 +80,10 @@ def test_late_failpoints_close_each_cover_and_the_default_run_plans_them_all() -
 
     late = UpsertSource.late_failpoints
     info = PlanInfo(
-        by_name(SUT, broker_role(3)), tuple(FAILPOINTS), frozenset({"rehydrate.mid"}), late
+        roles=by_name(SUT, broker_role(3)),
+        failpoints=tuple(FAILPOINTS),
+        startup_failpoints=frozenset({"rehydrate.mid"}),
+        late_failpoints=late,
     )
     n = len(FAILPOINTS)
     for seed in range(5):

@@ -17,7 +17,7 @@ from sealcheck.harness.run.test import load_test
 from sealcheck.nemeses.api import PlanInfo
 from sealcheck.nemeses.registry import NEMESES, requirements
 from sealcheck.systems.api import Settings
-from sealcheck.systems.delta_streaming.image import delta_job_image
+from sealcheck.systems.delta_streaming.image import delta_streaming_image
 from sealcheck.systems.registry import system
 from sealcheck.systems.roles import every_role
 from sealcheck.systems.spark_cluster import EXECUTOR_CLASS, executor_pids
@@ -27,7 +27,7 @@ from sealcheck_delta_streaming import job as job_module
 from sealcheck_delta_streaming.job import JobConfig, cluster_conf
 from sealcheck_upsert_source.spark import connect_server_command
 
-INFO = PlanInfo(cluster_roles())
+INFO = PlanInfo(roles=cluster_roles())
 
 
 def test_worker_kills_are_outages_of_a_seeded_worker_and_executor_kills_instants() -> None:
@@ -79,7 +79,7 @@ def test_the_delta_job_submits_to_the_cluster_whose_workers_see_its_directory(
     dep = system("delta-streaming").deploy(_Backend(), settings, tmp_path, tmp_path)  # type: ignore[arg-type]
     cluster = dep.cluster
     assert cluster is not None and cluster.shared == (dep.store,)
-    assert cluster.image is delta_job_image
+    assert cluster.image is delta_streaming_image
     launch = dep.launch(0)
     assert launch.args[launch.args.index("--master") + 1] == cluster.url
     assert launch.local_env["SPARK_LOCAL_IP"] == "127.0.0.1"

@@ -15,7 +15,8 @@ import pytest
 
 from sealcheck.harness.cli import app as cli
 from sealcheck.harness.run.config import TestConfig
-from sealcheck.harness.run.supervisor import EventTail, FailpointFile, Supervisor
+from sealcheck.harness.run.events import EventTail
+from sealcheck.harness.run.supervisor import FailpointFile, Supervisor
 from sealcheck.report.batches import NOT_RECORDED, batch_rows
 from sealcheck.rundir import names
 from sealcheck.rundir.files import Export, describe, write_export
@@ -120,10 +121,14 @@ def test_the_supervisor_writes_sut_ops_and_the_events_it_reads_while_the_incarna
     events = [v for p, f, v in mine if f == names.SUT_EVENT]
     assert all(p == names.SUT_PROCESS for p, f, _ in mine if f == names.SUT_EVENT)
     assert events == [  # each once, the half-written line when it was whole, no `sealed`
-        {"event": "started", "seconds": 1.5, "incarnation": 0},
-        {"event": "batch_start", "batch": 0, "incarnation": 0},
-        {"event": "batch_start", "batch": 1, "incarnation": 0},
-        {"event": "failpoint", "name": "data.after_commit", "action": "crash", "incarnation": 0},
+        {"incarnation": 0, "event": "started", "fields": {"seconds": 1.5}},
+        {"incarnation": 0, "event": "batch_start", "fields": {"batch": 0}},
+        {"incarnation": 0, "event": "batch_start", "fields": {"batch": 1}},
+        {
+            "incarnation": 0,
+            "event": "failpoint",
+            "fields": {"name": "data.after_commit", "action": "crash"},
+        },
     ]
     first_exit = next(v for _, f, v in mine if f == names.SUT_EXIT)
     assert first_exit["incarnation"] == 0 and first_exit["code"] == -9
@@ -141,9 +146,10 @@ def test_an_event_tail_reads_each_line_once_and_cuts_a_huge_event(tmp_path: Path
     assert tail.read(text + 'ced"}', final=True) == 1  # the last line, once it exited
     history.close()
     values = [o["value"] for o in History.load(tmp_path / "history.jsonl").ops]
-    assert values[0] == {"event": "compacted", "since": 3, "incarnation": 4}
-    assert values[1]["event"] == "crashed" and values[1]["cut"] > 9000 and "error" not in values[1]
-    assert values[2] == {"event": "fenced", "incarnation": 4}
+    assert values[0] == {"incarnation": 4, "event": "compacted", "fields": {"since": 3}}
+    assert values[1]["event"] == "crashed" and "fields" not in values[1]
+    assert "over 8,000" in values[1]["note"]
+    assert values[2] == {"incarnation": 4, "event": "fenced", "fields": {}}
 
 
 def test_the_batches_section_reads_who_started_a_batch_from_the_history(tmp_path: Path) -> None:
@@ -158,7 +164,7 @@ def test_the_batches_section_reads_who_started_a_batch_from_the_history(tmp_path
     (tmp_path / "logs" / "sut-0.log").write_text(_line("batch_start", batch=0) * 3)
 
     def event(n: int, batch: int) -> dict[str, object]:
-        value = {"event": "batch_start", "batch": batch, "incarnation": n}
+        value = {"incarnation": n, "event": "batch_start", "fields": {"batch": batch}}
         return {"process": "sut", "f": names.SUT_EVENT, "value": value}
 
     found = batch_rows(tmp_path, [event(0, 0), event(0, 1), event(1, 1)])

@@ -277,9 +277,20 @@ class SutContainer:
         return self._code
 
     def log_text(self) -> str:
-        """What the incarnation logged so far."""
+        """What the incarnation logged so far (the same bytes, decoded the same way, while it
+        runs and once its log is copied: a lone ``\\r`` stays one)."""
+        return self.log_from(0).decode(errors="replace")
+
+    def log_from(self, offset: int) -> bytes:
+        """What it logged from byte ``offset`` on (:class:`~sealcheck.core.nodes.LogFrom`):
+        Docker's log while it runs, the copy of it in ``log_path`` once it exited — the same
+        bytes, so an offset means the same on both. (Docker serves a log only whole: while it
+        runs, each call still fetches it all, but a reader splits only what is new.)"""
         if self._code is not None or self.container is None:
-            return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+            with contextlib.suppress(OSError), open(self.log_path, "rb") as fh:
+                fh.seek(offset)
+                return fh.read()
+            return b""
         with contextlib.suppress(Exception):
-            return str(self.container.logs().decode(errors="replace"))
-        return ""
+            return bytes(self.container.logs())[offset:]
+        return b""

@@ -1,21 +1,20 @@
-"""A Spark Structured Streaming job writing Delta Lake (``delta_job/``) as a system under test:
-``--system delta-streaming``.
+"""A Spark Structured Streaming job writing Delta Lake (the package
+``sealcheck_delta_streaming``) as a system under test: ``--system delta-streaming``.
 
 * Store: a directory under the run's ``work/`` holding the query's checkpoint and the two Delta
   tables; incarnations and the harness share it (capability ``host-directory``: locally the
   same directory, in containers bind-mounted at the same path).
-* Incarnation: ``python -m delta_job`` with its own Spark driver, as the job runs in
-  production (a driver outside the incarnation would outlive a kill, and a killed driver is
-  the fault that matters), Spark's Kafka connector and Delta on its classpath; in containers
-  the ``sealcheck-delta-job`` image (:mod:`sealcheck.systems.delta_streaming.image`). The driver
-  runs in
-  local mode, or with ``--spark cluster`` submits to the run's Spark standalone cluster
-  (:mod:`sealcheck.systems.spark_cluster`: workers of the job's image, the job's directory mounted
-  at the
-  same path, since executors write the tables' files); ``connect`` and ``local`` both mean
-  local mode.
-* Failpoints: :data:`sealcheck_delta_streaming.failpoints.FAILPOINTS`, armed through the failpoint
-file.
+* Incarnation: ``python -m sealcheck_delta_streaming`` with its own Spark driver, as the job
+  runs in production (a driver outside the incarnation would outlive a kill, and a killed
+  driver is the fault that matters), Spark's Kafka connector and Delta on its classpath; in
+  containers the ``sealcheck-delta-streaming`` image
+  (:mod:`sealcheck.systems.delta_streaming.image`).
+  The driver runs in local mode, or with ``--spark cluster`` submits to the run's Spark
+  standalone cluster (:mod:`sealcheck.systems.spark_cluster`: workers of the job's image, the
+  job's directory mounted at the same path, since executors write the tables' files);
+  ``connect`` and ``local`` both mean local mode.
+* Failpoints: :data:`sealcheck_delta_streaming.failpoints.FAILPOINTS`, armed through the
+  failpoint file.
 * Variants: :data:`sealcheck_delta_streaming.variants.VARIANTS` (``--broken NAME``).
 * Progress and export: the checkpoint and the Delta logs read as files
   (:mod:`sealcheck.systems.delta_streaming.layout`), the change data feed through delta-rs
@@ -86,21 +85,21 @@ class DeltaStreaming:
 
     def images(self) -> Sequence[Callable[[], str]]:
         """The job's image (on top of the pipeline's)."""
-        from sealcheck.systems.delta_streaming.image import delta_job_image
+        from sealcheck.systems.delta_streaming.image import delta_streaming_image
 
-        return [delta_job_image]
+        return [delta_streaming_image]
 
 
 class JobDeployment:
     """The job on one backend for one run (:class:`sealcheck.systems.api.Deployment`)."""
 
     def __init__(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> None:
-        from sealcheck.systems.delta_streaming.image import delta_job_image
+        from sealcheck.systems.delta_streaming.image import delta_streaming_image
 
         self.backend, self.settings = backend, settings
         self.root = (work / "delta-job").resolve()  # a bind mount needs an absolute path
         self.cluster = (
-            SparkCluster(backend, logs, shared=(str(self.root),), image=delta_job_image)
+            SparkCluster(backend, logs, shared=(str(self.root),), image=delta_streaming_image)
             if settings.spark == "cluster"
             else None
         )
@@ -131,7 +130,7 @@ class JobDeployment:
         return self.cluster.nodes(role) if self.cluster is not None else []
 
     def launch(self, incarnation: int) -> Launch:
-        """``python -m delta_job`` with the run's settings."""
+        """``python -m sealcheck_delta_streaming`` with the run's settings."""
         from sealcheck.infra.jars import delta_jars, spark_connector_jars
 
         s = self.settings
@@ -151,7 +150,7 @@ class JobDeployment:
             args += ["--variant", s.broken]
         if self.cluster is not None:
             args += ["--master", self.cluster.url]
-        from sealcheck.systems.delta_streaming.image import delta_job_image
+        from sealcheck.systems.delta_streaming.image import delta_streaming_image
 
         jars = ":".join(str(p) for p in [*spark_connector_jars(), *delta_jars()])
         return Launch(
@@ -159,7 +158,7 @@ class JobDeployment:
             args=tuple(args),
             env={"PYTHONUNBUFFERED": "1"},
             local_env={"SEALCHECK_SPARK_JARS": jars, "SPARK_LOCAL_IP": "127.0.0.1"},
-            image=delta_job_image,
+            image=delta_streaming_image,
             failpoint_env=FILE_ENV_VAR,
             shared=(str(self.root),),
         )

@@ -1,4 +1,4 @@
-"""``sealcheck-delta-job:<hash>``: the pipeline image (its Python, PySpark and the Kafka
+"""``sealcheck-delta-streaming:<hash>``: the pipeline image (its Python, PySpark and the Kafka
 connector's jars) plus Delta Lake's jars and the ``delta_job`` package, for the containers
 backend. The job's directory (checkpoint and tables) is not in the image: the backend
 bind-mounts it at the same path as on the host (capability ``host-directory``), where the
@@ -14,7 +14,7 @@ from pathlib import Path
 from sealcheck.infra.containers.images import _build_context
 from sealcheck.infra.jars import delta_jars
 from sealcheck.infra.paths import REPO_ROOT
-from sealcheck.systems.upsert_source.image import JARS_IN_IMAGE, pipeline_image
+from sealcheck.systems.upsert_source.image import JARS_IN_IMAGE, upsert_source_image
 
 #: Delta's jars inside the image (the Kafka connector's stay at ``JARS_IN_IMAGE``).
 DELTA_JARS_IN_IMAGE = "/opt/sealcheck/delta-jars"
@@ -29,10 +29,10 @@ ENTRYPOINT ["python", "-m", "sealcheck_delta_streaming"]
 """
 
 
-def delta_job_image() -> str:
-    """Build (if needed) and return ``sealcheck-delta-job:<hash>`` (on top of the pipeline
+def delta_streaming_image() -> str:
+    """Build (if needed) and return ``sealcheck-delta-streaming:<hash>`` (on top of the pipeline
     image, built first if needed)."""
-    base = pipeline_image()
+    base = upsert_source_image()
     jars = delta_jars()
     dockerfile = _DOCKERFILE.format(base=base, kafka=JARS_IN_IMAGE, delta=DELTA_JARS_IN_IMAGE)
     digest = hashlib.sha256(dockerfile.encode())
@@ -41,7 +41,7 @@ def delta_job_image() -> str:
         digest.update(str(path.relative_to(REPO_ROOT)).encode() + path.read_bytes())
     for jar in jars:
         digest.update(jar.name.encode())
-    tag = f"sealcheck-delta-job:{digest.hexdigest()[:12]}"
+    tag = f"sealcheck-delta-streaming:{digest.hexdigest()[:12]}"
 
     def fill(ctx: Path) -> None:
         for path in sources:
@@ -56,4 +56,4 @@ def delta_job_image() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m sealcheck.systems.delta_streaming.image`
-    print(delta_job_image())
+    print(delta_streaming_image())

@@ -7,7 +7,7 @@ test: the first :class:`sealcheck.systems.api.SystemUnderTest`.
   database on the containers backend (reached by name from inside the network, by IP from
   the host).
 * Incarnation: ``python -m sealcheck_upsert_source`` locally (the connector jars named by
-  ``SEALCHECK_SPARK_JARS``), the ``sealcheck-pipeline`` image in containers.
+  ``SEALCHECK_SPARK_JARS``), the ``sealcheck-upsert-source`` image in containers.
 * Failpoints: :data:`sealcheck_upsert_source.failpoints.FAILPOINTS`, armed through the failpoint
 file; a
   firing is a JSON ``failpoint`` event in the incarnation's log.
@@ -73,9 +73,9 @@ class UpsertSource:
 
     def images(self) -> Sequence[Callable[[], str]]:
         """The pipeline image."""
-        from sealcheck.systems.upsert_source.image import pipeline_image
+        from sealcheck.systems.upsert_source.image import upsert_source_image
 
-        return [pipeline_image]
+        return [upsert_source_image]
 
 
 class PipelineDeployment:
@@ -147,7 +147,7 @@ class PipelineDeployment:
         """``python -m sealcheck_upsert_source`` (locally) or the pipeline image, with the run's
         settings; the Spark Connect server is started again first if it died."""
         from sealcheck.infra.jars import spark_connector_jars
-        from sealcheck.systems.upsert_source.image import pipeline_image
+        from sealcheck.systems.upsert_source.image import upsert_source_image
 
         s = self.settings
         args = [
@@ -175,7 +175,7 @@ class PipelineDeployment:
             args=tuple(args),
             env={"PYTHONUNBUFFERED": "1"},
             local_env={"SEALCHECK_SPARK_JARS": jars},
-            image=pipeline_image,
+            image=upsert_source_image,
             failpoint_env=FILE_ENV_VAR,
         )
 

@@ -1,4 +1,4 @@
-"""``sealcheck-pipeline:<hash>``: the base image plus the pipeline's Python dependencies,
+"""``sealcheck-upsert-source:<hash>``: the base image plus the pipeline's Python dependencies,
 installed from wheels prepared on the host (``pip wheel``, using the host's pip cache and
 PyPI), the pipeline's source (the ``pipeline`` package alone: it imports nothing else of
 Sealcheck) and the Spark connector jars, which ``SEALCHECK_SPARK_JARS`` names. Nothing is
@@ -81,8 +81,8 @@ def _wheels(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.glob("*.whl"))
 
 
-def pipeline_image() -> str:
-    """Build (if needed) and return ``sealcheck-pipeline:<hash>``."""
+def upsert_source_image() -> str:
+    """Build (if needed) and return ``sealcheck-upsert-source:<hash>``."""
     base = base_image()
     setup_jars()
     spark_jars = jars_dir() / f"spark-kafka-{pom_property('spark.version')}"
@@ -97,7 +97,7 @@ def pipeline_image() -> str:
         digest.update(str(path.relative_to(REPO_ROOT)).encode() + path.read_bytes())
     for jar in sorted(spark_jars.glob("*.jar")):
         digest.update(jar.name.encode())
-    tag = f"sealcheck-pipeline:{digest.hexdigest()[:12]}"
+    tag = f"sealcheck-upsert-source:{digest.hexdigest()[:12]}"
 
     def fill(ctx: Path) -> None:
         shutil.rmtree(wheel_dir, ignore_errors=True)
@@ -114,4 +114,4 @@ def pipeline_image() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m sealcheck.systems.upsert_source.image`
-    print(pipeline_image())
+    print(upsert_source_image())

@@ -21,7 +21,7 @@ from sealcheck.infra.node import Backend
 from sealcheck.systems.upsert_source.image import (
     JARS_IN_IMAGE,
     SPARK_SUBMIT_IN_IMAGE,
-    pipeline_image,
+    upsert_source_image,
 )
 from sealcheck_upsert_source.spark import CONNECT_READY, connect_server_command
 
@@ -49,7 +49,7 @@ class SparkServer:
             program=tuple(connect_server_command(host_jars, port, cores=cores, master=master)),
             args=(),
             local_env={"SPARK_LOCAL_IP": "127.0.0.1"},
-            image=pipeline_image,
+            image=upsert_source_image,
             entrypoint=tuple(
                 connect_server_command(
                     JARS_IN_IMAGE,
