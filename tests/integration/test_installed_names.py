@@ -135,8 +135,7 @@ def copy_checkout(to: Path) -> None:
 
 
 def make_venv(where: Path) -> tuple[Path, Path]:
-    """A fresh virtualenv seeded offline; its interpreter and site-packages. Sealcheck's
-    dependencies are reachable after its own site-packages."""
+    """A fresh virtualenv seeded offline; its interpreter and site-packages."""
     run([sys.executable, "-m", "virtualenv", "--no-periodic-update", str(where)], cwd=where.parent)
     python = where / "bin" / "python"
     site = Path(
@@ -144,9 +143,15 @@ def make_venv(where: Path) -> tuple[Path, Path]:
         .strip()
         .splitlines()[-1]
     )
+    return python, site
+
+
+def reach_dependencies(site: Path) -> None:
+    """Make Sealcheck's dependencies reachable from the virtualenv, after its own site-packages.
+    Done after the wheel is installed: seen earlier, this environment's own (editable) Sealcheck
+    of the same version would make pip skip the wheel as already installed."""
     ours = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
     (site / "zz_sealcheck_dependencies.pth").write_text("".join(f"{path}\n" for path in ours))
-    return python, site
 
 
 def user_project(where: Path) -> Path:
@@ -174,7 +179,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     build = ["wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(dist)]
     run([str(python), "-m", "pip", *build, str(source)], cwd=base, env=clean_env())
     (built,) = dist.glob("sealcheck-*.whl")
-    run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", str(built)], base)
+    install = ["install", "--no-deps", "--no-index", "--force-reinstall", str(built)]
+    run([str(python), "-m", "pip", *install], base)
+    reach_dependencies(site)
     return built, python, site
 
 
