@@ -27,17 +27,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from sealcheck.core.nodes import Disk, Node, Partitions
 from sealcheck.core.roles import Role
+from sealcheck.rundir.names import OLD_ACTIONS, OLD_KINDS
 
 #: Names that runs stored before the system under test's role was renamed ``pipeline`` ->
-#: ``sut`` spell differently: action names and partition kinds. Read as their new names
-#: (:meth:`Action.from_json`; the timeline draws the old ones too).
-RENAMED = {
-    "kill-pipeline": "kill-sut",
-    "pause-pipeline": "pause-sut",
-    "resume-pipeline": "resume-sut",
-    "pipeline-kafka": "sut-kafka",
-    "pipeline-postgres": "sut-database",
-}
+#: ``sut`` spell differently: action names and partition kinds, read as their new names by
+#: :meth:`Action.from_json` (a history's ops get theirs as it loads:
+#: :func:`sealcheck.rundir.names.current`).
+RENAMED = {**OLD_ACTIONS, **OLD_KINDS}
 
 
 @dataclass(frozen=True)

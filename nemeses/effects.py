@@ -75,7 +75,7 @@ def judge(
     ``done``, given the ``sut-exit`` values recorded after it (in order)."""
     if isinstance(done.get("effect"), Mapping):
         return dict(done["effect"])
-    if f in ("kill-sut", "kill-pipeline"):  # (the old name: runs stored before the rename)
+    if f == "kill-sut":
         return _killed(done.get("killed"), exits)
     if f == "arm-failpoint":
         return _crashed_at(str(done.get("fired") or planned.get("failpoint")), exits)

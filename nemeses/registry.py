@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from sealcheck.core.roles import SUT, Role
-from sealcheck.nemeses.api import RENAMED, Mark, Nemesis, PlanInfo
+from sealcheck.nemeses.api import Mark, Nemesis, PlanInfo
 from sealcheck.nemeses.commit_reply import LoseCommitReply
 from sealcheck.nemeses.failpoint import Failpoint
 from sealcheck.nemeses.indeterminate import Indeterminate
@@ -64,13 +64,8 @@ def requirements(name: str, roles: Mapping[str, Role]) -> frozenset[str]:
 
 def marks(roles: Mapping[str, Role]) -> Mapping[str, Mark]:
     """How the timeline draws every action of every nemesis in a run with ``roles`` (action
-    names are unique); the names stored runs used before a rename (:data:`RENAMED`) too."""
+    names are unique; a loaded history's ops carry the current names)."""
     out: dict[str, Mark] = {}
     for factory in NEMESES.values():
         out.update(factory(PlanInfo(roles=roles)).marks)
-    old = {f: new for f, new in RENAMED.items() if new in out}
-    for f, new in old.items():
-        mark = out[new]
-        opens = next((o for o, n in old.items() if n == mark.opens), mark.opens)
-        out[f] = Mark(mark.kind, mark.label, opens, mark.group, mark.which)
     return out

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sealcheck.nemeses.effects import exit_matches, judge
-from sealcheck.rundir.names import SUT_EXIT
+from sealcheck.rundir.names import SUT_EXIT, current
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
         done = settled.get(i, {})
         happened = done.get("outcome") == "happened"
         bit = (
-            judge(str(action.get("f")), action.get("value", {}), done, after(i))
+            judge(str(current(action.get("f"))), action.get("value", {}), done, after(i))
             if happened
             else None
         )

@@ -67,10 +67,20 @@ SUT_EVENT_READER_FAILED = "sut-event-reader-failed"
 #: the process of :data:`SUT_EVENT` ops
 SUT_PROCESS = "sut"
 #: the ops' names in runs stored before they were named as above
+#: the nemeses' actions on the system under test in runs stored before its role was ``sut``
+#: (a history's ``nemesis`` ops, a saved schedule)
+OLD_ACTIONS = {
+    "kill-pipeline": "kill-sut",
+    "pause-pipeline": "pause-sut",
+    "resume-pipeline": "resume-sut",
+}
+#: partition kinds (an action's ``value["kind"]``) in runs stored before the same rename
+OLD_KINDS = {"pipeline-kafka": "sut-kafka", "pipeline-postgres": "sut-database"}
 OLD_OPS = {
     "pipeline-start": SUT_START,
     "pipeline-start-failed": SUT_START_FAILED,
     "pipeline-exit": SUT_EXIT,
+    **OLD_ACTIONS,
 }
 
 #: the keys of an anomaly's context (``results.json``) naming the system's last start and exit

@@ -5,6 +5,7 @@ a fault aimed at a role the run lacks is refused before the run, in one line."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from sealcheck.nemeses import NEMESES, Action, PlanInfo
 from sealcheck.nemeses.kill import Kill
 from sealcheck.nemeses.partition import Partition
 from sealcheck.nemeses.registry import build, lacking, marks
+from sealcheck.rundir.history import History, HistoryWriter
 from sealcheck.systems import every_role, run_roles, system
 
 
@@ -88,16 +90,21 @@ def test_partition_kinds_follow_the_run_s_roles() -> None:
     assert kinds == {"sut-kafka"}
 
 
-def test_stored_schedules_and_histories_with_the_old_names_still_read() -> None:
+def test_stored_schedules_and_histories_with_the_old_names_still_read(tmp_path: Path) -> None:
     old = {"at_s": 1.0, "nemesis": "kill", "f": "kill-pipeline", "value": {}}
     assert Action.from_json(old) == Action(1.0, "kill", "kill-sut")
     cut = {"at_s": 2.0, "nemesis": "partition", "f": "start-partition"}
     for was, now in (("pipeline-kafka", "sut-kafka"), ("pipeline-postgres", "sut-database")):
         action = Action.from_json({**cut, "value": {"kind": was, "broker": 1}})
         assert action.value == {"kind": now, "broker": 1}
+    writer = HistoryWriter(tmp_path / "history.jsonl")
+    for f in ("kill-pipeline", "pause-pipeline", "resume-pipeline"):
+        writer.append("nemesis", "info", f, {})
+    writer.close()
+    loaded = [o["f"] for o in History.load(tmp_path / "history.jsonl").ops]
+    assert loaded == ["kill-sut", "pause-sut", "resume-sut"]  # the names the timeline draws
     drawn = marks(every_role())
-    assert drawn["kill-pipeline"] == drawn["kill-sut"]
-    assert drawn["resume-pipeline"].opens == "pause-pipeline"  # pairs with the old pause
+    assert all(f in drawn for f in loaded)
     assert drawn["resume-sut"].opens == "pause-sut"
     assert drawn["kill-broker"].which == ("broker",)
     assert drawn["kill-spark-worker"].which == ("worker",)

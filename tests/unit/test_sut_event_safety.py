@@ -5,7 +5,6 @@ container's paths), and a failing event reader is recorded once without ending t
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from sealcheck.report.batches import started_by
 from sealcheck.rundir import names
 from sealcheck.rundir.history import History, HistoryError, HistoryWriter, record_inputs
 from sealcheck.rundir.schema import first_unreadable
+from tests.incarnations import FakeIncarnation
 
 #: event lines a system may log that used to make the history unreadable
 HOSTILE = [
@@ -190,41 +190,12 @@ def test_a_lone_carriage_return_does_not_record_a_container_event_twice(tmp_path
     assert [o["value"]["event"] for o in ops] == ["started", "batch"]
 
 
-class FlakyIncarnation:
+class FlakyIncarnation(FakeIncarnation):
     """An incarnation whose log cannot be read while it runs (then can, once it exited)."""
 
     def __init__(self, n: int) -> None:
-        self.ident, self.code = 3000 + n, 0
-        self._done = threading.Event()
+        super().__init__(n, base=3000)
         self.reads = 0
-
-    @property
-    def alive(self) -> bool:
-        return not self._done.is_set()
-
-    frozen = False
-
-    def start(self) -> int:
-        return self.ident
-
-    def kill(self) -> int:
-        self.code = -9
-        self._done.set()
-        return self.ident
-
-    def pause(self) -> int:
-        return self.ident
-
-    def resume(self) -> None:
-        return None
-
-    def wait_exit(self) -> int:
-        self._done.wait()
-        return self.code
-
-    def stop(self, timeout_s: float = 30.0) -> int:
-        self._done.set()
-        return self.code
 
     def log_text(self) -> str:
         self.reads += 1

@@ -7,7 +7,6 @@ history, not from logs."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -21,54 +20,7 @@ from sealcheck.report.batches import NOT_RECORDED, batch_rows
 from sealcheck.rundir import names
 from sealcheck.rundir.files import Export, describe, write_export
 from sealcheck.rundir.history import History, HistoryWriter
-
-
-class LoggingIncarnation:
-    """A fake incarnation that logs the lines it is given, then exits with ``code``."""
-
-    def __init__(self, n: int) -> None:
-        self.ident, self.code = 2000 + n, 0
-        self._log: list[str] = []
-        self._done = threading.Event()
-        self._lock = threading.Lock()
-
-    def log(self, *lines: str) -> None:
-        with self._lock:
-            self._log.extend(lines)
-
-    @property
-    def alive(self) -> bool:
-        return not self._done.is_set()
-
-    def start(self) -> int:
-        return self.ident
-
-    def finish(self, code: int) -> None:
-        self.code = code
-        self._done.set()
-
-    def kill(self) -> int:
-        self.finish(-9)
-        return self.ident
-
-    def pause(self) -> int:
-        return self.ident
-
-    def resume(self) -> None:
-        return None
-
-    def wait_exit(self) -> int:
-        self._done.wait()
-        return self.code
-
-    def stop(self, timeout_s: float = 30.0) -> int:
-        if self.alive:
-            self.finish(0)
-        return self.code
-
-    def log_text(self) -> str:
-        with self._lock:
-            return "".join(self._log)
+from tests.incarnations import FakeIncarnation
 
 
 def _until(cond: object, timeout_s: float = 5.0) -> None:
@@ -85,10 +37,10 @@ def _line(event: str, **fields: object) -> str:
 def test_the_supervisor_writes_sut_ops_and_the_events_it_reads_while_the_incarnation_runs(
     tmp_path: Path,
 ) -> None:
-    made: list[LoggingIncarnation] = []
+    made: list[FakeIncarnation] = []
 
-    def make(n: int) -> LoggingIncarnation:
-        made.append(LoggingIncarnation(n))
+    def make(n: int) -> FakeIncarnation:
+        made.append(FakeIncarnation(n, base=2000))
         return made[-1]
 
     history = HistoryWriter(tmp_path / "history.jsonl")

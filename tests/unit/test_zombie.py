@@ -10,48 +10,7 @@ from pathlib import Path
 
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode, Supervisor
 from sealcheck.rundir.history import History, HistoryWriter
-
-
-class FakeIncarnation:
-    """Runs until ``finish(code)`` or ``kill()``."""
-
-    def __init__(self, n: int) -> None:
-        self.ident, self._done, self.code = 1000 + n, threading.Event(), 0
-
-    @property
-    def alive(self) -> bool:
-        return not self._done.is_set()
-
-    def start(self) -> int:
-        return self.ident
-
-    def finish(self, code: int) -> None:
-        self.code = code
-        self._done.set()
-
-    def kill(self) -> int | None:
-        if not self.alive:
-            return None
-        self.finish(-9)
-        return self.ident
-
-    def pause(self) -> int:
-        return self.ident
-
-    def resume(self) -> None:
-        return None
-
-    def wait_exit(self) -> int:
-        self._done.wait()
-        return self.code
-
-    def stop(self, timeout_s: float = 30.0) -> int:
-        if self.alive:
-            self.finish(0)
-        return self.code
-
-    def log_text(self) -> str:
-        return ""
+from tests.incarnations import FakeIncarnation
 
 
 def _until(cond: object, timeout_s: float = 5.0) -> None:
