@@ -27,13 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from sealcheck.core.nodes import Disk, Node, Partitions
 from sealcheck.core.roles import Role
-from sealcheck.rundir.names import OLD_ACTIONS, OLD_KINDS
-
-#: Names that runs stored before the system under test's role was renamed ``pipeline`` ->
-#: ``sut`` spell differently: action names and partition kinds, read as their new names by
-#: :meth:`Action.from_json` (a history's ops get theirs as it loads:
-#: :func:`sealcheck.rundir.names.current`).
-RENAMED = {**OLD_ACTIONS, **OLD_KINDS}
+from sealcheck.rundir.names import current_action
 
 
 @dataclass(frozen=True)
@@ -52,12 +46,10 @@ class Action:
 
     @staticmethod
     def from_json(doc: dict[str, Any]) -> Action:
-        """The inverse of :meth:`to_json`; a stored schedule's old names (:data:`RENAMED`)
-        are read as the new ones."""
-        f, value = str(doc["f"]), dict(doc["value"])
-        if isinstance(value.get("kind"), str):
-            value["kind"] = RENAMED.get(value["kind"], value["kind"])
-        return Action(float(doc["at_s"]), str(doc["nemesis"]), RENAMED.get(f, f), value)
+        """The inverse of :meth:`to_json`; a stored schedule's old names are read as the new
+        ones (:func:`sealcheck.rundir.names.current_action`)."""
+        doc = current_action(doc)
+        return Action(float(doc["at_s"]), str(doc["nemesis"]), str(doc["f"]), dict(doc["value"]))
 
 
 @runtime_checkable

@@ -101,7 +101,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     markers = ("history.jsonl", "test.json", "topic.parquet", EXPORT_DIR, OLD_EXPORT_DIR)
     if not run_dir.is_dir() or not any((run_dir / m).exists() for m in markers):
         print(
-            f"sealcheck: {run_dir} is not a run directory (no {', '.join(markers)}); give "
+            f"sealcheck: {run_dir} is not a run directory (no {', '.join(markers[:-1])}); give "
             "runs/<test>/<time>/ or runs/latest",
             file=sys.stderr,
         )
@@ -228,7 +228,11 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and documentation)."""
-    parser = _Parser(prog="sealcheck", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(
+        prog="sealcheck",
+        description="Jepsen-style fault injection for Kafka -> Spark upsert jobs: run a seeded "
+        "chaos test, judge it, and keep it with a report.",
+    )
     parser.add_argument("--version", action="version", version=f"sealcheck {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -276,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
         "upsert-source",
         add_help=False,
         help="run the upsert source (the system under test `--system upsert-source`) by hand; "
-        "its own flags: `sealcheck upsert-source --help` (`sealcheck upsert-source`: its old name)",
+        "its own flags: `sealcheck upsert-source --help` (old name: `sealcheck pipeline`)",
     )
     return parser
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sealcheck.nemeses.effects import exit_matches, judge
-from sealcheck.rundir.names import SUT_EXIT, current
+from sealcheck.rundir.names import SUT_EXIT, current_action
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class _Tally:
 
 def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
     """Every window of the system (failpoints first), then every other kind of planned action."""
-    schedule = meta.get("schedule", [])
+    schedule = [current_action(a) for a in meta.get("schedule", [])]  # old names as now
     settled = outcomes(ops)
     exits = [o.get("value", {}) for o in ops if o.get("f") == SUT_EXIT]
     hit = Counter(
@@ -80,7 +80,7 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
         done = settled.get(i, {})
         happened = done.get("outcome") == "happened"
         bit = (
-            judge(str(current(action.get("f"))), action.get("value", {}), done, after(i))
+            judge(str(action.get("f")), action.get("value", {}), done, after(i))
             if happened
             else None
         )

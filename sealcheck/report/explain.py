@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from sealcheck.report.coverage import outcomes
-from sealcheck.rundir.names import LAST_EXIT, LAST_START, current_context
+from sealcheck.rundir.names import LAST_EXIT, LAST_START, current_action, current_context
 
 
 def _at(ns: Any) -> float | None:
@@ -98,7 +98,7 @@ def schedule_rows(
         ):
             invoked.setdefault(value["action"], int(op.get("time", 0)) / 1e9)
     rows = []
-    for i, a in enumerate(schedule):
+    for i, a in enumerate(current_action(a) for a in schedule):  # old names as now
         done = settled.get(i, {})
         planned = None if zero is None else zero + float(a.get("at_s", 0.0))
         happened = invoked.get(i)

@@ -130,6 +130,18 @@ def event_fields(value: Any) -> dict[str, Any]:
     return {k: v for k, v in value.items() if k not in ("event", "incarnation")}
 
 
+def current_action(doc: Any) -> Any:
+    """A saved schedule's action (``test.json``) by its current names: its ``f``
+    (:data:`OLD_ACTIONS`) and a partition's ``value["kind"]`` (:data:`OLD_KINDS`)."""
+    if not isinstance(doc, dict):
+        return doc
+    out = {**doc, "f": current(doc.get("f"))}
+    value = doc.get("value")
+    if isinstance(value, dict) and isinstance(value.get("kind"), str):
+        out["value"] = {**value, "kind": OLD_KINDS.get(value["kind"], value["kind"])}
+    return out
+
+
 def current_context(context: dict[str, Any]) -> dict[str, Any]:
     """An anomaly's context with its keys by their current names (:data:`OLD_CONTEXT`)."""
     return {OLD_CONTEXT.get(k, k): v for k, v in context.items()}

@@ -236,7 +236,7 @@ def test_window_coverage_counts_what_the_history_says_was_reached() -> None:
         "a.mid": (1, 1, 0),
         "b.mid": (1, 0, 1),
         "c.mid": (0, 0, 0),
-        "kill: kill-pipeline": (1, 1, 0),
+        "kill: kill-sut": (1, 1, 0),  # a stored schedule's old name, read as now
     }
     assert unreached(coverage(meta, ops), points) == ["b.mid", "c.mid"]
 
