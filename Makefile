@@ -1,8 +1,9 @@
 # Two commands for a fresh machine (see README.md):
 #   make run    the main job: the default chaos run on local processes (prints verdict + report)
 #   make test   every test suite: lint, unit, integration (local Kafka + Spark), containers
-# Both install what they need: a virtualenv, the JVM jars from Maven Central, and (for the
-# containers suite, as root) Debian's docker.io and the locally built images.
+# Both install what they need: a virtualenv, the JVM jars from Maven Central (into the user's
+# cache, ~/.cache/sealcheck unless $SEALCHECK_CACHE or $XDG_CACHE_HOME say otherwise), and (for
+# the containers suite, as root) Debian's docker.io and the locally built images.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin

@@ -94,7 +94,7 @@ def _final_state(run: RunData, res: CheckResult) -> None:
     first; joined row by row only when the fingerprints differ). Keys whose acknowledged
     writes Kafka lost are counted apart: the pipeline is not blamed for them."""
     latest_good = (
-        latest(run.winners())
+        latest(run.winners("data"))
         .filter(pl.col("dvh").is_not_null())
         .select(pl.col("slot").alias("kh"), "dvh", "row")
     )
@@ -117,7 +117,7 @@ def _final_state(run: RunData, res: CheckResult) -> None:
         .with_columns(pl.col("want").fill_null(0), pl.col("diff").fill_null(0))
     )
     differ = joined.filter(pl.col("want") != pl.col("diff"))
-    kafka = pl.col("kh").is_in(run.kafka_keys("data").implode())
+    kafka = run.kafka_explains("data")
     bad = differ.filter(~kafka)
     if differ.height > bad.height:
         res.counts["final_differences_explained_by_kafka"] = differ.height - bad.height
@@ -126,9 +126,10 @@ def _final_state(run: RunData, res: CheckResult) -> None:
     for r in bad.head(MAX_EXAMPLES).iter_rows(named=True):
         key, value = run.lookup("data", r["kh"], r["vh"])
         context = run.history.context_for_step(last)
-        if r["row"] is not None:
+        if r["row"] is not None:  # the key's winning record: its key and value in data
             rec = run.topic_row(int(r["row"]))
-            key, value = rec["key"], rec["value"]
+            key = run.effect_key("data", int(r["row"]))
+            value = run.effect_value("data", int(r["row"]))
             acked = _acked_at(run, int(rec["partition"]), int(rec["offset"]))
             if acked is not None:  # the key's latest record: when it was acknowledged
                 context["latest_write_acked_ns"] = acked

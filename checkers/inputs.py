@@ -24,10 +24,12 @@ from sealcheck.checkers.frames import change_points, h
 from sealcheck.checkers.replay import (
     assign_steps,
     binding_ranges,
+    builtin_effects,
+    changes,
     classify,
-    data_changes,
-    error_changes,
+    error_bytes,
     positioned,
+    reason_text,
     slot_bytes,
     step_winners,
 )
@@ -36,12 +38,23 @@ from sealcheck.checkers.steps import Steps
 from sealcheck.checkers.steps import load as load_steps
 from sealcheck.rundir import files
 from sealcheck.rundir.captures import CAPTURES
+from sealcheck.rundir.effects import EFFECTS
 from sealcheck.rundir.history import History, HistoryError
 
 TOPIC_SCHEMA = pl.Schema(
     {
         "partition": pl.Int64,
         "offset": pl.Int64,
+        "key": pl.Binary,
+        "value": pl.Binary,
+    }
+)
+EFFECTS_SCHEMA = pl.Schema(
+    {
+        "row": pl.Int64,
+        "partition": pl.Int64,
+        "offset": pl.Int64,
+        "table": pl.String,
         "key": pl.Binary,
         "value": pl.Binary,
     }
@@ -98,6 +111,10 @@ class RunData:
     #: (:mod:`sealcheck.checkers.steps`); ``updates`` already holds the captured steps compaction
     # merged
     steps: Steps = field(default_factory=Steps)
+    #: what each record should do to the output, by the system's own mapping
+    #: (:mod:`sealcheck.rundir.effects`: ``row, partition, offset, table, key, value``); None:
+    #: the built-in record encoding
+    stated: Frame | None = None
 
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
     #: records bound at sealed steps (set by :meth:`winners`)
@@ -116,6 +133,8 @@ class RunData:
         """Read every input now (so that loading and judging can be timed apart)."""
         self.acked()
         self.classified()
+        for name in ("data", "errors"):
+            self.effects(name)
         for name in ("bindings", "data", "errors"):
             self.change_points(name)
 
@@ -178,39 +197,125 @@ class RunData:
             )
         return self._memo["kafka_lost"]
 
-    def kafka_keys(self, name: str) -> pl.Series:
-        """Hashes of the ``name`` keys (``data`` or ``errors``) of writes Kafka lost: state
-        differences on them are explained by Kafka, not blamed on the pipeline."""
+    def kafka_explains(self, name: str) -> pl.Expr:
+        """True on the rows (column ``kh``: a key hash of ``data`` or ``errors``) whose
+        differences Kafka's lost writes may explain: they are not blamed on the system. By the
+        built-in encoding these are the keys of the lost writes; by a system's own mapping,
+        whose effects of a write the topic lost are unknown, every key once Kafka lost any."""
         lost = self.kafka_lost()
-        if name == "data" or lost.height == 0:
-            return lost["kh"].drop_nulls()
+        if lost.height == 0:
+            return pl.lit(False)
+        if self.stated is not None:
+            return pl.lit(True)
+        if name == "data":
+            return pl.col("kh").is_in(lost["kh"].drop_nulls().implode())
         rows = self.ack_rows(lost["ack"].to_list()).values()
         frame = pl.DataFrame(
             [(r["partition"], r["key"]) for r in rows],
             schema={"partition": pl.Int64, "key": pl.Binary},
             orient="row",
         )
-        return frame.select(h(slot_bytes()).alias("skh"))["skh"]
+        return pl.col("kh").is_in(frame.select(h(slot_bytes()).alias("skh"))["skh"].implode())
 
-    def winners(self) -> pl.DataFrame:
-        """:func:`sealcheck.checkers.replay.step_winners` of the records bound at sealed steps
-        (computed
-        once). ``bound_records`` counts those records."""
-        if "winners" not in self._memo:
-            sealed = min(self.uppers.get("data", 0), self.uppers.get("bindings", 0))
-            ranges = binding_ranges(self.collection("bindings"), sealed)
-            step = assign_steps(self.classified(), ranges)
+    def effects(self, name: str) -> pl.DataFrame:
+        """What the records do to collection ``name`` (``data`` or ``errors``): ``row,
+        partition, offset, kh, vh`` (``vh`` null: a delete), from the system's own mapping
+        (:attr:`stated`) or the built-in encoding
+        (:func:`sealcheck.checkers.replay.builtin_effects`). Computed once."""
+        memo = f"effects:{name}"
+        if memo not in self._memo:
+            if self.stated is None:
+                for table, frame in builtin_effects(
+                    self.classified(), self.record_errors()
+                ).items():
+                    self._memo[f"effects:{table}"] = frame
+            else:
+                self._memo[memo] = (
+                    self.stated.lazy()
+                    .filter(pl.col("table") == name)
+                    .select(
+                        "row", "partition", "offset", h("key").alias("kh"), h("value").alias("vh")
+                    )
+                    .collect(engine="streaming")
+                )
+        return self._memo[memo]
+
+    def effect_value(self, name: str, row: int) -> bytes | None:
+        """The value input record ``row`` puts into collection ``name`` (None: it deletes, or
+        does nothing there), with its bytes, for people."""
+        if self.stated is None:
+            rec = self.topic_row(row)
+            if name == "data":
+                return rec["value"] if rec["value"] is not None else None
+            err = self.record_errors().filter(pl.col("row") == row)
+            if err.height == 0:
+                return None
+            reason = self.classified().slice(row, 1).with_columns(reason_text().alias("text"))
+            one = pl.DataFrame([rec]).select(error_bytes(pl.lit(reason["text"][0])).alias("e"))
+            return bytes(one["e"][0])
+        found = (
+            self.stated.lazy()
+            .filter((pl.col("row") == row) & (pl.col("table") == name))
+            .select("value")
+            .collect()
+        )
+        return found["value"][0] if found.height else None
+
+    def effect_key(self, name: str, row: int) -> bytes | None:
+        """The key input record ``row`` acts on in collection ``name`` (None: none), with its
+        bytes, for people: by the built-in encoding the raw key in ``data`` and its slot
+        (``key:<hex>``, ``null:<partition>``) in ``errors``."""
+        if self.stated is None:
+            rec = self.topic_row(row)
+            if name == "data":
+                return rec["key"]  # type: ignore[no-any-return]
+            one = pl.DataFrame([rec], schema=TOPIC_SCHEMA).select(slot_bytes().alias("s"))
+            return bytes(one["s"][0])
+        found = (
+            self.stated.lazy()
+            .filter((pl.col("row") == row) & (pl.col("table") == name))
+            .select("key")
+            .collect()
+        )
+        return found["key"][0] if found.height else None
+
+    def record_keys(self, raw: bytes) -> pl.DataFrame:
+        """The input records whose key (in any collection, by the system's mapping; the raw
+        key by the built-in encoding) is ``raw``, with their bytes, in offset order."""
+        if self.stated is None:
+            found = self.topic.lazy().filter(pl.col("key") == raw)
+            return found.sort("offset", "partition").collect()
+        rows = (
+            self.stated.lazy().filter(pl.col("key") == raw).select("row").unique().collect()["row"]
+        )
+        topic = self.topic.lazy().with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+        return (
+            topic.filter(pl.col("row").is_in(rows.implode()))
+            .drop("row")
+            .sort("offset", "partition")
+            .collect()
+        )
+
+    def winners(self, name: str = "data") -> pl.DataFrame:
+        """:func:`sealcheck.checkers.replay.step_winners` of collection ``name``'s effects of
+        the records bound at sealed steps (computed once). ``bound_records`` counts those
+        records."""
+        memo = f"winners:{name}"
+        if memo not in self._memo:
+            if "step" not in self._memo:
+                sealed = min(self.uppers.get("data", 0), self.uppers.get("bindings", 0))
+                ranges = binding_ranges(self.collection("bindings"), sealed)
+                self._memo["step"] = assign_steps(self.classified(), ranges).to_frame()
+            step = self._memo["step"]["step"]
             self.bound_records = step.len() - step.null_count()
             since = max(self.sinces.values(), default=0)
-            self._memo["winners"] = step_winners(self.classified(), step, since)
-        return self._memo["winners"]
+            self._memo[memo] = step_winners(self.effects(name), step, since)
+        return self._memo[memo]
 
     def model_changes(self, name: str) -> pl.DataFrame:
-        """The winners as changes of ``data`` or ``errors`` (:func:`sealcheck.checkers.replay.
-        data_changes` / :func:`sealcheck.checkers.replay.error_changes`)."""
-        if name == "data":
-            return data_changes(self.winners())
-        return error_changes(self.winners(), self.record_errors())
+        """The winners as changes of ``data`` or ``errors``
+        (:func:`sealcheck.checkers.replay.changes`)."""
+        return changes(self.winners(name))
 
     def lookup(
         self, name: str, kh: int, vh: int | None = None
@@ -306,7 +411,8 @@ def load_run(run_dir: Path) -> RunData:
     the store's export is missing or cannot be read as its format says. The manifest is the
     closed list of what checkers read: a required input it does not list refuses the run
     (:attr:`RunData.refusals`, nothing read); an optional one (``export/asof.parquet``,
-    ``export/versions.json``) is read only when listed; any other file of the export is
+    ``export/versions.json``, ``effects.parquet``: :mod:`sealcheck.rundir.effects`) is read only
+    when listed; any other file of the export is
     only named in :attr:`RunData.notes`. The big inputs stay lazy scans;
     :meth:`RunData.prepare` (or the first checker) reads them.
     """
@@ -356,6 +462,8 @@ def load_run(run_dir: Path) -> RunData:
         files.check_parquet(run_dir / export.updates, UPDATES_SCHEMA.names())
         if export.asof in recorded:
             files.check_parquet(run_dir / export.asof)
+        if EFFECTS in recorded:
+            files.check_parquet(run_dir / EFFECTS, EFFECTS_SCHEMA.names())
         uppers, exported = files.read_frontiers(run_dir / export.frontiers)
     except files.InputFileError as exc:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None
@@ -378,4 +486,5 @@ def load_run(run_dir: Path) -> RunData:
         pl.scan_parquet(run_dir / export.asof) if export.asof in recorded else None,
         files.step_labels(run_dir) if export.versions in recorded else {},
         steps,
+        pl.scan_parquet(run_dir / EFFECTS).cast(EFFECTS_SCHEMA) if EFFECTS in recorded else None,
     )

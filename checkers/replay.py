@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sealcheck.checkers.frames import SEED, h, pair_hash, run_ends, signed, sort_runs
+from sealcheck.checkers.frames import h, pair_hash, run_ends, signed, sort_runs
 
 NULL_KEY, BAD_KEY, BAD_VALUE = "null key", "key is not UTF-8", "value is not UTF-8 JSON"
 #: ``reason`` codes of :func:`classify` (0: the record is good)
@@ -242,24 +242,52 @@ def assign_steps(classified: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
     return pl.select(pl.when(pl.Series(hit)).then(step).alias("step")).to_series()
 
 
-def step_winners(records: pl.DataFrame, step: pl.Series, since: int = 0) -> pl.DataFrame:
-    """Per slot and step the winning record (highest ``(offset, partition)``), sorted by slot
-    then step: ``row, slot, step, dvh, prev_row, prev_dvh`` (``prev_``: the slot's previous
-    winner). Steps below ``since`` are merged into ``since``. A slot is a raw key (``kh``;
-    null keys: one slot per partition); ``dvh`` is the winner's data value (null unless the
-    record is good)."""
-    slot = pl.when(pl.col("kh").is_null()).then(pl.col("partition").hash(SEED + 1))
+def builtin_effects(records: pl.DataFrame, errors: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The built-in record encoding (``docs/architecture.md``) as effects per collection,
+    from the two frames of :func:`classify`: ``row, partition, offset, kh, vh`` (``kh``: hash
+    of the key in that collection, ``vh``: hash of the value, null for a delete).
+
+    ``data``: a record with a UTF-8 key upserts its raw value when it is good and deletes the
+    key otherwise (a tombstone, a value that is not UTF-8 JSON); ``errors``: a bad record
+    upserts its error under its slot (``key:<hex>``, ``null:<partition>``), and a good record
+    of a slot that ever had an error deletes it (other good records cannot change
+    ``errors``, so they are left out)."""
+    indexed = records.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    cols = ("row", "partition", "offset")
+    data = indexed.filter(pl.col("reason").is_in([0, 3])).select(
+        *cols, "kh", pl.when(pl.col("reason") == 0).then(pl.col("rvh")).alias("vh")
+    )
+    bad = errors.with_columns(pl.col("row").cast(pl.Int64)).join(
+        indexed.select(*cols, "kh"), on="row"
+    )
+    slots = bad.filter(pl.col("kh").is_not_null()).select("kh", "skh").unique("kh")
+    cleared = (
+        indexed.filter(pl.col("reason") == 0)
+        .join(slots, on="kh")
+        .select(*cols, pl.col("skh").alias("kh"), pl.lit(None, pl.UInt64).alias("vh"))
+    )
+    raised = bad.select(*cols, pl.col("skh").alias("kh"), pl.col("evh").alias("vh"))
+    return {"data": data, "errors": pl.concat([raised, cleared]).sort("row")}
+
+
+def step_winners(effects: pl.DataFrame, step: pl.Series, since: int = 0) -> pl.DataFrame:
+    """Per key and step the winning effect (the record with the highest ``(offset,
+    partition)``), sorted by key then step: ``row, slot, step, dvh, prev_row, prev_dvh``
+    (``slot``: the key's hash; ``dvh``: the value's hash, null for a delete; ``prev_``: the
+    key's previous winner). ``effects`` are one collection's (:func:`builtin_effects`, or a
+    system's own mapping); ``step`` is each input record's step (:func:`assign_steps`). Steps
+    below ``since`` are merged into ``since``."""
+    rows = effects["row"].cast(pl.Int64)
     bound = (
-        records.with_row_index("row")
-        .with_columns(step)
+        effects.with_columns(step.gather(rows).alias("step"))
         .filter(pl.col("step").is_not_null())
         .select(
             "row",
-            slot.otherwise(pl.col("kh")).alias("slot"),
+            pl.col("kh").alias("slot"),
             pl.max_horizontal(pl.col("step"), pl.lit(since)).cast(pl.Int32).alias("step"),
             "offset",
             "partition",
-            pl.when(pl.col("reason") == 0).then(pl.col("rvh")).alias("dvh"),
+            pl.col("vh").alias("dvh"),
         )
     )
     same = pl.col("slot") == pl.col("slot").shift(1)
@@ -278,8 +306,9 @@ def step_winners(records: pl.DataFrame, step: pl.Series, since: int = 0) -> pl.D
     )
 
 
-def data_changes(winners: pl.DataFrame) -> pl.DataFrame:
-    """The winners as changes of ``data``: ``ukh, step, new, old, row, prev_row``."""
+def changes(winners: pl.DataFrame) -> pl.DataFrame:
+    """The winners of one collection as its changes: ``ukh, step, new, old, row,
+    prev_row``."""
     return winners.select(
         pl.col("slot").alias("ukh"),
         "step",
@@ -287,29 +316,6 @@ def data_changes(winners: pl.DataFrame) -> pl.DataFrame:
         pl.col("prev_dvh").alias("old"),
         "row",
         "prev_row",
-    )
-
-
-def error_changes(winners: pl.DataFrame, errors: pl.DataFrame) -> pl.DataFrame:
-    """The winners of slots that ever had an error, as changes of ``errors`` (same columns
-    as :func:`data_changes`); ``errors`` is the second frame of :func:`classify`."""
-    rows = errors.select("row", "evh", "skh")
-    prev = rows.rename({"row": "prev_row", "evh": "prev_evh", "skh": "prev_skh"})
-    touched = winners.filter(
-        pl.col("row").is_in(rows["row"].implode()) | pl.col("prev_row").is_in(rows["row"].implode())
-    )["slot"]
-    return (
-        winners.filter(pl.col("slot").is_in(touched.implode()))
-        .join(rows, on="row", how="left")
-        .join(prev, on="prev_row", how="left")
-        .select(
-            pl.coalesce("skh", "prev_skh").alias("ukh"),
-            "step",
-            pl.col("evh").alias("new"),
-            pl.col("prev_evh").alias("old"),
-            "row",
-            "prev_row",
-        )
     )
 
 

@@ -24,19 +24,13 @@ import polars as pl
 
 from sealcheck.checkers.frames import consolidate, fingerprints, pair_hash, signed
 from sealcheck.checkers.inputs import RunData
-from sealcheck.checkers.replay import error_bytes, model_fingerprints, model_updates, reason_text
+from sealcheck.checkers.replay import model_fingerprints, model_updates
 from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 
 def _record_value(run: RunData, collection: str, row: int) -> str | None:
-    rec = run.topic_row(row)
-    if collection == "data":
-        return show(rec["value"])
-    reason = run.classified().slice(row, 1).with_columns(reason_text().alias("text"))
-    if reason["text"][0] is None:
-        return None
-    err = pl.DataFrame([rec]).select(error_bytes(pl.lit(reason["text"][0])).alias("e"))
-    return show(err["e"][0])
+    value = run.effect_value(collection, row)
+    return None if value is None else show(value)
 
 
 def _model_value(run: RunData, name: str, kh: int, ts: int) -> str | None:
@@ -90,8 +84,7 @@ def _explain(
     held = run.live_values(name, kh, ts)
     key = run.lookup(name, kh)[0]
     if key is None and first_row is not None:  # nothing persisted under this key: the input's
-        raw = run.topic_row(first_row)["key"]
-        key = raw if name == "data" else b"(errors key of) " + (raw or b"null")
+        key = run.effect_key(name, first_row)
     return Anomaly(
         "state-mismatch",
         name,
@@ -181,7 +174,7 @@ def check(run: RunData) -> CheckResult:
     # compared with everything up to the highest ``since`` merged into it (the model's
     # winners are merged there; fingerprints are linear, so the store's updates merge too).
     since = max(run.sinces.values(), default=0)
-    run.winners()
+    run.winners("data")
     res.counts["records_bound"] = run.bound_records
     explained = 0
     for name in ("data", "errors"):
@@ -214,7 +207,7 @@ def check(run: RunData) -> CheckResult:
         ).with_columns(pl.col("diff").fill_null(0), pl.col("diff_found").fill_null(0))
         bad = joined.filter(pl.col("diff") != pl.col("diff_found"))
         places = bad.select("kh", "ts").unique().sort("ts", "kh")
-        kafka = places.filter(pl.col("kh").is_in(run.kafka_keys(name).implode()))
+        kafka = places.filter(run.kafka_explains(name))
         explained += kafka.height
         places = places.join(kafka, on=["kh", "ts"], how="anti").sort("ts", "kh")
         if bad.height == 0:  # never silently valid: say that the two comparisons disagree

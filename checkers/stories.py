@@ -98,10 +98,13 @@ def key_story(run: RunData, ranges: pl.DataFrame, key: str, why: str, step: int 
     """The story of one key (``ranges``: :func:`sealcheck.checkers.replay.binding_ranges` of the
     sealed bindings, read once for all keys)."""
     raw = key.encode("utf-8")
-    records = run.topic.lazy().filter(pl.col("key") == raw).sort("offset", "partition").collect()
+    records = run.record_keys(raw)
     steps = assign_steps(records, ranges) if records.height else pl.Series("step", [], pl.Int64)
+    places = records.select("partition", "offset")
     acked = run.history.collect(
-        run.history.acked.lazy().filter(pl.col("key") == raw).select("time", "partition", "offset")
+        run.history.acked.lazy()
+        .select("time", pl.col("partition").cast(pl.Int64), pl.col("offset").cast(pl.Int64))
+        .join(places.lazy(), on=["partition", "offset"])
     )
     acks = {
         (int(r["partition"]), int(r["offset"])): r["time"] / 1e9

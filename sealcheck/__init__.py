@@ -7,7 +7,13 @@ The public API is deliberately small; everything not re-exported here is interna
   the serialisable spec of a test;
 * :class:`Test`, :func:`build_test`: a spec built into one value (system under test, backend,
   nemeses with their schedule, seeds, checkers), whose parts can be swapped in Python;
-* :func:`run_test`, :class:`Outcome`: run it (``sealcheck run`` does exactly this).
+* :func:`run_test`, :class:`Outcome`: run it (``sealcheck run`` does exactly this);
+* :class:`Job`, :class:`JobRun`, :class:`DeltaOutput`: your own job as a system under test
+  (``docs/your-own-job.md``), :class:`SystemUnderTest` the base class of every descriptor;
+* :class:`Record`, :class:`Upsert`, :class:`Delete`, :func:`DeadLetter`, :data:`SKIP`: what one
+  input record should do to the job's output (:mod:`sealcheck.core.effects`);
+* :func:`spark_kafka_jars`, :func:`delta_jars`: the jars a Spark job needs for Kafka and Delta
+  (copied from Maven Central by ``sealcheck setup``).
 """
 
 from __future__ import annotations
@@ -16,13 +22,30 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sealcheck.core.effects import SKIP, DeadLetter, Delete, Record, Upsert
     from sealcheck.harness.run.config import ConfigError, TestConfig, WorkloadConfig, load_config
     from sealcheck.harness.run.runner import Outcome, run_test
     from sealcheck.harness.run.test import Test, build_test
+    from sealcheck.infra.jars import delta_jars
+    from sealcheck.infra.jars import spark_connector_jars as spark_kafka_jars
+    from sealcheck.systems.api import SystemUnderTest
+    from sealcheck.systems.job import Job, JobRun
+    from sealcheck.systems.outputs import DeltaOutput
 
 #: Where each public name lives. Imported on first use, so that ``import sealcheck.infra.keeper``
 #: (a process the harness starts) does not load the whole engine.
 _HOMES = {
+    "DeadLetter": "sealcheck.core.effects",
+    "Delete": "sealcheck.core.effects",
+    "Record": "sealcheck.core.effects",
+    "SKIP": "sealcheck.core.effects",
+    "Upsert": "sealcheck.core.effects",
+    "DeltaOutput": "sealcheck.systems.outputs",
+    "Job": "sealcheck.systems.job",
+    "JobRun": "sealcheck.systems.job",
+    "SystemUnderTest": "sealcheck.systems.api",
+    "delta_jars": "sealcheck.infra.jars",
+    "spark_kafka_jars": "sealcheck.infra.jars:spark_connector_jars",
     "ConfigError": "sealcheck.harness.run.config",
     "TestConfig": "sealcheck.harness.run.config",
     "WorkloadConfig": "sealcheck.harness.run.config",
@@ -39,16 +62,28 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'sealcheck' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+    module, _, attr = home.partition(":")
+    return getattr(importlib.import_module(module), attr or name)
 
 
 __all__ = [
+    "SKIP",
     "ConfigError",
+    "DeadLetter",
+    "Delete",
+    "DeltaOutput",
+    "Job",
+    "JobRun",
     "Outcome",
+    "Record",
+    "SystemUnderTest",
     "Test",
     "TestConfig",
+    "Upsert",
     "WorkloadConfig",
     "build_test",
+    "delta_jars",
     "load_config",
     "run_test",
+    "spark_kafka_jars",
 ]

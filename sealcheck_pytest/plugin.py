@@ -1,8 +1,9 @@
 """Sealcheck's pytest plugin (entry point ``pytest11``: installed with Sealcheck, active in
 every pytest session of that environment).
 
-* fixture ``sealcheck``: a factory, ``sealcheck(system="upsert-source", seed=..., nemeses=[...],
-  **settings)``, that runs one chaos test and returns a
+* fixture ``sealcheck``: a factory, ``sealcheck(system=MyJob(), seed=..., nemeses=[...],
+  **settings)`` (``system``: a system object, a registered name or ``package.module:Factory``;
+  default: the ini option ``sealcheck_system``), that runs one chaos test and returns a
   :class:`~sealcheck.harness.campaigns.verdicts.ChaosResult` (verdict, failing checkers, anomalies,
   report
   path, reproduce commands);
@@ -15,7 +16,9 @@ every pytest session of that environment).
   ``sealcheck_verdict``, ``sealcheck_report`` and ``sealcheck_reproduce`` properties — per
   test case under ``junit_family`` ``xunit1`` / ``legacy``; under ``xunit2`` (pytest's default,
   whose schema has no per-test properties) as the suite's properties, each name prefixed by
-  the test's node id (``<nodeid>::sealcheck_seed``), without pytest's incompatibility warning;
+  the test's node id (``<nodeid>::sealcheck_seed``), without pytest's incompatibility warning
+  — under pytest-xdist (``-n 2``), whose workers cannot record suite properties, per test
+  case (set ``junit_family = xunit1`` for a file that is valid by its schema);
 * a failing test's report gets a ``sealcheck`` section: the verdict, the first anomalies (the
   first wrong step first), the report path and the exact commands that repeat the run —
   except for a run whose summary the failure (``assert_valid`` / ``assert_invalid``) already
@@ -37,6 +40,8 @@ import pytest
 from sealcheck.harness.campaigns.child_run import run_chaos
 from sealcheck.harness.campaigns.suite_spec import SuiteError, parse_seeds
 from sealcheck.harness.campaigns.verdicts import ChaosResult, VerdictError
+from sealcheck.systems.api import SystemUnderTest
+from sealcheck.systems.registry import SystemNotFound, reference
 from sealcheck_pytest.runner import Case, run_name
 
 _RESULTS = pytest.StashKey[list[ChaosResult]]()
@@ -56,6 +61,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--sealcheck-seeds",
         default=None,
         help="seeds for every @pytest.mark.sealcheck test, e.g. 1-20 or 1,5,9",
+    )
+    parser.addini(
+        "sealcheck_system",
+        "the system under test of every run that names none: a registered name (entry-point "
+        "group sealcheck.systems) or package.module:Factory (default upsert-source)",
+        default="upsert-source",
     )
     group.addoption(
         "--sealcheck-timeout",
@@ -120,7 +131,8 @@ def _recorder(request: pytest.FixtureRequest) -> Callable[[str, object], None]:
         "junit_family"
     ) not in ("xunit1", "legacy")
     node = request.node
-    if not xunit2:
+    # a pytest-xdist worker cannot record suite properties (pytest issue 7767): per test case
+    if not xunit2 or hasattr(config, "workerinput"):
         return lambda name, value: node.user_properties.append((name, value))
     suite: Callable[[str, object], None] = request.getfixturevalue("record_testsuite_property")
     return lambda name, value: suite(f"{node.nodeid}::{name}", value)
@@ -132,10 +144,13 @@ def sealcheck(
     sealcheck_case: Case,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[..., ChaosResult]:
-    """A factory that runs one chaos test: ``sealcheck(system="upsert-source", *, seed=None,
-    nemeses=None, backend=None, broken=None, duration=None, interval=None, config=None,
-    **settings)``. ``seed``/``nemeses`` default to the marker's case; ``settings`` are any
-    ``sealcheck run --set`` names (``final_timeout_s=120``, ``workload.keys=500``)."""
+    """A factory that runs one chaos test: ``sealcheck(system=None, *, seed=None,
+    nemeses=None, backend=None, broken=None, duration=None, interval=None, keys=None,
+    rate=None, config=None, **settings)``. ``system`` is a registered name, a
+    ``package.module:Factory`` reference or a system object (``MyJob()``: rebuilt in the run's
+    process from its class and options); None: the ini option ``sealcheck_system``.
+    ``seed``/``nemeses`` default to the marker's case; ``settings`` are any ``sealcheck run
+    --set`` names (``final_timeout_s=120``; dotted ones as ``**{"workload.zipf_s": 1.3}``)."""
     option = request.config.getoption
     where = option("sealcheck_runs")
     runs = Path(where) if where else tmp_path_factory.mktemp("sealcheck")
@@ -143,12 +158,20 @@ def sealcheck(
     record_property = _recorder(request)
 
     def run(
-        system: str = "pipeline",
+        system: str | SystemUnderTest | None = None,
         *,
         seed: int | None = None,
         nemeses: Sequence[str] | None = None,
         **settings: Any,
     ) -> ChaosResult:
+        if system is None:
+            system = str(request.config.getini("sealcheck_system"))
+        if isinstance(system, SystemUnderTest):  # run by the name and options that rebuild it
+            try:
+                system, options = reference(system)
+            except SystemNotFound as exc:
+                raise pytest.UsageError(str(exc)) from None
+            settings["system_options"] = {**options, **settings.get("system_options", {})}
         chosen = sealcheck_case.seed if seed is None else seed
         faults = nemeses if nemeses is not None else sealcheck_case.nemeses
         settings.setdefault("backend", option("sealcheck_backend"))

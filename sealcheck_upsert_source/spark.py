@@ -43,7 +43,7 @@ def connector_jars(spec: str | None = None) -> list[str]:
         raise JarsNotGivenError(
             f"no Spark Kafka connector jars ({missing or text or 'none given'}): pass "
             f"--jars or set {JARS_ENV} to the jars' directory (`sealcheck setup` copies them "
-            "into .cache/jars/spark-kafka-<version>/)"
+            "into ~/.cache/sealcheck/jars/spark-kafka-<version>/)"
         )
     return jars
 

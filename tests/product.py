@@ -29,6 +29,7 @@ HOMES = {
     "sealcheck_pytest": "sealcheck_pytest",
     "sealcheck_upsert_source": "sealcheck_upsert_source",
     "sealcheck_delta_streaming": "sealcheck_delta_streaming",
+    "sealcheck_failpoint": "sealcheck_failpoint",
 }
 
 #: The installed top-level import names (every one starts with ``sealcheck``).
@@ -37,6 +38,7 @@ TOP_LEVEL = (
     "sealcheck_pytest",
     "sealcheck_upsert_source",
     "sealcheck_delta_streaming",
+    "sealcheck_failpoint",
 )
 
 

@@ -6,6 +6,7 @@ this way."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 from sealcheck.harness.campaigns.verdicts import ChaosResult, read_result
 from sealcheck.harness.run.config import ConfigError, TestConfig, to_flags
 
-__all__ = ["ALIASES", "ConfigError", "command", "config_for", "run_chaos"]
+__all__ = ["ALIASES", "ConfigError", "child_env", "command", "config_for", "run_chaos"]
 
 #: short names callers may use for settings (``sealcheck(duration=15)``, a suite's
 #: ``duration = 30``) -> the config's names; any other name is a config name as it stands
@@ -55,6 +56,23 @@ def command(cfg: TestConfig) -> list[str]:
     return [sys.executable, "-m", "sealcheck", "run", "--no-progress", *to_flags(cfg)]
 
 
+def child_env() -> dict[str, str]:
+    """This process's environment, with the folders it imports from that are not part of its
+    Python installation (a test suite's folder, a project's source folder) on ``PYTHONPATH``,
+    so the run's process finds a ``package.module:Factory`` system where the caller did."""
+    env = dict(os.environ)
+    installed = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    own = []
+    for entry in sys.path:
+        path = Path(entry or ".").resolve()
+        if path.is_dir() and not any(path.is_relative_to(i) for i in installed):
+            own.append(str(path))
+    given = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if own:
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*given, *own]))
+    return env
+
+
 def run_chaos(
     runs: Path,
     name: str,
@@ -74,7 +92,9 @@ def run_chaos(
         mine = sorted((runs / name).glob("*/test.json"))
         return mine[-1].parent if mine else runs / name
 
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env()
+    )
     try:
         output, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -136,12 +136,13 @@ def _ledger(path: Path, flags: list[str]) -> dict[tuple[str, int], Path]:
 
 def run_selftest(args: argparse.Namespace) -> int:
     """Run the matrix (or list the variants)."""
-    from sealcheck.systems.registry import SYSTEMS, system
+    from sealcheck.systems.registry import SystemNotFound, system
 
-    if args.system not in SYSTEMS:
-        print(f"sealcheck selftest: system={args.system!r} is unknown; known: {', '.join(SYSTEMS)}")
+    try:
+        sut = system(args.system)
+    except SystemNotFound as exc:
+        print(f"sealcheck selftest: {exc}")
         return EXIT_BAD_ARGS
-    sut = system(args.system)
     harmless = {CORRECT, *sut.harmless_modes}
     modes = {CORRECT: "the system as it is (must never be flagged)", **sut.broken_modes}
     if args.list:
@@ -155,19 +156,20 @@ def run_selftest(args: argparse.Namespace) -> int:
         print(f"sealcheck selftest: unknown variant(s) {unknown}; see `sealcheck selftest --list`")
         return EXIT_BAD_ARGS
     cells = {v: Cell(v, modes[v]) for v in dict.fromkeys(chosen)}
+    flags = ["--system", args.system, *args.run_flags]  # every run is of the system listed
     out = Path(args.runs) / "selftest.json"
     ledger = out.with_suffix(".jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {} if args.fresh else _ledger(ledger, args.run_flags)
+    done = {} if args.fresh else _ledger(ledger, flags)
     started = time.monotonic()
     for seed in range(1, args.seeds + 1):
         for variant, cell in cells.items():
             run_dir = done.get((variant, seed))
             again = " (from the ledger)" if run_dir else ""
             if run_dir is None:
-                run_dir = _run(Path(args.runs), variant, seed, args.run_flags)
+                run_dir = _run(Path(args.runs), variant, seed, flags)
                 if run_dir is not None:
-                    rec = {"variant": variant, "seed": seed, "flags": args.run_flags}
+                    rec = {"variant": variant, "seed": seed, "flags": flags}
                     with ledger.open("a") as fh:
                         fh.write(json.dumps({**rec, "run_dir": str(run_dir)}) + "\n")
             verdict, failed, took = detection(run_dir) if run_dir else (None, [], None)
@@ -203,7 +205,11 @@ def add_command(sub: Any) -> None:
     p = sub.add_parser("selftest", help="run every deliberate bug variant; print the matrix")
     p.add_argument("--list", action="store_true", help="list the variants and stop")
     p.add_argument("--seeds", type=positive, default=1, help="seeds 1..N per variant (default 1)")
-    p.add_argument("--system", default="upsert-source")
+    p.add_argument(
+        "--system",
+        default="upsert-source",
+        help="the system under test: a registered name or package.module:Factory",
+    )
     p.add_argument("--variants", default=None, help="comma-separated broken variants only")
     p.add_argument("--runs", default="runs-selftest", help="the archive for the runs")
     p.add_argument(

@@ -51,15 +51,22 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _cmd_setup(args: argparse.Namespace) -> int:
-    from sealcheck.infra.jars import setup_jars
-
-    start = time.monotonic()
-    for module, path in setup_jars(quiet=not args.verbose).items():
-        print(f"jars: {module} -> {path}")
-    print(f"jars ready in {time.monotonic() - start:.1f}s")
+    from sealcheck.infra.jars import POM, setup_jars
     from sealcheck.infra.paths import scripts_dir
 
-    fuse = subprocess.run(["bash", str(scripts_dir() / "fuse.sh")], check=False)
+    start = time.monotonic()
+    print(f"jars: Maven project {POM}")
+    try:
+        copied = setup_jars(quiet=not args.verbose)
+    except RuntimeError as exc:  # no Maven, or it could not resolve: say so, no traceback
+        print(f"sealcheck setup: {exc}", file=sys.stderr)
+        return EXIT_CRASH
+    for module, path in copied.items():
+        print(f"jars: {module} -> {path}")
+    print(f"jars ready in {time.monotonic() - start:.1f}s")
+    fuse_script = scripts_dir() / "fuse.sh"
+    print(f"fuse: {fuse_script}", flush=True)
+    fuse = subprocess.run(["bash", str(fuse_script)], check=False)
     if fuse.returncode != 0:  # the script said why; only the lost-writes nemesis needs it
         print("fuse: not available; runs with the lost-writes nemesis will be refused")
     if args.images:
@@ -199,7 +206,7 @@ def _verdict_line(valid: bool | None, doc: dict[str, Any]) -> str:
 def _upsert_source(command: list[str], argv: list[str]) -> int:
     """``sealcheck upsert-source`` (old name ``sealcheck pipeline``): the upsert source
     (``sealcheck_upsert_source``, the system under test ``--system upsert-source``) run by hand,
-    with the connector jars of this checkout (``sealcheck setup``) unless ``--jars`` or
+    with the connector jars ``sealcheck setup`` copied into the user's cache unless ``--jars`` or
     ``SEALCHECK_SPARK_JARS`` say others."""
     import os
 
@@ -236,7 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sealcheck {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    setup = sub.add_parser("setup", help="copy the JVM jars from Maven Central (idempotent)")
+    setup = sub.add_parser(
+        "setup",
+        help="copy the JVM jars from Maven Central into the user's cache ($SEALCHECK_CACHE, "
+        "else $XDG_CACHE_HOME/sealcheck or ~/.cache/sealcheck; idempotent)",
+    )
     setup.add_argument("--images", action="store_true", help="also build the container images")
     setup.add_argument("--verbose", action="store_true", help="show Maven's output")
     setup.set_defaults(func=_cmd_setup)

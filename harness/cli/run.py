@@ -35,7 +35,9 @@ _HELP = {
     "broken": "run the system under test with a deliberate bug or a variant people write "
     "(an unknown name lists the known ones)",
     "runs_dir": "the archive of runs, where this run is stored (default runs/)",
-    "system": "the system under test (default upsert-source)",
+    "system": "the system under test: a built-in name (upsert-source, delta-streaming), a name "
+    "an installed package registers (entry points sealcheck.systems) or package.module:Factory "
+    "(default upsert-source)",
     "spark": "connect (one Spark Connect server per run, the default), local (a driver in "
     "every incarnation) or cluster (that server drives a Spark standalone cluster: a master and "
     "two workers; nemeses kill-spark-worker, kill-executor, pause-spark-worker)",

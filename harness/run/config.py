@@ -60,7 +60,11 @@ class TestConfig:
 
     name: str = "chaos"
     seed: int = 1
-    system: str = "upsert-source"  # the system under test (sealcheck.systems.registry.SYSTEMS)
+    # The system under test: a built-in name, a name a package registers (entry-point group
+    # sealcheck.systems) or package.module:Factory (sealcheck.systems.registry), and the options
+    # its factory is called with (JSON values).
+    system: str = "upsert-source"
+    system_options: dict[str, Any] = field(default_factory=dict)
     backend: str = "local"
     # Where the system's Spark driver runs: "connect", one long-lived Spark Connect server per
     # run (a killed incarnation is back in ~2 s), or "local", inside every incarnation (~13 s).
@@ -129,15 +133,19 @@ def _hostable(cfg: TestConfig) -> tuple[str, ...]:
     from sealcheck.infra.backends import NAMES, capabilities
     from sealcheck.nemeses.api import PlanInfo
     from sealcheck.nemeses.registry import NEMESES, lacking
-    from sealcheck.systems.registry import SYSTEMS, system
+    from sealcheck.systems.registry import SystemNotFound, system
     from sealcheck.systems.roles import run_roles
 
-    if cfg.backend not in NAMES or cfg.system not in SYSTEMS:
+    try:
+        sut = system(cfg.system, cfg.system_options)
+    except SystemNotFound:
         return cfg.nemeses  # building the test says what is wrong
-    offered = capabilities(cfg.backend) | system(cfg.system).offers(cfg.backend)
+    if cfg.backend not in NAMES:
+        return cfg.nemeses
+    offered = capabilities(cfg.backend) | sut.offers(cfg.backend)
     if cfg.spark != "cluster":
         offered -= {"spark-cluster"}
-    info = PlanInfo(roles=run_roles(system(cfg.system), cfg.backend, cfg.brokers, cfg.spark))
+    info = PlanInfo(roles=run_roles(sut, cfg.backend, cfg.brokers, cfg.spark))
 
     def hostable(name: str) -> bool:
         if name not in NEMESES:
@@ -207,6 +215,14 @@ def _build(kind: type, values: Any, where: str) -> Any:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if dataclasses.is_dataclass(default):
             continue  # a nested table, built by the caller
+        if isinstance(default, dict):
+            if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+                raise ConfigError(
+                    f"{where}.{key}={value!r}: expected a table of settings ([{key}] in TOML, "
+                    f"--set {key}.<name>=<value> on the command line)"
+                )
+            out[key] = dict(value)
+            continue
         if isinstance(default, bool):  # before int: a bool is an int to Python
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}.{key}={value!r}: expected true or false")
@@ -234,11 +250,13 @@ def _build(kind: type, values: Any, where: str) -> Any:
 
 def _system_defaults(cfg: TestConfig, given: dict[str, Any]) -> TestConfig:
     """``cfg`` with its system under test's own defaults where ``given`` sets nothing."""
-    from sealcheck.systems.registry import SYSTEMS, system
+    from sealcheck.systems.registry import SystemNotFound, system
 
-    if cfg.system not in SYSTEMS:
+    try:
+        sut = system(cfg.system, cfg.system_options)
+    except SystemNotFound:
         return cfg  # building the test says what is wrong
-    defaults = {k: v for k, v in system(cfg.system).run_defaults.items() if k not in given}
+    defaults = {k: v for k, v in sut.run_defaults.items() if k not in given}
     return _build(TestConfig, {**given, **defaults}, "config") if defaults else cfg
 
 
@@ -274,7 +292,8 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> TestConfig:
     """The config from ``path`` (TOML, optional) with ``overrides`` applied, each setting
     checked (:func:`build_config`).
 
-    ``overrides`` keys are top-level names or ``workload.<name>``; None values are ignored.
+    ``overrides`` keys are top-level names, ``workload.<name>`` or ``system_options.<name>``;
+    None values are ignored.
     """
     raw: dict[str, Any] = {}
     if path is not None:
@@ -289,11 +308,12 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> TestConfig:
     for key, value in overrides.items():
         if value is None:
             continue
-        if key.startswith("workload."):
-            table = raw.setdefault("workload", {})
+        head, dot, rest = key.partition(".")
+        if dot and head in ("workload", "system_options"):
+            table = raw.setdefault(head, {})
             if not isinstance(table, dict):
-                raise ConfigError(f"config: workload={table!r}: expected a table of settings")
-            table[key.removeprefix("workload.")] = value
+                raise ConfigError(f"config: {head}={table!r}: expected a table of settings")
+            table[rest] = value
         else:
             raw[key] = value
     return build_config(raw)
@@ -339,8 +359,12 @@ HARNESS_FLAGS: dict[str, str] = {"leave_running": "--leave-running"}
 def settings(cfg: TestConfig) -> list[tuple[str, Any]]:
     """Every setting of ``cfg`` as ``(name, value)``, workload ones as ``workload.<name>``."""
     doc = cfg.to_json()
-    workload = doc.pop("workload")
-    return [*doc.items(), *((f"workload.{k}", v) for k, v in workload.items())]
+    workload, options = doc.pop("workload"), doc.pop("system_options")
+    return [
+        *doc.items(),
+        *((f"workload.{k}", v) for k, v in workload.items()),
+        *((f"system_options.{k}", v) for k, v in sorted(options.items())),
+    ]
 
 
 def to_flags(cfg: TestConfig) -> list[str]:
@@ -361,9 +385,25 @@ def to_flags(cfg: TestConfig) -> list[str]:
         if name in FLAGS:
             out += [FLAGS[name], text]
         else:
-            literal = json.dumps(value) if isinstance(value, str | list) else text
-            out += ["--set", f"{name}={literal}"]
+            out += ["--set", f"{name}={toml_literal(value)}"]
     return out
+
+
+def toml_literal(value: Any) -> str:
+    """``value`` (a JSON value) as a TOML value, as ``--set`` reads it (:func:`parse_set`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, dict):
+        return (
+            "{" + ", ".join(f"{json.dumps(k)} = {toml_literal(v)}" for k, v in value.items()) + "}"
+        )
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_literal(v) for v in value) + "]"
+    if value is None:
+        raise ConfigError("a null option cannot be given on the command line: leave it out")
+    return json.dumps(value) if isinstance(value, str) else str(value)
 
 
 def parse_set(item: str) -> tuple[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sealcheck.core.effects import EffectError
 from sealcheck.harness.run.faults import FaultPhase
 from sealcheck.harness.run.leave import STOP_KAFKA, STOP_SERVICES, Kept
 from sealcheck.harness.run.observer import Observer
@@ -24,6 +25,7 @@ from sealcheck.infra.node import Backend
 from sealcheck.infra.topic import dump_topic, log_end
 from sealcheck.nemeses import Nemesis, Node
 from sealcheck.rundir.captures import CAPTURES, CaptureWriter
+from sealcheck.rundir.effects import EFFECTS, write_effects
 from sealcheck.rundir.files import TOPIC as TOPIC_FILE
 from sealcheck.rundir.files import write_topic
 from sealcheck.rundir.history import EXPORT_FAILED, NEVER_STARTED, HistoryWriter, record_inputs
@@ -315,10 +317,14 @@ class Session:
         inputs; ``reason`` with why the export failed, if it did."""
         self.display.update(phase="dumping the topic and the store")
         write_topic(dump_topic(self.backend.bootstrap, TOPIC), self.run_dir / TOPIC_FILE)
+        mapping = self.test.system.effect_mapping()
         try:
+            if mapping is not None:  # what each record should do, by the system's own mapping
+                write_effects(self.run_dir / TOPIC_FILE, mapping, self.run_dir / EFFECTS)
             self.deployment.export(self.run_dir)
         except Exception as exc:  # the store cannot be read: judged UNKNOWN, not a crash
-            why = f"the export of the store failed: {type(exc).__name__}: {exc}"
+            what = "mapping of records" if isinstance(exc, EffectError) else "export of the store"
+            why = f"the {what} failed: {type(exc).__name__}: {exc}"
             reason = "; ".join(filter(None, [reason, self._harness_failure(EXPORT_FAILED, why)]))
         record_inputs(self.history, self.run_dir)
         return reason

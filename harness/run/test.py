@@ -13,6 +13,7 @@ require (:attr:`Test.requires`). :func:`load_test` does all three for a config f
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,8 @@ from sealcheck.harness.run.validate import backend_capabilities, validate_parts
 from sealcheck.infra.backends import NAMES, BackendFactory, backend_factory
 from sealcheck.nemeses import NEMESES, Action, Nemesis, PlanInfo, plan_schedule
 from sealcheck.nemeses.registry import build
-from sealcheck.systems import SYSTEMS, SystemUnderTest, run_roles, system
+from sealcheck.systems import SystemUnderTest, run_roles
+from sealcheck.systems.registry import SystemNotFound, reference, system
 
 
 @dataclass
@@ -84,17 +86,21 @@ def build_test(
     schedule: list[Action] | None = None,
     sut: SystemUnderTest | None = None,
 ) -> Test:
-    """Build ``spec``: its system under test (``sut`` overrides the registry's), its backend,
+    """Build ``spec``: its system under test (``sut``, when given, replaces the one the spec
+    names, and the spec then names ``sut`` as :func:`sealcheck.systems.registry.reference`
+    does, so that a replay or a child run rebuilds it), its backend,
     every seed and the whole fault schedule from ``spec.seed`` (same seed, same test), or
     ``schedule`` as given when replaying. Each name the spec gives is resolved here, once: one
     that names nothing (a system, backend, nemesis or checker) is a :class:`ConfigError`.
     Whether the built parts fit together is :meth:`Test.validate`'s to say."""
-    if sut is None:
-        _known(
-            spec.system in SYSTEMS,
-            f"system={spec.system!r} is unknown; known systems under test: {', '.join(SYSTEMS)}",
-        )
-        sut = system(spec.system)
+    try:
+        if sut is None:
+            sut = system(spec.system, spec.system_options)
+        else:  # saved as the name and options that rebuild it (replay, child runs)
+            name, options = reference(sut)
+            spec = dataclasses.replace(spec, system=name, system_options=options)
+    except SystemNotFound as exc:
+        raise ConfigError(str(exc)) from None
     _known(spec.backend in NAMES, f"backend={spec.backend!r}: use " + " or ".join(NAMES))
     for n in dict.fromkeys([*spec.nemeses, *(a.nemesis for a in schedule or ())]):
         _known(n in NEMESES, f"nemesis {n!r} is unknown; known: {', '.join(NEMESES)}")

@@ -20,7 +20,7 @@ from sealcheck.harness.run.config import ConfigError, TestConfig
 from sealcheck.nemeses import Action, Nemesis, PlanInfo
 from sealcheck.nemeses.partition import Partition
 from sealcheck.nemeses.registry import lacking
-from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles, system
+from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles
 
 #: Requirements met by a lazy (FUSE) disk: a run with a nemesis that needs one needs FUSE.
 LAZY_DISKS = frozenset({"lazy-disk", "broker-lazy-disk"})
@@ -104,7 +104,7 @@ def _where(spec: TestConfig, sut: SystemUnderTest, role: str) -> str:
     run that has ``role``, changing as little of ``spec`` as it can (nothing: none has)."""
     from sealcheck.infra.backends import NAMES
 
-    systems = {spec.system: sut, **{n: system(n) for n in SYSTEMS if n != spec.system}}
+    systems = {spec.system: sut, **{n: make() for n, make in SYSTEMS.items() if n != spec.system}}
     backends = [spec.backend, *(b for b in NAMES if b != spec.backend)]
     sparks = [spec.spark, "cluster"] if spec.spark != "cluster" else ["cluster"]
     for name, other in systems.items():

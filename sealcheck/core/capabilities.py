@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 #: Optional capabilities a run may offer, and what each is (nemeses, roles and systems under
-#: test may require them). The backend offers ``partition``, ``host-directory`` and
-#: ``broker-lazy-disk``; the system under test offers ``failpoints``, ``spark-cluster``, and
-#: where it keeps its store on one, ``lazy-disk`` or ``database``.
+#: test may require them). The backend offers ``partition``, ``host-directory``,
+#: ``host-processes`` and ``broker-lazy-disk``; the system under test offers ``failpoints``,
+#: ``spark-cluster``, and where it keeps its store on one, ``lazy-disk`` or ``database``.
 CAPABILITIES = {
     "database": "a database server the system under test keeps its store in (the containers "
     "backend's PostgreSQL)",
@@ -13,6 +13,8 @@ CAPABILITIES = {
     "failpoints": "named failpoints in the system under test",
     "lazy-disk": "a store on a filesystem that can lose un-fsynced writes (FUSE; the local "
     "backend's SQLite store)",
+    "host-processes": "incarnations started as processes of the host from a command (a system "
+    "without a container image: the local backend)",
     "host-directory": "a directory of the host that incarnations read and write (local "
     "processes; bind-mounted at the same path into containers)",
     "broker-lazy-disk": "brokers' log directories on filesystems that can lose un-fsynced "

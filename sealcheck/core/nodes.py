@@ -98,6 +98,9 @@ class Launch:
     failpoint_env: str = "SEALCHECK_FAILPOINTS_FILE"
     entrypoint: tuple[str, ...] | None = None
     shared: tuple[str, ...] = ()
+    #: the directory a local process starts in (None: the harness's own); a job's scratch files
+    #: (Spark's ``spark-warehouse/``) land there, not in the user's checkout
+    workdir: str | None = None
 
 
 class Disk(Protocol):

@@ -1,7 +1,8 @@
 """JVM jars from Maven Central: fetched once by ``sealcheck setup``, never at run time.
 
-``jvm/pom.xml`` declares three modules, each copied (runtime classpath) into
-``<cache>/jars/<module>-<version>/``:
+The Maven project ``jvm/pom.xml`` (package data: ``sealcheck/infra/resources/jvm/``) declares
+three modules, each copied (runtime classpath) into ``<cache>/jars/<module>-<version>/``
+(:func:`sealcheck.infra.paths.cache_dir`):
 
 * ``kafka``: the Apache Kafka broker (KRaft) with a log4j2 backend;
 * ``spark-kafka``: ``spark-sql-kafka-0-10_2.13`` matching the installed PySpark, minus
@@ -17,9 +18,10 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from sealcheck.infra.paths import REPO_ROOT, cache_dir
+from sealcheck.infra.paths import cache_dir, jvm_dir
 
-POM = REPO_ROOT / "jvm" / "pom.xml"
+#: The parent pom, installed with the package (not a checkout's file).
+POM = jvm_dir() / "pom.xml"
 _NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
 
@@ -28,10 +30,10 @@ class JarsMissingError(RuntimeError):
 
 
 def pom_property(name: str) -> str:
-    """A property of ``jvm/pom.xml``, e.g. ``kafka.version``."""
+    """A property of the parent pom (:data:`POM`), e.g. ``kafka.version``."""
     node = ET.parse(POM).getroot().find(f"m:properties/m:{name}", _NS)
     if node is None or not node.text:
-        raise KeyError(f"jvm/pom.xml has no property {name!r}")
+        raise KeyError(f"{POM} has no property {name!r}")
     return node.text.strip()
 
 
@@ -97,8 +99,9 @@ def spark_connector_jars() -> list[Path]:
     wanted = pom_property("spark.version")
     if pyspark.__version__ != wanted:
         raise JarsMissingError(
-            f"installed pyspark is {pyspark.__version__} but jvm/pom.xml pins the connector "
-            f"for {wanted}; reinstall with `pip install -e .` so the two agree"
+            f"installed pyspark is {pyspark.__version__} but {POM} pins the connector "
+            f"for {wanted}; reinstall Sealcheck (in a checkout: `pip install -e .`) so the two "
+            "agree"
         )
     return sorted(_module_dir("spark-kafka", wanted).glob("*.jar"))
 

@@ -92,8 +92,16 @@ class LocalBroker:
 class LocalProcess:
     """One incarnation as a local process group (:class:`~sealcheck.core.nodes.Incarnation`)."""
 
-    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], log: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: dict[str, str],
+        log: Path,
+        cwd: Path | None = None,
+    ) -> None:
         self.name, self.argv, self.env, self.log_path = name, list(argv), env, log
+        self.cwd = cwd
         self.proc: subprocess.Popen[bytes] | None = None
         self._frozen = False
 
@@ -116,7 +124,10 @@ class LocalProcess:
         """Spawn it (its own session; it dies with the harness)."""
         if self.alive:
             return None
-        self.proc = procs.spawn(self.argv, self.log_path, env={**os.environ, **self.env})
+        if self.cwd is not None:
+            self.cwd.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.env}
+        self.proc = procs.spawn(self.argv, self.log_path, env=env, cwd=self.cwd)
         return self.ident
 
     def kill(self) -> int | None:
@@ -173,7 +184,9 @@ class LocalBackend:
     """Kafka (1 or 3 local brokers) under ``work/``; incarnations as local processes."""
 
     name: ClassVar[str] = "local"
-    capabilities: ClassVar[frozenset[str]] = frozenset({"broker-lazy-disk", "host-directory"})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"broker-lazy-disk", "host-directory", "host-processes"}
+    )
     runs_images: ClassVar[bool] = False
 
     def __init__(self, brokers: int, work: Path, run_id: str = "") -> None:
@@ -227,7 +240,8 @@ class LocalBackend:
         """``launch`` as a local process: its program and arguments, its environment plus
         where its failpoint file is."""
         env = {**launch.env, **launch.local_env, launch.failpoint_env: str(failpoint_file)}
-        return LocalProcess(name, [*launch.program, *launch.args], env, log_path)
+        cwd = Path(launch.workdir) if launch.workdir else None
+        return LocalProcess(name, [*launch.program, *launch.args], env, log_path, cwd)
 
     def service(self, launch: Launch, name: str, log_path: Path) -> LocalProcess:
         """``launch`` as a long-lived local process."""

@@ -30,6 +30,9 @@ from sealcheck.rundir.names import EXPORT_DIR, export_dir
 TOPIC = "topic.parquet"
 #: the sealed steps the harness captured during the run (:mod:`sealcheck.rundir.captures`)
 CAPTURES = "captures.arrows"
+#: what each record should do to the output, by the system's own mapping
+#: (:mod:`sealcheck.rundir.effects`)
+EFFECTS = "effects.parquet"
 
 
 @dataclass(frozen=True)
@@ -150,12 +153,13 @@ def why_unreadable(exc: BaseException) -> str:
 
 
 def describe(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Rows, bytes and SHA-256 of the topic dump, the captured steps (when the system offers
+    """Rows, bytes and SHA-256 of the topic dump, the effects (when the system states its
+    own mapping: :mod:`sealcheck.rundir.effects`), the captured steps (when the system offers
     them: :mod:`sealcheck.rundir.captures`) and every file of the export in ``run_dir`` (the
     manifest
     the history's final op records)."""
     folder = run_dir / Export.of(run_dir).folder
-    paths = [run_dir / TOPIC, run_dir / CAPTURES, *sorted(folder.glob("*"))]
+    paths = [run_dir / TOPIC, run_dir / EFFECTS, run_dir / CAPTURES, *sorted(folder.glob("*"))]
     out: dict[str, dict[str, Any]] = {}
     for path in paths:
         if path.is_file() and not path.name.endswith(".tmp"):

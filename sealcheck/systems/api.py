@@ -1,5 +1,6 @@
 """The system-under-test descriptor: everything the harness needs to know of a system it tests,
-in one small protocol, so any system can be tested without the harness naming it.
+as data with defaults on one small base class, so any system can be tested without the harness
+naming it.
 
 A descriptor (:class:`SystemUnderTest`) says which failpoints the system has and how to arm
 them, which deliberately broken variants it offers, and how to *deploy* it on a backend for one
@@ -19,17 +20,22 @@ The failpoint contract: an incarnation reads the file named by the environment v
 ``name=crash@1`` spec it holds, and removes the file just before crashing there; it logs the
 firing so that :meth:`SystemUnderTest.fired_failpoint` can find it in its log.
 
-Adding a system under test is one package under ``sealcheck/systems/`` plus one line in
-:data:`sealcheck.systems.registry.SYSTEMS` (``docs/contributing.md``).
+A system under test is registered by name: a built-in one in
+:data:`sealcheck.systems.registry.SYSTEMS`, a user's through the entry-point group
+``sealcheck.systems`` of their package, or named ``package.module:Factory``
+(``docs/your-own-job.md``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+from sealcheck.core.effects import EffectMapping
 from sealcheck.core.nodes import Disk, Launch, Node
 from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
@@ -122,75 +128,84 @@ class CapturesSteps(Protocol):
         cannot be read now (the harness tries again at its next sample)."""
 
 
-class SystemUnderTest(Protocol):
-    """A system Sealcheck can test (registered in :data:`sealcheck.systems.registry.SYSTEMS`)."""
+#: an empty mapping for defaults (read-only, so no descriptor can change another's)
+NOTHING: Mapping[str, Any] = MappingProxyType({})
 
-    @property
-    def name(self) -> str:
-        """Its registry name (``--system``)."""
 
-    @property
-    def failpoints(self) -> Mapping[str, str]:
-        """Its failpoints: name -> where it sits (empty: the ``failpoint`` nemesis is refused)."""
+class SystemUnderTest:
+    """A system Sealcheck can test: a base class whose every member has a default but
+    :meth:`deploy`, so a descriptor states only what differs. A user's system (registered by
+    an entry point, or named ``package.module:Factory``: :mod:`sealcheck.systems.registry`)
+    subclasses it — usually through :class:`sealcheck.systems.job.Job`, which deploys a job
+    from a command and an output.
 
-    @property
-    def startup_failpoints(self) -> frozenset[str]:
-        """Failpoints passed only while an incarnation starts."""
+    A descriptor is rebuilt by name in every process of a run (the pytest plugin's child
+    runs, ``--replay``, ``shrink``, ``suite``, ``selftest``): its factory is called with
+    :meth:`options`, so a descriptor with settings is a (frozen) dataclass whose fields are
+    JSON values.
+    """
 
-    @property
-    def late_failpoints(self) -> frozenset[str]:
-        """Failpoints passed only once the system has run a while (planned late)."""
-
-    @property
-    def commit_failpoints(self) -> tuple[str, ...]:
-        """Failpoints right after a durable write returned (``error`` there: a write that
-        happened but reported failure; the ``indeterminate`` nemesis)."""
-
-    @property
-    def stall_failpoint(self) -> str | None:
-        """A failpoint right before a write (a ``sleep`` there makes a zombie writer)."""
-
-    @property
-    def refusal_exit_codes(self) -> frozenset[int]:
-        """Exit codes that mean "this store cannot be resumed": after a few in a row the
-        harness stops waiting for the system to catch up."""
-
-    @property
-    def broken_modes(self) -> Mapping[str, str]:
-        """Deliberately wrong variants (``--broken``): name -> what it does wrong."""
-
-    @property
-    def harmless_modes(self) -> frozenset[str]:
-        """Broken modes that look wrong but are right (e.g. a MERGE replayed without
-        idempotent-write identifiers, which changes nothing): the self-test expects them
-        valid, like the correct system."""
-
-    @property
-    def run_defaults(self) -> Mapping[str, Any]:
-        """Run settings (``sealcheck.harness.run.config.TestConfig`` names) this system needs other
-        than the
-        harness's defaults, used where the user's config does not set them — e.g. a system
-        that needs 15 s to come back from a crash wants faults further apart."""
-
-    @property
-    def requires(self) -> frozenset[str]:
-        """Backend capabilities it needs on every backend
-        (``sealcheck.core.capabilities.CAPABILITIES``)."""
+    #: its name in reports; the registry's name, or the ``module:Factory`` it was built from
+    #: when empty
+    name: str = ""
+    #: its failpoints: name -> where it sits (empty: the ``failpoint`` nemesis is refused)
+    failpoints: Mapping[str, str] = NOTHING
+    #: failpoints passed only while an incarnation starts
+    startup_failpoints: frozenset[str] = frozenset()
+    #: failpoints passed only once the system has run a while (planned late)
+    late_failpoints: frozenset[str] = frozenset()
+    #: failpoints right after a durable write returned (``error`` there: a write that
+    #: happened but reported failure; the ``indeterminate`` nemesis)
+    commit_failpoints: tuple[str, ...] = ()
+    #: a failpoint right before a write (a ``sleep`` there makes a zombie writer)
+    stall_failpoint: str | None = None
+    #: exit codes that mean "this store cannot be resumed": after a few in a row the harness
+    #: stops waiting for the system to catch up
+    refusal_exit_codes: frozenset[int] = frozenset()
+    #: deliberately wrong variants (``--broken``): name -> what it does wrong
+    broken_modes: Mapping[str, str] = NOTHING
+    #: broken modes that look wrong but are right: the self-test expects them valid
+    harmless_modes: frozenset[str] = frozenset()
+    #: run settings (``sealcheck.harness.run.config.TestConfig`` names) this system needs
+    #: other than the harness's defaults, used where the user's config does not set them —
+    #: e.g. a system that needs 15 s to come back from a crash wants faults further apart
+    run_defaults: Mapping[str, Any] = NOTHING
+    #: backend capabilities it needs on every backend
+    #: (``sealcheck.core.capabilities.CAPABILITIES``)
+    requires: frozenset[str] = frozenset()
 
     def offers(self, backend: str) -> frozenset[str]:
         """Capabilities it brings itself on ``backend`` (``failpoints``, ``lazy-disk``,
         ``spark-cluster``; ``database`` where it keeps its store in the backend's database
-        server, which makes that server a role of the run)."""
+        server, which makes that server a role of the run). By default ``failpoints`` when it
+        has some."""
+        return frozenset({"failpoints"}) if self.failpoints else frozenset()
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> Deployment:
         """Prepare one run on ``backend`` (a store, an image); ``work`` is scratch space,
         ``logs`` where its services' logs go."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how to deploy it")
 
     def fired_failpoint(self, log_text: str) -> str | None:
-        """The failpoint an incarnation's log says fired last (None: none)."""
+        """The failpoint an incarnation's log says fired last (None: none); by default the
+        failpoint contract's ``{"event": "failpoint", "action": "crash"}`` line."""
+        return crash_failpoint(log_text)
 
     def images(self) -> Sequence[Callable[[], str]]:
         """Builders of the container images it needs (``sealcheck setup --images``)."""
+        return ()
+
+    def effect_mapping(self) -> EffectMapping | None:
+        """What one input record should do to its output (:mod:`sealcheck.core.effects`),
+        when it is not the built-in record encoding (None: the built-in one)."""
+        return None
+
+    def options(self) -> dict[str, Any]:
+        """The settings it is rebuilt with (its dataclass fields; none otherwise): JSON
+        values, saved in ``test.json`` beside its name."""
+        if dataclasses.is_dataclass(self):
+            return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {}
 
 
 def crash_failpoint(log_text: str) -> str | None:

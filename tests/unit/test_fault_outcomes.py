@@ -4,6 +4,7 @@ with a reason. (Unit tests: the target is a fake that records what was asked of 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sealcheck.core.roles import SUT, by_name
@@ -270,7 +271,9 @@ def test_a_failpoint_waits_for_the_system_to_progress_before_it_is_replaced(
     target.stalled = True  # type: ignore[attr-defined]
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 0.0)
-    assert done["outcome"] == "replaced-by-kill" and "within 4.0s" in done["why"]
+    assert done["outcome"] == "replaced-by-kill"
+    waited = re.search(r"within (\d+\.\d)s", done["why"])
+    assert waited is not None and float(waited[1]) >= 4.0  # past MIN_ARMED_S, however loaded
 
 
 def test_longer_windows_give_an_armed_point_longer_to_fire_and_a_zombie_a_longer_stall() -> None:

@@ -19,7 +19,13 @@ from tests.product import ROOT, in_git_checkout, module_name, product_files
 
 #: Every installed top-level package (harness/, nemeses/ and checkers/ are reached through
 #: ``sealcheck``'s links, under their installed names).
-PACKAGES = ("sealcheck", "sealcheck_pytest", "sealcheck_upsert_source", "sealcheck_delta_streaming")
+PACKAGES = (
+    "sealcheck",
+    "sealcheck_pytest",
+    "sealcheck_upsert_source",
+    "sealcheck_delta_streaming",
+    "sealcheck_failpoint",
+)
 
 needs_git = pytest.mark.skipif(not in_git_checkout(), reason="needs a git checkout")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from sealcheck.harness.cli.app import main
 from sealcheck.harness.run.config import ConfigError, TestConfig, load_config
 from sealcheck.harness.run.session import Session
 from sealcheck.harness.run.test import build_test, load_test
-from sealcheck.systems import system
+from sealcheck.systems.upsert_source import UpsertSource
 
 
 def test_a_part_that_does_not_fit_is_refused_by_the_built_test_not_by_the_config() -> None:
@@ -34,7 +35,7 @@ def test_a_part_that_does_not_fit_is_refused_by_the_built_test_not_by_the_config
 @pytest.mark.parametrize(
     ("spec", "fragment"),
     [
-        (TestConfig(system="nope"), "system='nope' is unknown; known systems under test:"),
+        (TestConfig(system="nope"), "system 'nope' is unknown: not a built-in one"),
         (TestConfig(backend="cloud"), "backend='cloud': use local or containers"),
         (TestConfig(nemeses=("kill", "explode")), "nemesis 'explode' is unknown"),
         (TestConfig(checkers=("diff_of_one", "vibes")), "checkers: ['vibes'] unknown"),
@@ -57,6 +58,12 @@ class _Requires:
         self.requires = frozenset(requires)
 
 
+class Mine(UpsertSource):
+    """The registered system, with a broken mode of its own."""
+
+    broken_modes = MappingProxyType({"mine": "a bug of my own"})
+
+
 def test_validation_reads_the_built_parts_not_the_registries() -> None:
     test = build_test(TestConfig(nemeses=("kill",)))
     test.validate()  # the registered parts fit
@@ -66,20 +73,12 @@ def test_validation_reads_the_built_parts_not_the_registries() -> None:
     with pytest.raises(ConfigError, match="nemesis 'kill' needs network partitions"):
         swapped.validate()
 
-    class Mine:
-        """The registered system, with a broken mode of its own."""
-
-        def __init__(self) -> None:
-            self.inner = system("upsert-source")
-            self.broken_modes = {"mine": "a bug of my own"}
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.inner, name)
-
     spec = TestConfig(nemeses=("kill",), broken="mine")
     with pytest.raises(ConfigError, match="broken='mine'"):
         build_test(spec).validate()  # the registered system has no such mode
-    build_test(spec, sut=Mine()).validate()  # type: ignore[arg-type]  # the built one has
+    built = build_test(spec, sut=Mine())
+    built.validate()  # the built one has
+    assert built.spec.system == f"{__name__}:Mine"  # saved as what rebuilds it
 
 
 def test_a_bad_composition_is_one_line_and_254_on_the_command_line(

@@ -1,7 +1,8 @@
 """Offline images, built locally: no container registry is needed.
 
 * ``sealcheck-base:<hash>``: debootstrapped Debian bookworm with a headless JRE 17 and
-  python3, made by ``scripts/base-image.sh`` and ``docker import``;
+  python3, made by ``base-image.sh`` (package data: ``sealcheck/infra/resources/scripts/``)
+  and ``docker import``; its rootfs tree is kept in the user's cache;
 * ``sealcheck-kafka:<hash>``: the base plus the Kafka jars from the Maven cache;
 * ``sealcheck-postgres:<hash>``: the base (which carries Debian's PostgreSQL) plus an
   entrypoint that initialises and runs one cluster.
@@ -12,6 +13,7 @@ Tags are content hashes of the inputs, so an image is rebuilt only when they cha
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -20,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from sealcheck.infra.jars import jars_dir, pom_property, setup_jars
-from sealcheck.infra.paths import scripts_dir
+from sealcheck.infra.paths import cache_dir, scripts_dir
 
 
 class EngineUnavailableError(RuntimeError):
@@ -42,10 +44,17 @@ def _image_exists(tag: str) -> bool:
 
 
 def base_image() -> str:
-    """Build (if needed) and return the base image tag."""
+    """Build (if needed) and return the base image tag (the script's hash: it is the input).
+
+    The script keeps its debootstrapped rootfs under :func:`~sealcheck.infra.paths.cache_dir`,
+    which it is handed, so Python and the script agree on one cache.
+    """
     ensure_engine()
     script = scripts_dir() / "base-image.sh"
-    out = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
+    env = os.environ | {"SEALCHECK_CACHE": str(cache_dir())}
+    out = subprocess.run(
+        ["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False, env=env
+    )
     if out.returncode != 0:
         raise RuntimeError(f"building the base image failed (exit {out.returncode}); see above")
     return out.stdout.strip().splitlines()[-1]

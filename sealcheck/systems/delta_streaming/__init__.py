@@ -16,23 +16,22 @@
 * Failpoints: :data:`sealcheck_delta_streaming.failpoints.FAILPOINTS`, armed through the
   failpoint file.
 * Variants: :data:`sealcheck_delta_streaming.variants.VARIANTS` (``--broken NAME``).
-* Progress and export: the checkpoint and the Delta logs read as files
-  (:mod:`sealcheck.systems.delta_streaming.layout`), the change data feed through delta-rs
-  (:mod:`sealcheck.systems.delta_streaming.export`), never through Spark.
+* Progress and export: :class:`sealcheck.systems.outputs.DeltaOutput` — the checkpoint and
+  the Delta logs read as files, the change data feed through delta-rs, never through Spark.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from sealcheck.core.nodes import Disk, Launch, Node
 from sealcheck.infra.node import Backend
-from sealcheck.systems.api import Progress, Settings, crash_failpoint
-from sealcheck.systems.delta_streaming import layout
+from sealcheck.systems.api import Progress, Settings, SystemUnderTest
+from sealcheck.systems.outputs import DeltaOutput
 from sealcheck.systems.spark_cluster import SparkCluster
 from sealcheck_delta_streaming.failpoints import FAILPOINTS, FILE_ENV_VAR
 from sealcheck_delta_streaming.variants import VARIANTS
@@ -41,19 +40,17 @@ from sealcheck_delta_streaming.variants import VARIANTS
 APP_ID = "sealcheck-delta-streaming"
 
 
-class DeltaStreaming:
+class DeltaStreaming(SystemUnderTest):
     """The descriptor of the Structured Streaming + Delta job."""
 
     name = "delta-streaming"
     failpoints: Mapping[str, str] = FAILPOINTS
     startup_failpoints = frozenset({"start.before_query"})
-    late_failpoints: frozenset[str] = frozenset()
     #: right after the data table's commit returned (``error`` there: a commit that happened
     #: but whose batch fails, so Spark runs it again)
     commit_failpoints = ("batch.between_commits",)
     stall_failpoint = "batch.before_merge"
-    refusal_exit_codes: frozenset[int] = frozenset()
-    broken_modes: Mapping[str, str] = {name: v[0] for name, v in VARIANTS.items()}
+    broken_modes: Mapping[str, str] = MappingProxyType({n: v[0] for n, v in VARIANTS.items()})
     #: a replayed MERGE of the same winners changes no row (docs/architecture.md)
     harmless_modes = frozenset({"no-idempotent-writes"})
     requires = frozenset({"host-directory"})
@@ -62,12 +59,14 @@ class DeltaStreaming:
     #: MERGE costs seconds whatever its size: faults 45 s apart (a window outlasts a
     #: recovery, so the next fault hits a working job), batches of up to 20,000 records,
     #: more time to catch up.
-    run_defaults: Mapping[str, Any] = {
-        "nemesis_interval_s": 45.0,
-        "duration_s": 180.0,
-        "max_records_per_step": 20_000,
-        "final_timeout_s": 300.0,
-    }
+    run_defaults: Mapping[str, Any] = MappingProxyType(
+        {
+            "nemesis_interval_s": 45.0,
+            "duration_s": 180.0,
+            "max_records_per_step": 20_000,
+            "final_timeout_s": 300.0,
+        }
+    )
 
     def offers(self, backend: str) -> frozenset[str]:
         """Failpoints and a Spark standalone cluster (on every backend that can run it); no
@@ -79,15 +78,27 @@ class DeltaStreaming:
         """The job's directory under ``work`` (and the cluster, with ``--spark cluster``)."""
         return JobDeployment(backend, settings, work, logs)
 
-    def fired_failpoint(self, log_text: str) -> str | None:
-        """The last ``{"event": "failpoint", "action": "crash"}`` line's failpoint."""
-        return crash_failpoint(log_text)
-
     def images(self) -> Sequence[Callable[[], str]]:
         """The job's image (on top of the pipeline's)."""
         from sealcheck.systems.delta_streaming.image import delta_streaming_image
 
         return [delta_streaming_image]
+
+
+def output(root: Path, topic: str, variant: str | None = None) -> DeltaOutput:
+    """The job's output in its directory ``root``: ``checkpoint/``, the tables ``data/`` and
+    ``errors/`` (columns ``key``, ``value``: the value as it is), and, where the variant runs
+    a dead-letter query of its own, that query's ``checkpoint-errors/``."""
+    own = variant == "unrelated-errors-query"
+    return DeltaOutput(
+        checkpoint=root / "checkpoint",
+        data=root / "data",
+        key="key",
+        errors=root / "errors",
+        value="value",
+        errors_checkpoint=root / "checkpoint-errors" if own else None,
+        topic=topic,
+    )
 
 
 class JobDeployment:
@@ -98,6 +109,7 @@ class JobDeployment:
 
         self.backend, self.settings = backend, settings
         self.root = (work / "delta-job").resolve()  # a bind mount needs an absolute path
+        self.out = output(self.root, settings.topic, settings.broken)
         self.cluster = (
             SparkCluster(backend, logs, shared=(str(self.root),), image=delta_streaming_image)
             if settings.spark == "cluster"
@@ -132,6 +144,7 @@ class JobDeployment:
     def launch(self, incarnation: int) -> Launch:
         """``python -m sealcheck_delta_streaming`` with the run's settings."""
         from sealcheck.infra.jars import delta_jars, spark_connector_jars
+        from sealcheck.systems.delta_streaming.image import delta_streaming_image
 
         s = self.settings
         args = [
@@ -150,8 +163,6 @@ class JobDeployment:
             args += ["--variant", s.broken]
         if self.cluster is not None:
             args += ["--master", self.cluster.url]
-        from sealcheck.systems.delta_streaming.image import delta_streaming_image
-
         jars = ":".join(str(p) for p in [*spark_connector_jars(), *delta_jars()])
         return Launch(
             program=(sys.executable, "-m", "sealcheck_delta_streaming"),
@@ -165,36 +176,13 @@ class JobDeployment:
 
     def uppers(self) -> dict[str, int] | None:
         """The checkpoint's and the tables' uppers (None before the job wrote anything)."""
-        try:
-            return layout.uppers(self.root)
-        except (OSError, ValueError):
-            return None  # a file being replaced as it was read: the next sample sees it
+        return self.out.uppers()
 
     def progress(self) -> Progress | None:
         """Uppers and the end offsets of the last batch both tables committed."""
-        ups = self.uppers()
-        if ups is None:
-            return None
-        t = min(ups.get("data", 0), ups.get("errors", 0))
-        try:
-            bound = layout.offsets(self.root, t - 1, self.settings.topic) if t > 0 else {}
-        except (OSError, ValueError, KeyError):
-            return None
-        return Progress(ups, bound)
+        return self.out.progress()
 
     def export(self, run_dir: Path) -> None:
-        """The tables' change feeds and the offset log into the checkers' format (a child
-        process: see :mod:`sealcheck.systems.delta_streaming.export`)."""
-        cmd = [
-            sys.executable,
-            "-m",
-            "sealcheck.systems.delta_streaming.export",
-            str(self.root),
-            str(run_dir),
-        ]
-        proc = subprocess.run([*cmd, self.settings.topic], capture_output=True, text=True)
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
-            raise RuntimeError(
-                f"the delta-streaming export failed (exit {proc.returncode}):\n{tail}"
-            )
+        """The tables' change feeds and the offset log into the checkers' format
+        (:class:`sealcheck.systems.outputs.DeltaOutput`)."""
+        self.out.export(run_dir)

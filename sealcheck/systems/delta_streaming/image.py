@@ -1,8 +1,10 @@
 """``sealcheck-delta-streaming:<hash>``: the pipeline image (its Python, PySpark and the Kafka
-connector's jars) plus Delta Lake's jars and the ``delta_job`` package, for the containers
-backend. The job's directory (checkpoint and tables) is not in the image: the backend
-bind-mounts it at the same path as on the host (capability ``host-directory``), where the
-harness reads it through delta-rs. Nothing is fetched during the build.
+connector's jars) plus Delta Lake's jars, the ``sealcheck_delta_streaming`` package and the
+failpoint helper ``sealcheck_failpoint`` it uses (copied from where they are installed, a
+checkout or site-packages), for the containers backend. The job's
+directory (checkpoint and tables) is not in the image: the backend bind-mounts it at the same
+path as on the host (capability ``host-directory``), where the harness reads it through
+delta-rs. Nothing is fetched during the build.
 """
 
 from __future__ import annotations
@@ -10,15 +12,23 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path
+from types import ModuleType
 
+import sealcheck_delta_streaming
+import sealcheck_failpoint
 from sealcheck.infra.containers.images import _build_context
 from sealcheck.infra.jars import delta_jars
-from sealcheck.infra.paths import REPO_ROOT
-from sealcheck.systems.upsert_source.image import JARS_IN_IMAGE, upsert_source_image
+from sealcheck.systems.upsert_source.image import (
+    JARS_IN_IMAGE,
+    copy_sources,
+    package_sources,
+    upsert_source_image,
+)
 
 #: Delta's jars inside the image (the Kafka connector's stay at ``JARS_IN_IMAGE``).
 DELTA_JARS_IN_IMAGE = "/opt/sealcheck/delta-jars"
-SOURCES = ("sealcheck_delta_streaming",)
+#: The packages copied into the image, from where they are installed.
+SOURCES: tuple[ModuleType, ...] = (sealcheck_delta_streaming, sealcheck_failpoint)
 
 _DOCKERFILE = """\
 FROM {base}
@@ -36,18 +46,15 @@ def delta_streaming_image() -> str:
     jars = delta_jars()
     dockerfile = _DOCKERFILE.format(base=base, kafka=JARS_IN_IMAGE, delta=DELTA_JARS_IN_IMAGE)
     digest = hashlib.sha256(dockerfile.encode())
-    sources = sorted(p for name in SOURCES for p in (REPO_ROOT / name).rglob("*.py") if p.is_file())
-    for path in sources:
-        digest.update(str(path.relative_to(REPO_ROOT)).encode() + path.read_bytes())
+    sources = package_sources(SOURCES)
+    for name, path in sources.items():
+        digest.update(name.encode() + path.read_bytes())
     for jar in jars:
         digest.update(jar.name.encode())
     tag = f"sealcheck-delta-streaming:{digest.hexdigest()[:12]}"
 
     def fill(ctx: Path) -> None:
-        for path in sources:
-            dst = ctx / "src" / path.relative_to(REPO_ROOT)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, dst)
+        copy_sources(sources, ctx / "src")
         (ctx / "jars").mkdir()
         for jar in jars:
             shutil.copy2(jar, ctx / "jars" / jar.name)

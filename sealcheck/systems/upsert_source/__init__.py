@@ -20,13 +20,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from sealcheck.core.nodes import Disk, Launch, Node
 from sealcheck.infra.lazy_disk import LazyDisk
 from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
-from sealcheck.systems.api import Progress, Settings, crash_failpoint
+from sealcheck.systems.api import Progress, Settings, SystemUnderTest
 from sealcheck.systems.spark_cluster import SparkCluster
 from sealcheck.systems.upsert_source import store
 from sealcheck.systems.upsert_source.spark_server import SparkServer
@@ -34,8 +33,8 @@ from sealcheck_upsert_source.broken import BROKEN_MODES
 from sealcheck_upsert_source.failpoints import FAILPOINTS, FILE_ENV_VAR
 
 
-class UpsertSource:
-    """The descriptor of our pipeline."""
+class UpsertSource(SystemUnderTest):
+    """The descriptor of our pipeline (the harness's defaults were chosen for it)."""
 
     name = "upsert-source"
     failpoints: Mapping[str, str] = FAILPOINTS
@@ -46,10 +45,6 @@ class UpsertSource:
     refusal_exit_codes = frozenset({4})  # sealcheck_upsert_source.cli.EXIT_STORE
     stall_failpoint = "data.before_append"  # range read and diffed, data not yet appended
     broken_modes: Mapping[str, str] = BROKEN_MODES
-    requires: frozenset[str] = frozenset()
-    harmless_modes: frozenset[str] = frozenset()
-    #: the harness's defaults were chosen for this pipeline
-    run_defaults: Mapping[str, Any] = {}
 
     def offers(self, backend: str) -> frozenset[str]:
         """Failpoints everywhere; a lazy disk under the SQLite store of the local backend; its
@@ -66,10 +61,6 @@ class UpsertSource:
         """A SQLite store in ``work`` locally, a new PostgreSQL database where the backend
         has one; a Spark Connect server unless ``settings.spark`` is ``local``."""
         return PipelineDeployment(backend, settings, work, logs)
-
-    def fired_failpoint(self, log_text: str) -> str | None:
-        """The last ``{"event": "failpoint", "action": "crash"}`` line's failpoint."""
-        return crash_failpoint(log_text)
 
     def images(self) -> Sequence[Callable[[], str]]:
         """The pipeline image."""

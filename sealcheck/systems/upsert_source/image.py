@@ -1,7 +1,8 @@
 """``sealcheck-upsert-source:<hash>``: the base image plus the pipeline's Python dependencies,
 installed from wheels prepared on the host (``pip wheel``, using the host's pip cache and
-PyPI), the pipeline's source (the ``pipeline`` package alone: it imports nothing else of
-Sealcheck) and the Spark connector jars, which ``SEALCHECK_SPARK_JARS`` names. Nothing is
+PyPI, kept in the user's cache), the pipeline's source (the ``sealcheck_upsert_source`` package
+alone, copied from where it is installed, a checkout or site-packages: it imports nothing else
+of Sealcheck) and the Spark connector jars, which ``SEALCHECK_SPARK_JARS`` names. Nothing is
 fetched during the image build itself (``pip install --no-index``).
 """
 
@@ -11,11 +12,13 @@ import hashlib
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from types import ModuleType
 
+import sealcheck_upsert_source
 from sealcheck.infra.containers.images import _build_context, base_image
 from sealcheck.infra.jars import jars_dir, pom_property, setup_jars
-from sealcheck.infra.paths import REPO_ROOT, cache_dir
+from sealcheck.infra.paths import cache_dir
 
 #: What the pipeline imports at run time (a subset of the project's dependencies) and the
 #: libraries PySpark's Connect client loads: each pinned to the version installed on the host
@@ -35,7 +38,8 @@ RUNTIME = (
     "googleapis-common-protos",
     "protobuf",
 )
-SOURCES = ("sealcheck_upsert_source",)
+#: The packages copied into the image, from where they are installed.
+SOURCES: tuple[ModuleType, ...] = (sealcheck_upsert_source,)
 JARS_IN_IMAGE = "/opt/sealcheck/jars"
 #: PySpark's spark-submit in the image's virtualenv (runs the Spark Connect server).
 SPARK_SUBMIT_IN_IMAGE = "/opt/venv/lib/python3.11/site-packages/pyspark/bin/spark-submit"
@@ -73,12 +77,36 @@ def runtime_requirements() -> list[str]:
     return pinned
 
 
+def package_sources(packages: tuple[ModuleType, ...]) -> dict[str, Path]:
+    """Each ``.py`` file of ``packages``, found from the installed package (its
+    ``__file__``: a checkout or site-packages alike), keyed by its path from the package's
+    parent (``sealcheck_upsert_source/loop.py``), sorted: what an image's ``src/`` holds and
+    its tag hashes."""
+    found: dict[str, Path] = {}
+    for package in packages:
+        if package.__file__ is None:
+            raise RuntimeError(f"{package.__name__} has no files to copy into an image")
+        home = Path(package.__file__).resolve().parent
+        for path in home.rglob("*.py"):
+            if path.is_file():
+                found[path.relative_to(home.parent).as_posix()] = path
+    return dict(sorted(found.items(), key=lambda item: PurePosixPath(item[0]).parts))
+
+
 def _wheels(directory: Path) -> list[str]:
     """Download or build the runtime wheels into ``directory``; their file names."""
     cmd = [sys.executable, "-m", "pip", "wheel", "-q", "-w", str(directory)]
     cmd += runtime_requirements()
     subprocess.run(cmd, check=True)
     return sorted(p.name for p in directory.glob("*.whl"))
+
+
+def copy_sources(sources: dict[str, Path], into: Path) -> None:
+    """Copy :func:`package_sources`' files under ``into`` at their package paths."""
+    for name, path in sources.items():
+        dst = into / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dst)
 
 
 def upsert_source_image() -> str:
@@ -92,9 +120,9 @@ def upsert_source_image() -> str:
     # The tag hashes the requirements, not the wheels: pip (and PyPI) is consulted only when
     # the image has to be built.
     digest = hashlib.sha256(dockerfile.encode())
-    sources = sorted(p for name in SOURCES for p in (REPO_ROOT / name).rglob("*.py") if p.is_file())
-    for path in sources:
-        digest.update(str(path.relative_to(REPO_ROOT)).encode() + path.read_bytes())
+    sources = package_sources(SOURCES)
+    for name, path in sources.items():
+        digest.update(name.encode() + path.read_bytes())
     for jar in sorted(spark_jars.glob("*.jar")):
         digest.update(jar.name.encode())
     tag = f"sealcheck-upsert-source:{digest.hexdigest()[:12]}"
@@ -104,10 +132,7 @@ def upsert_source_image() -> str:
         wheel_dir.mkdir(parents=True)
         _wheels(wheel_dir)
         shutil.copytree(wheel_dir, ctx / "wheels")
-        for path in sources:
-            dst = ctx / "src" / path.relative_to(REPO_ROOT)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, dst)
+        copy_sources(sources, ctx / "src")
         shutil.copytree(spark_jars, ctx / "jars", ignore=shutil.ignore_patterns(".complete"))
 
     return _build_context(tag, dockerfile, fill)

@@ -2,11 +2,13 @@
 # Build the offline base image: a debootstrapped Debian bookworm rootfs with a headless JRE 17
 # python3 and PostgreSQL, imported with `docker import`. Rebuilt only when its inputs change: the tag is a
 # hash of this script. Prints the image tag on stdout (progress goes to stderr).
-#   SEALCHECK_CACHE   cache directory (default: <repo>/.cache)
+#   SEALCHECK_CACHE   cache directory (default: $XDG_CACHE_HOME/sealcheck, else ~/.cache/sealcheck,
+#                     as sealcheck.infra.paths.cache_dir, which passes it)
 #   SEALCHECK_MIRROR  Debian mirror (default: the one this machine's apt uses)
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-cache=${SEALCHECK_CACHE:-$here/../.cache}
+xdg=${XDG_CACHE_HOME:-}
+[[ $xdg == /* ]] || xdg=$HOME/.cache
+cache=${SEALCHECK_CACHE:-$xdg/sealcheck}
 suite=bookworm
 packages=openjdk-17-jre-headless,python3,python3-venv,procps,iproute2,iptables,ca-certificates,postgresql
 mirror=${SEALCHECK_MIRROR:-$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}

@@ -1,0 +1,141 @@
+"""Upsert a Kafka topic of JSON accounts into a Delta table, a micro-batch at a time.
+
+The job reads the topic with Structured Streaming (checkpoint under ``--dir``) and, in
+``foreachBatch``, keeps the last record of each key in the batch and MERGEs it into the Delta
+table ``accounts``: a JSON object upserts the row (its fields ``i``, ``w``, ``p`` as columns,
+with the batch id and a load time), a tombstone deletes it. Records it cannot use (no key, a
+value that is not a JSON object) go to the table ``dead_letters``, once each.
+
+It knows nothing of any test harness: it is the job under test, as it would run in production.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import time
+from collections.abc import Sequence
+from typing import Any
+
+ACCOUNTS = """
+CREATE TABLE IF NOT EXISTS delta.`{path}`
+(id STRING, i BIGINT, w STRING, p STRING, batch_id BIGINT, updated_at TIMESTAMP) USING delta
+"""
+DEAD_LETTERS = """
+CREATE TABLE IF NOT EXISTS delta.`{path}`
+(id STRING, partition INT, offset BIGINT, batch_id BIGINT, failed_at TIMESTAMP) USING delta
+"""
+UPSERT = """
+MERGE INTO delta.`{path}` t USING latest s ON t.id = s.id
+WHEN MATCHED AND s.deleted THEN DELETE
+WHEN MATCHED AND NOT s.deleted THEN
+  UPDATE SET i = s.i, w = s.w, p = s.p, batch_id = s.batch_id, updated_at = s.at
+WHEN NOT MATCHED AND NOT s.deleted THEN
+  INSERT (id, i, w, p, batch_id, updated_at) VALUES (s.id, s.i, s.w, s.p, s.batch_id, s.at)
+"""
+DEAD_LETTER = """
+MERGE INTO delta.`{path}` t USING bad s ON t.id = s.id
+WHEN NOT MATCHED THEN INSERT (id, partition, offset, batch_id, failed_at)
+  VALUES (s.id, s.partition, s.offset, s.batch_id, s.at)
+"""
+
+
+def session(jars: str) -> Any:
+    """Spark in local mode with Delta and the Kafka connector."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return (
+        SparkSession.builder.master("local[2]")
+        .appName("user-job")
+        .config("spark.driver.extraClassPath", jars)
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.databricks.delta.snapshotPartitions", "2")  # a small local table
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config(
+            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+        )
+        .getOrCreate()
+    )
+
+
+class WriteBatch:
+    """``foreachBatch``: the batch's dead letters, then its last record per key, merged."""
+
+    def __init__(self, root: str, variant: str | None) -> None:
+        self.accounts, self.dead = f"{root}/accounts", f"{root}/dead_letters"
+        self.upsert = UPSERT.format(path=self.accounts)
+        if variant == "keeps-deleted-rows":  # the one-line bug: the delete clause is lost
+            self.upsert = self.upsert.replace("WHEN MATCHED AND s.deleted THEN DELETE\n", "")
+
+    def __call__(self, batch: Any, batch_id: int) -> None:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        v = F.col("value").cast("string")
+        is_object = F.expr("try_parse_json(cast(value as string))").isNotNull() & v.startswith("{")
+        rows = batch.select(
+            F.col("key").cast("string").alias("id"),
+            "partition",
+            "offset",
+            F.col("value").isNull().alias("deleted"),
+            (F.col("key").isNull() | (F.col("value").isNotNull() & ~is_object)).alias("bad"),
+            F.get_json_object(v, "$.i").cast("bigint").alias("i"),
+            F.get_json_object(v, "$.w").alias("w"),
+            F.get_json_object(v, "$.p").alias("p"),
+            F.lit(batch_id).cast("bigint").alias("batch_id"),
+            F.current_timestamp().alias("at"),
+        )
+        position = F.concat_ws(":", "partition", "offset").alias("id")
+        bad = rows.where("bad").select(position, "partition", "offset", "batch_id", "at")
+        last = Window.partitionBy("id").orderBy(F.col("offset").desc())
+        latest = rows.where("NOT bad").withColumn("n", F.row_number().over(last)).where("n = 1")
+        spark = batch.sparkSession
+        bad.createOrReplaceTempView("bad")
+        latest.createOrReplaceTempView("latest")
+        spark.sql(DEAD_LETTER.format(path=self.dead))
+        spark.sql(self.upsert)
+        print(f"batch {batch_id} written", flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run until SIGTERM."""
+    p = argparse.ArgumentParser(prog="python -m user_job")
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--dir", required=True, help="the checkpoint and the tables live here")
+    p.add_argument("--jars", default="", help="Kafka connector and Delta jars, ':'-separated")
+    p.add_argument("--max-offsets", type=int, default=5000)
+    p.add_argument("--variant", default=None)
+    args = p.parse_args(argv)
+    stop = {"asked": False}
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the JVM starts with SIGTERM ignored
+    spark = session(args.jars)
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(asked=True))
+    spark.sql(ACCOUNTS.format(path=f"{args.dir}/accounts"))
+    spark.sql(DEAD_LETTERS.format(path=f"{args.dir}/dead_letters"))
+    query = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", args.bootstrap)
+        .option("subscribe", args.topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(args.max_offsets))
+        .load()
+        .writeStream.foreachBatch(WriteBatch(args.dir, args.variant))
+        .option("checkpointLocation", f"{args.dir}/checkpoint")
+        .start()
+    )
+    while not stop["asked"] and query.isActive:
+        time.sleep(0.2)
+    if not query.isActive:
+        print(f"query failed: {query.exception()}", flush=True)
+        return 1
+    while query.status["isTriggerActive"]:  # let the running batch finish
+        time.sleep(0.1)
+    query.stop()
+    return 0

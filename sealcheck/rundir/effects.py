@@ -1,0 +1,92 @@
+"""``effects.parquet``: what each input record should do to the output of a system under test
+that states its own mapping (:mod:`sealcheck.core.effects`), written by the harness right after
+the topic dump so the checkers judge the run without importing the system.
+
+Columns: ``row`` (the record's position in ``topic.parquet``), ``partition``, ``offset``,
+``table`` (``data`` or ``errors``), ``key`` (:func:`~sealcheck.core.effects.encode_key`) and
+``value`` (:func:`~sealcheck.core.effects.encode_row`; null for a delete). A record the mapping
+skips has no row; a record may have one row per table. A run without this file is judged
+against the built-in record encoding of ``docs/architecture.md`` ("Record encoding").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sealcheck.core.effects import (
+    Delete,
+    Effect,
+    EffectError,
+    EffectMapping,
+    Record,
+    effects_of,
+    encode_key,
+    encode_row,
+)
+from sealcheck.rundir.files import EFFECTS
+
+__all__ = ["EFFECTS", "SCHEMA", "write_effects"]
+
+SCHEMA = pa.schema(
+    [
+        ("row", pa.int64()),
+        ("partition", pa.int64()),
+        ("offset", pa.int64()),
+        ("table", pa.string()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+    ]
+)
+_BATCH = 100_000
+
+
+def write_effects(topic: Path, mapping: EffectMapping, out: Path) -> int:
+    """Apply ``mapping`` to every record of the dumped ``topic`` in order and write the
+    effects to ``out`` (atomically); the number of effects. Raises :class:`EffectError` naming
+    the first record the mapping fails on (it raised, or returned something that is not an
+    effect), and nothing is written then."""
+    tmp = out.with_suffix(".parquet.tmp")
+    count, row = 0, 0
+    try:
+        with pq.ParquetWriter(tmp, SCHEMA) as writer:
+            for batch in pq.ParquetFile(topic).iter_batches(batch_size=_BATCH):
+                cols: dict[str, list[object]] = {n: [] for n in SCHEMA.names}
+                d = batch.to_pydict()
+                for p, o, k, v in zip(
+                    d["partition"], d["offset"], d["key"], d["value"], strict=True
+                ):
+                    rec = Record(int(p), int(o), k, v)
+                    for e in _apply(mapping, rec):
+                        cols["row"].append(row)
+                        cols["partition"].append(rec.partition)
+                        cols["offset"].append(rec.offset)
+                        cols["table"].append(e.table)
+                        cols["key"].append(encode_key(e.key))
+                        cols["value"].append(None if isinstance(e, Delete) else encode_row(e.row))
+                    row += 1
+                count += len(cols["row"])
+                writer.write_table(pa.table(cols, schema=SCHEMA))
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.replace(out)
+    return count
+
+
+def _apply(mapping: EffectMapping, rec: Record) -> tuple[Effect, ...]:
+    """The checked effects of one record (:class:`EffectError` naming it otherwise)."""
+    where = f"record partition {rec.partition} offset {rec.offset} (key {rec.key!r})"
+    try:
+        found = effects_of(mapping(rec))
+        for e in found:  # encodable: a bad key or row fails here, naming the record
+            encode_key(e.key)
+            if not isinstance(e, Delete):
+                encode_row(e.row)
+    except EffectError as exc:
+        raise EffectError(f"the mapping's effect of {where}: {exc}") from None
+    except Exception as exc:  # the user's mapping raised: say where, keep its words
+        raise EffectError(f"the mapping raised on {where}: {type(exc).__name__}: {exc}") from None
+    return found

@@ -1,0 +1,185 @@
+"""A user's job as a system under test, stated in a few lines: how to start it and where its
+output is (and, if it has them, its failpoints and its own mapping of records to effects).
+
+::
+
+    @dataclass(frozen=True)
+    class MyJob(Job):
+        name = "my-job"
+
+        def command(self, run: JobRun) -> list[str]:
+            return [sys.executable, "-m", "my_job", "--bootstrap", run.bootstrap,
+                    "--topic", run.topic, "--dir", str(run.dir)]
+
+        def output(self, run: JobRun) -> DeltaOutput:
+            return DeltaOutput(run.dir / "checkpoint", run.dir / "table", key="id")
+
+The harness gives every run a directory of the job's own (:attr:`JobRun.dir`, read and written
+by the job and read by the harness), starts the command for each incarnation as a process of
+the host (its output to the incarnation's log; SIGKILL, SIGSTOP, the failpoint file), reads
+how far the job has sealed from :meth:`Job.output` four times a second, and exports it at the
+end. The job itself imports nothing of Sealcheck (failpoints, if wanted, through the
+dependency-free :mod:`sealcheck_failpoint`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from sealcheck.core.effects import EffectMapping, Effects, Record
+from sealcheck.core.nodes import Disk, Launch, Node
+from sealcheck.infra.node import Backend
+from sealcheck.systems.api import Progress, Settings, SystemUnderTest
+from sealcheck.systems.outputs import Output
+from sealcheck.systems.spark_cluster import SparkCluster
+
+#: the environment variable naming the failpoint file (:mod:`sealcheck_failpoint`)
+FAILPOINT_ENV = "SEALCHECK_FAILPOINTS_FILE"
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """What a run tells a job's descriptor."""
+
+    #: Kafka's bootstrap servers
+    bootstrap: str
+    #: the topic the workload writes
+    topic: str
+    #: the job's own directory for this run: its checkpoint and tables go here
+    dir: Path
+    #: the most records one micro-batch should read (``maxOffsetsPerTrigger``)
+    max_records_per_step: int
+    #: the broken mode asked for (``--broken``, one of the descriptor's ``broken_modes``)
+    broken: str | None = None
+    #: ``spark://host:port`` of the run's Spark standalone cluster (``--spark cluster``);
+    #: None: the job runs its own driver in local mode
+    master: str | None = None
+
+
+class Job(SystemUnderTest):
+    """A job started from a command, its output read from outside: subclass it and define
+    :meth:`command` and :meth:`output` (and :meth:`effect`, when the job writes rows of its
+    own shape rather than the record's value)."""
+
+    #: the job's directory is shared with the harness; its incarnations are host processes
+    requires = frozenset({"host-directory", "host-processes"})
+    #: A job with its own Spark driver is back from a crash after a JVM, Spark and its sink
+    #: start (tens of seconds on 2 cores), and a MERGE costs about the same whatever its size:
+    #: faults 20 s apart, big batches, time to catch up. A descriptor's own run_defaults
+    #: replace these; flags and config files override both.
+    run_defaults: Mapping[str, Any] = MappingProxyType(
+        {
+            "nemesis_interval_s": 20.0,
+            "duration_s": 120.0,
+            "max_records_per_step": 20_000,
+            "final_timeout_s": 300.0,
+        }
+    )
+
+    def command(self, run: JobRun) -> Sequence[str]:
+        """The command that starts one incarnation (program and arguments)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how to start the job")
+
+    def output(self, run: JobRun) -> Output:
+        """Where the job's output is (e.g. :class:`sealcheck.systems.outputs.DeltaOutput`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say where its output is")
+
+    def environment(self, run: JobRun) -> Mapping[str, str]:
+        """Variables added to an incarnation's environment (none by default)."""
+        return {}
+
+    def effect(self, record: Record) -> Effects:
+        """What ``record`` should do to the output (:mod:`sealcheck.core.effects`); not
+        defined: the built-in record encoding (``docs/architecture.md``)."""
+        raise NotImplementedError
+
+    def effect_mapping(self) -> EffectMapping | None:
+        """:meth:`effect` when the descriptor defines it."""
+        return None if type(self).effect is Job.effect else self.effect
+
+    def offers(self, backend: str) -> frozenset[str]:
+        """Its failpoints (when it has some) and a Spark standalone cluster its driver can
+        submit to (``--spark cluster``: :attr:`JobRun.master`)."""
+        return super().offers(backend) | {"spark-cluster"}
+
+    def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
+        """The job's directory under ``work`` (and the cluster, with ``--spark cluster``)."""
+        return JobDeployment(self, backend, settings, work, logs)
+
+
+class JobDeployment:
+    """A :class:`Job` on one backend for one run (:class:`sealcheck.systems.api.Deployment`)."""
+
+    def __init__(
+        self, job: Job, backend: Backend, settings: Settings, work: Path, logs: Path
+    ) -> None:
+        self.job, self.backend, self.settings = job, backend, settings
+        self.root = (work / "job").resolve()
+        self.cluster = (
+            SparkCluster(backend, logs, shared=(str(self.root),))
+            if settings.spark == "cluster"
+            else None
+        )
+        self.run = JobRun(
+            backend.bootstrap,
+            settings.topic,
+            self.root,
+            settings.max_records_per_step,
+            settings.broken,
+            None,
+        )
+        self.out = job.output(self.run)
+
+    @property
+    def store(self) -> str:
+        """The job's directory."""
+        return str(self.root)
+
+    def start(self) -> None:
+        """The job's directory; the cluster (``--spark cluster``)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.cluster is not None:
+            self.cluster.start()
+            self.run = dataclasses.replace(self.run, master=self.cluster.url)
+
+    def stop(self) -> None:
+        """Stop the cluster (``--spark cluster``)."""
+        if self.cluster is not None:
+            self.cluster.stop()
+
+    def launch(self, incarnation: int) -> Launch:
+        """The job's command, with its environment."""
+        argv = [str(a) for a in self.job.command(self.run)]
+        return Launch(
+            program=tuple(argv[:1]),
+            args=tuple(argv[1:]),
+            env={"PYTHONUNBUFFERED": "1", **self.job.environment(self.run)},
+            failpoint_env=FAILPOINT_ENV,
+            shared=(str(self.root),),
+            workdir=str(self.root),  # Spark's spark-warehouse/ and the like stay in the run
+        )
+
+    def uppers(self) -> dict[str, int] | None:
+        """The output's uppers."""
+        return self.out.uppers()
+
+    def progress(self) -> Progress | None:
+        """The output's uppers and last sealed bindings."""
+        return self.out.progress()
+
+    def export(self, run_dir: Path) -> None:
+        """The output, exported."""
+        self.out.export(run_dir)
+
+    def disks(self) -> Mapping[str, Disk]:
+        """None: a job keeps no store on a lazy disk."""
+        return {}
+
+    def nodes(self, role: str) -> Sequence[Node]:
+        """The Spark cluster's nodes (``--spark cluster``)."""
+        return self.cluster.nodes(role) if self.cluster is not None else []

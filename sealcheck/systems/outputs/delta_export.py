@@ -1,0 +1,266 @@
+"""A :class:`~sealcheck.systems.outputs.delta.DeltaOutput` in the checkers' format, read
+independently of Spark: Delta's change data feed through ``deltalake`` (delta-rs), versions
+mapped to micro-batches (:meth:`sealcheck.systems.outputs.delta_log.Commit.batch`), bindings
+from the checkpoint's offset log.
+
+* ``bindings``: for each ``offsets/N``, the partitions whose end offset moved, as upserts of
+  ``(partition, next offset)`` at ``ts = N``.
+* ``data`` / ``errors``: every change-feed row of a version as ``(key, value, ts = the
+  version's batch, diff)``: ``insert`` and ``update_postimage`` +1, ``delete`` and
+  ``update_preimage`` -1 — or, for a table without a change data feed, what differs between
+  the snapshots of each version and the one before (time travel); key and value encoded as
+  the system's mapping encodes them (:func:`sealcheck.core.effects.encode_key`,
+  :func:`~sealcheck.core.effects.encode_row`). A
+  version with changes but no batch cannot be judged: the export fails naming it.
+* ``export/versions.json``: per table, every version with its batch, operation and change
+  count, and per batch whether it was planned (``offsets/N``) and committed (``commits/N``) —
+  what the report shows of batches and versions.
+* ``export/asof.parquet``: a second path that does not trust the change feed — the tables
+  read *as of* the last version of a sample of batches (``collection, ts, key, value``), which
+  the ``as_of`` checker compares with the model.
+
+Run as ``python -m sealcheck.systems.outputs.delta_export SPEC_JSON RUN_DIR`` (a child
+process: delta-rs's runtime may abort the interpreter at exit).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sealcheck.core.effects import encode_key, encode_row
+from sealcheck.rundir.files import ASOF, VERSIONS, write_export
+from sealcheck.systems.outputs.delta import DeltaOutput
+from sealcheck.systems.outputs.delta_log import Clock, checkpoint_batches, commit, offsets, versions
+
+#: how many batches the as-of path reads (evenly spread, the last one always)
+ASOF_SAMPLES = 12
+_DIFF = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
+_CDF = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
+class ExportError(RuntimeError):
+    """The output holds something the checkers' format cannot express."""
+
+
+class Encoder:
+    """A table's rows as the ``(key, value)`` bytes the checkers compare."""
+
+    def __init__(
+        self, key: str | tuple[str, ...], value: str | None, exclude: Sequence[str]
+    ) -> None:
+        self.key = (key,) if isinstance(key, str) else tuple(key)
+        self.value, self.exclude = value, (*exclude, *_CDF)
+
+    def __call__(self, row: dict[str, Any]) -> tuple[bytes, bytes]:
+        """One row's key and value."""
+        keys = tuple(row[k] for k in self.key)
+        key = encode_key(keys[0] if len(keys) == 1 else keys)
+        if self.value is not None:
+            value = row[self.value]
+            if value is None or isinstance(value, bytes):
+                return key, value if value is not None else b"null"
+            return key, encode_row(str(value))
+        rest = {c: v for c, v in row.items() if c not in self.key and c not in self.exclude}
+        return key, encode_row(rest)
+
+
+def bindings_rows(checkpoint: Path, topic: str | None) -> list[tuple[Any, ...]]:
+    """``bindings`` updates from the offset log."""
+    rows: list[tuple[Any, ...]] = []
+    old: dict[int, int] = {}
+    for batch in checkpoint_batches(checkpoint):
+        new = offsets(checkpoint, batch, topic)
+        for p in sorted(new):
+            if old.get(p) == new[p]:
+                continue
+            key = str(p).encode()
+            if p in old:
+                rows.append(("bindings", key, str(old[p]).encode(), batch, -1))
+            rows.append(("bindings", key, str(new[p]).encode(), batch, 1))
+        old = {**old, **new}
+    return rows
+
+
+def batch_of_versions(table: Path, checkpoint: Path) -> dict[int, dict[str, Any]]:
+    """Every version of ``table`` with its batch (and how it was told), operation and
+    transaction identifier."""
+    clock = Clock(checkpoint)
+    out: dict[int, dict[str, Any]] = {}
+    for v in versions(table):
+        c = commit(table, v)
+        batch = c.batch(clock)
+        told = "tag" if c.tagged_batch is not None else "clock" if batch is not None else None
+        out[v] = {
+            "batch": batch,
+            "batch_by": told,
+            "operation": c.operation,
+            "txn": None if c.txn_version is None else {"app": c.txn_app, "version": c.txn_version},
+            "user_metadata": c.user_metadata,
+        }
+    return out
+
+
+def _changes(table: Path) -> pa.Table:
+    import deltalake
+
+    feed = deltalake.DeltaTable(str(table)).load_cdf(starting_version=0)
+    return pa.table(feed.read_all())
+
+
+def _has_feed(table: Path) -> bool:
+    """Whether the table keeps a change data feed (``delta.enableChangeDataFeed``)."""
+    import deltalake
+
+    conf = deltalake.DeltaTable(str(table)).metadata().configuration
+    return str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true"
+
+
+def _batch(table: Path, version: int, meta: dict[int, dict[str, Any]]) -> int:
+    batch = meta.get(version, {}).get("batch")
+    if batch is None:
+        raise ExportError(
+            f"{table} version {version} changed rows but belongs to no micro-batch (no "
+            "txn action, no userMetadata batch=<id>, committed before the query planned "
+            "its first batch): it was not written by the query, so no step can be "
+            "assigned to it"
+        )
+    return int(batch)
+
+
+def table_rows(
+    name: str, table: Path, meta: dict[int, dict[str, Any]], encode: Encoder
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The changes of ``table`` as ``(collection, key, value, ts, diff)`` batches: from its
+    change data feed, or, for a table without one, from the difference of each version's
+    snapshot to the one before (delta-rs time travel)."""
+    if not versions(table):
+        return
+    if not _has_feed(table):
+        yield from _snapshot_rows(name, table, meta, encode)
+        return
+    counts: dict[int, int] = {}
+    for chunk in _changes(table).to_batches(max_chunksize=100_000):
+        rows: list[tuple[Any, ...]] = []
+        for row in chunk.to_pylist():
+            version = int(row["_commit_version"])
+            batch = _batch(table, version, meta)
+            counts[version] = counts.get(version, 0) + 1
+            key, value = encode(row)
+            rows.append((name, key, value, batch, _DIFF[row["_change_type"]]))
+        yield rows
+    for v, n in counts.items():
+        meta[v]["changes"] = n
+
+
+def _snapshot_rows(
+    name: str, table: Path, meta: dict[int, dict[str, Any]], encode: Encoder
+) -> Iterator[list[tuple[Any, ...]]]:
+    """Version by version, what changed from the snapshot before (as a multiset of rows, so
+    a row written twice is held twice)."""
+    import deltalake
+
+    before: Counter[tuple[bytes, bytes]] = Counter()
+    for v in sorted(meta):
+        snap = deltalake.DeltaTable(str(table), version=v).to_pyarrow_table()
+        now = Counter(encode(r) for r in snap.to_pylist())
+        gone, came = before - now, now - before
+        if gone or came:
+            batch = _batch(table, v, meta)
+            rows = [(name, k, val, batch, -n) for (k, val), n in sorted(gone.items())]
+            rows += [(name, k, val, batch, n) for (k, val), n in sorted(came.items())]
+            meta[v]["changes"] = len(rows)
+            yield rows
+        before = now
+
+
+def asof_rows(
+    table: Path, name: str, meta: dict[int, dict[str, Any]], encode: Encoder
+) -> list[tuple[Any, ...]]:
+    """The table as of the last version of each sampled batch: ``(collection, ts, key, value)``."""
+    import deltalake
+
+    last: dict[int, int] = {}
+    for v, m in sorted(meta.items()):
+        if m["batch"] is not None:
+            last[m["batch"]] = v
+    batches = sorted(last)
+    if not batches:
+        return []
+    step = max(1, len(batches) // ASOF_SAMPLES)
+    sample = sorted({*batches[::step], batches[-1]})
+    rows: list[tuple[Any, ...]] = []
+    for batch in sample:
+        snap = deltalake.DeltaTable(str(table), version=last[batch]).to_pyarrow_table()
+        rows += [(name, batch, *encode(r)) for r in snap.to_pylist()]
+    return rows
+
+
+def export(out: DeltaOutput, run_dir: Path) -> None:
+    """Write ``updates.parquet``, ``frontiers.json``, ``versions.json`` and ``asof.parquet``."""
+    tables = out.tables()
+    meta = {n: batch_of_versions(t, cp) for n, (t, cp) in tables.items()}
+    encoders = {
+        "data": Encoder(out.key, out.value, out.exclude),
+        "errors": Encoder(out.errors_key or out.key, out.value, out.exclude),
+    }
+    frontiers = {name: {"upper": u, "since": 0} for name, u in (out.uppers() or {}).items()}
+
+    def batches() -> Iterator[Sequence[tuple[Any, ...]]]:
+        rows = bindings_rows(out.checkpoint, out.topic)
+        if rows:
+            yield rows
+        for name, (table, _) in tables.items():
+            for chunk in table_rows(name, table, meta[name], encoders[name]):
+                if chunk:
+                    yield chunk
+
+    write_export(run_dir, frontiers, batches())
+    asof = [
+        r
+        for name, (table, _) in tables.items()
+        for r in asof_rows(table, name, meta[name], encoders[name])
+    ]
+    names = (("collection", pa.string()), ("ts", pa.int64()))
+    schema = pa.schema([*names, ("key", pa.binary()), ("value", pa.binary())])
+    cols: list[Any] = list(zip(*asof, strict=True)) if asof else [[], [], [], []]
+    pq.write_table(pa.Table.from_arrays([pa.array(c) for c in cols], schema=schema), run_dir / ASOF)
+    doc = {
+        "tables": {n: {str(v): m for v, m in meta[n].items()} for n in tables},
+        "batches": {
+            "planned": checkpoint_batches(out.checkpoint),
+            "committed": checkpoint_batches(out.checkpoint, "commits"),
+        },
+    }
+    (run_dir / VERSIONS).write_text(json.dumps(doc, indent=1, sort_keys=True))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m sealcheck.systems.outputs.delta_export SPEC_JSON RUN_DIR``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2:
+        usage = "usage: python -m sealcheck.systems.outputs.delta_export SPEC_JSON RUN_DIR"
+        print(usage, file=sys.stderr)
+        return 254
+    try:
+        export(DeltaOutput.from_json(json.loads(args[0])), Path(args[1]))
+    except (ExportError, ValueError, KeyError) as exc:
+        print(f"export: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    import os
+
+    code = main()
+    sys.stderr.flush()
+    os._exit(code)  # skip delta-rs's runtime teardown, which may abort the interpreter
