@@ -13,7 +13,8 @@ import polars as pl
 import pyarrow as pa
 
 from sealcheck.checkers.facts import NOT_LOADED, run_facts
-from sealcheck.checkers.inputs import RunData, RunInputError, load_run
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.load import RunInputError, load_run
 from sealcheck.checkers.registry import CHECKERS, run_checkers
 from sealcheck.checkers.result import Anomaly, CheckResult, RunResult
 from sealcheck.rundir.facts import RunFacts

@@ -15,7 +15,6 @@ A run directory holds (written by the harness; see ``docs/architecture.md``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -35,11 +34,7 @@ from sealcheck.checkers.replay import (
 )
 from sealcheck.checkers.result import show
 from sealcheck.checkers.steps import Steps
-from sealcheck.checkers.steps import load as load_steps
-from sealcheck.rundir import files
-from sealcheck.rundir.captures import CAPTURES
-from sealcheck.rundir.effects import EFFECTS
-from sealcheck.rundir.history import History, HistoryError
+from sealcheck.rundir.history import History
 
 TOPIC_SCHEMA = pl.Schema(
     {
@@ -391,100 +386,3 @@ class RunData:
         """Per partition, one past the last offset in the dumped topic."""
         ends = self.classified().group_by("partition").agg(pl.col("offset").max() + 1)
         return {int(p): int(o) for p, o in ends.iter_rows()}
-
-
-class RunInputError(ValueError):
-    """A run directory lacks a file the checkers need; the message says which and why, and
-    :attr:`causes` what the history says went wrong first (the system never started, its
-    export failed), if anything."""
-
-    def __init__(self, message: str, causes: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.causes = causes
-
-
-def load_run(run_dir: Path) -> RunData:
-    """Open a run directory: read the history and check every input file against the
-    manifest in its final op.
-
-    Raises :class:`RunInputError` (one line naming the file and the cause) when the topic or
-    the store's export is missing or cannot be read as its format says. The manifest is the
-    closed list of what checkers read: a required input it does not list refuses the run
-    (:attr:`RunData.refusals`, nothing read); an optional one (``export/asof.parquet``,
-    ``export/versions.json``, ``effects.parquet``: :mod:`sealcheck.rundir.effects`) is read only
-    when listed; any other file of the export is
-    only named in :attr:`RunData.notes`. The big inputs stay lazy scans;
-    :meth:`RunData.prepare` (or the first checker) reads them.
-    """
-    notes: list[str] = []
-    try:
-        history = History.load(run_dir / "history.jsonl")
-    except HistoryError as exc:
-        history = History.empty(unusable=str(exc))
-    except (OSError, pl.exceptions.PolarsError) as exc:  # unreadable, or not text at all
-        why = files.why_unreadable(exc)
-        history = History.empty(unusable=f"{run_dir / 'history.jsonl'} cannot be read ({why})")
-    if history.torn_tail:
-        notes.append(
-            f"history.jsonl: a torn last line ({history.torn_tail} bytes) was skipped: the "
-            "harness died while writing it"
-        )
-    final = history.final()
-    recorded = dict((final.get("value") or {}).get("files") or {}) if final else {}
-    refusals = files.verify(run_dir, recorded)
-    export = files.Export.of(run_dir)  # export/, or persist/ in a run stored before
-    for rel, what in (
-        (files.TOPIC, "the harness dumps the topic there after the final phase"),
-        (export.updates, "the harness exports the system's store there at the end of a run"),
-        (export.frontiers, "the export writes the collections' uppers there"),
-    ):
-        if not (run_dir / rel).exists():
-            raise RunInputError(
-                f"{run_dir / rel} is missing: {what}; a run that died before it cannot be judged",
-                tuple(history.harness_failures()),
-            )
-    if final is not None:  # the manifest is the closed list of what a checker may read
-        refusals += [
-            f"{rel} is not in the manifest of the history's final op: it cannot be proven to "
-            "be the run's, so nothing is judged; re-run the test"
-            for rel in export.inputs
-            if rel not in recorded
-        ]
-        notes += [
-            f"{rel} is not in the manifest of the history's final op: no checker read it"
-            for rel in files.unlisted(run_dir, recorded)
-        ]
-    if refusals:  # nothing is read from files that are not the run's
-        empty = pl.DataFrame(schema=TOPIC_SCHEMA), pl.DataFrame(schema=UPDATES_SCHEMA)
-        return RunData(*empty, {}, {}, history, refusals=refusals, notes=notes)
-    try:
-        files.check_parquet(run_dir / files.TOPIC, TOPIC_SCHEMA.names())
-        files.check_parquet(run_dir / export.updates, UPDATES_SCHEMA.names())
-        if export.asof in recorded:
-            files.check_parquet(run_dir / export.asof)
-        if EFFECTS in recorded:
-            files.check_parquet(run_dir / EFFECTS, EFFECTS_SCHEMA.names())
-        uppers, exported = files.read_frontiers(run_dir / export.frontiers)
-    except files.InputFileError as exc:
-        raise RunInputError(str(exc), tuple(history.harness_failures())) from None
-    topic = pl.scan_parquet(run_dir / files.TOPIC).cast(TOPIC_SCHEMA)
-    updates = pl.scan_parquet(run_dir / export.updates).cast(UPDATES_SCHEMA)
-    try:
-        judged, sinces, steps = load_steps(
-            run_dir, CAPTURES in recorded, history.ops, updates, uppers, exported
-        )
-    except files.InputFileError as exc:
-        raise RunInputError(str(exc), tuple(history.harness_failures())) from None
-    return RunData(
-        topic,
-        judged,
-        uppers,
-        sinces,
-        history,
-        refusals,
-        notes,
-        pl.scan_parquet(run_dir / export.asof) if export.asof in recorded else None,
-        files.step_labels(run_dir) if export.versions in recorded else {},
-        steps,
-        pl.scan_parquet(run_dir / EFFECTS).cast(EFFECTS_SCHEMA) if EFFECTS in recorded else None,
-    )

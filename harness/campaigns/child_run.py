@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.harness.campaigns.verdicts import ChaosResult, read_result
-from sealcheck.harness.run.config import ConfigError, TestConfig, to_flags
+from sealcheck.harness.run.config import ConfigError, TestConfig
+from sealcheck.harness.run.flags import to_flags
 
 __all__ = ["ALIASES", "ConfigError", "child_env", "command", "config_for", "run_chaos"]
 
@@ -52,7 +53,7 @@ def config_for(
 
 def command(cfg: TestConfig) -> list[str]:
     """The ``sealcheck run`` command line of ``cfg``: every setting spelled out, as in a run's
-    ``reproduce`` line (:func:`sealcheck.harness.run.config.to_flags`)."""
+    ``reproduce`` line (:func:`sealcheck.harness.run.flags.to_flags`)."""
     return [sys.executable, "-m", "sealcheck", "run", "--no-progress", *to_flags(cfg)]
 
 

@@ -54,10 +54,11 @@ _REPLAY_OK = ("runs_dir", "leave_running")
 
 
 def _add_setting_flags(run: Any) -> None:
-    """One flag per entry of :data:`sealcheck.harness.run.config.FLAGS`, typed like the setting,
+    """One flag per entry of :data:`sealcheck.harness.run.flags.FLAGS`, typed like the setting,
     and one
     without a value per entry of :data:`sealcheck.harness.run.config.HARNESS_FLAGS`."""
-    from sealcheck.harness.run.config import FLAGS, HARNESS_FLAGS, TestConfig, settings
+    from sealcheck.harness.run.config import HARNESS_FLAGS, TestConfig
+    from sealcheck.harness.run.flags import FLAGS, settings
 
     defaults = dict(settings(TestConfig()))
     for name, flag in FLAGS.items():
@@ -158,7 +159,8 @@ def add_commands(sub: Any) -> None:
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The settings given on the command line: flags and ``--set`` (each at most once)."""
-    from sealcheck.harness.run.config import FLAGS, HARNESS_FLAGS, ConfigError, parse_set
+    from sealcheck.harness.run.config import HARNESS_FLAGS, ConfigError
+    from sealcheck.harness.run.flags import FLAGS, parse_set
 
     given = [*FLAGS, *HARNESS_FLAGS]
     out = {name: getattr(args, name) for name in given if getattr(args, name) is not None}
@@ -175,7 +177,8 @@ def _replay(args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, l
     """The saved config (checked like a new one) and schedule of ``--replay RUN_DIR``."""
     import dataclasses
 
-    from sealcheck.harness.run.config import FLAGS, ConfigError, build_config
+    from sealcheck.harness.run.config import ConfigError, build_config
+    from sealcheck.harness.run.flags import FLAGS
     from sealcheck.nemeses import NEMESES, Action
 
     extra = [FLAGS.get(n, f"--set {n}") for n in overrides if n not in _REPLAY_OK]

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.core.roles import role_to_json
-from sealcheck.harness.run.config import TestConfig, to_flags
+from sealcheck.harness.run.config import TestConfig
+from sealcheck.harness.run.flags import to_flags
 from sealcheck.harness.run.progress import Display
 from sealcheck.harness.run.session import TOPIC, Session, Teardown
 from sealcheck.harness.run.test import Test

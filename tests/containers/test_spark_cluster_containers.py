@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sealcheck.harness.run.config import load_config, to_flags
+from sealcheck.harness.run.config import load_config
+from sealcheck.harness.run.flags import to_flags
 from tests.cli_runs import labelled, ops, sealcheck_run
 
 pytestmark = pytest.mark.containers

@@ -84,7 +84,8 @@ def test_the_reproduce_line_gives_back_every_setting() -> None:
 
     from sealcheck.harness.cli.app import build_parser
     from sealcheck.harness.cli.run import _overrides
-    from sealcheck.harness.run.config import WorkloadConfig, settings, to_flags
+    from sealcheck.harness.run.config import WorkloadConfig
+    from sealcheck.harness.run.flags import settings, to_flags
     from sealcheck.harness.run.runner import repro_command
 
     # Every setting away from its default (so none can hide behind one).

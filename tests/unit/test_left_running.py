@@ -15,13 +15,8 @@ from pathlib import Path
 import pytest
 
 from sealcheck.harness.cli.app import build_parser, main
-from sealcheck.harness.run.config import (
-    ConfigError,
-    TestConfig,
-    build_config,
-    load_config,
-    to_flags,
-)
+from sealcheck.harness.run.config import ConfigError, TestConfig, build_config, load_config
+from sealcheck.harness.run.flags import to_flags
 from sealcheck.infra import cleanup, procs
 from sealcheck.infra.left_running import (
     CLEANUP_COMMAND,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sealcheck.harness.run.config import ConfigError, load_config, to_flags
+from sealcheck.harness.run.config import ConfigError, load_config
+from sealcheck.harness.run.flags import to_flags
 from sealcheck.harness.run.test import load_test
 
 

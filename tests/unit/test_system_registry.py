@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sealcheck.harness.run.config import ConfigError, load_config, to_flags
+from sealcheck.harness.run.config import ConfigError, load_config
+from sealcheck.harness.run.flags import to_flags
 from sealcheck.harness.run.test import build_test, load_test
 from sealcheck.rundir.files import write_export
 from sealcheck.systems.api import Progress, Settings
