@@ -16,7 +16,9 @@ from sealcheck.harness.run.config import load_config
 from sealcheck.harness.run.flags import to_flags
 from tests.cli_runs import labelled, ops, sealcheck_run
 
-pytestmark = pytest.mark.containers
+# nightly: a cluster chaos run is 5 minutes here; CI covers the cluster's parts in
+# tests/unit/test_spark_cluster_parts.py
+pytestmark = [pytest.mark.containers, pytest.mark.nightly]
 
 
 def test_a_seeded_chaos_run_killing_workers_of_a_spark_cluster_is_valid(

@@ -172,3 +172,16 @@ def test_the_invalid_run_repeats_by_its_reproduce_line_and_replay_then_shrinks(
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     summary = json.loads((invalid / "shrink" / "summary.json").read_text())
     assert summary["runs_used"] <= 2 and summary["reproduced"]["hits"] >= 1
+
+
+@pytest.mark.nightly  # as many runs as it takes (CI's is capped at two)
+def test_a_full_shrink_finds_the_bug_needs_no_fault(venv: Path, suite: tuple[Path, str]) -> None:
+    invalid = invalid_run(suite[0])
+    shrink = [str(venv / "sealcheck"), "shrink", str(invalid), "--max-runs", "12"]
+    env = user_env(venv)
+    done = subprocess.run(
+        shrink, env=env, capture_output=True, text=True, timeout=3000, check=False
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    summary = json.loads((invalid / "shrink" / "summary.json").read_text())
+    assert summary["minimal"] == [] and summary["reproduced"]["hits"] >= 1, summary

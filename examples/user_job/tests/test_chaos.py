@@ -13,7 +13,7 @@ RUN = {"keys": 200, "rate": 100}
 
 
 def test_the_job_loses_nothing_when_killed_and_paused(sealcheck) -> None:
-    result = sealcheck(UserJob(), nemeses=["kill", "pause"], duration=45, interval=15, **RUN)
+    result = sealcheck(UserJob(), nemeses=["kill", "pause"], duration=30, interval=10, **RUN)
     result.assert_valid()
 
 

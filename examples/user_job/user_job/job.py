@@ -51,6 +51,8 @@ def session(jars: str) -> Any:
         .appName("user-job")
         .config("spark.driver.extraClassPath", jars)
         .config("spark.driver.memory", "1g")
+        # a short-lived local driver on a small machine: start fast rather than peak
+        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.databricks.delta.snapshotPartitions", "2")  # a small local table
