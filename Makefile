@@ -8,15 +8,23 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: run test setup images clean
+.PHONY: run test setup images clean tools
 
-$(BIN)/sealcheck: pyproject.toml
+tools:
 	@command -v java >/dev/null || { echo "Java 17 is required (Debian: openjdk-17-jdk-headless)"; exit 1; }
 	@command -v mvn >/dev/null || { echo "Maven is required (Debian: maven)"; exit 1; }
+
+$(BIN)/sealcheck: pyproject.toml | tools
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
+
+# the tests need only tox here: tox's `ci` environment installs the project and copies the jars
+$(BIN)/tox: | tools
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q 'tox>=4.20'
 
 setup: $(BIN)/sealcheck
 	$(BIN)/sealcheck setup
@@ -27,7 +35,7 @@ images: setup
 run: setup
 	$(BIN)/sealcheck run
 
-test: setup
+test: $(BIN)/tox
 	$(BIN)/tox run -e ci
 
 clean:

@@ -3,13 +3,9 @@ next to a user's project that has its own package under every top-level name Sea
 to install (``pipeline``, ``harness``, ``checkers``, ...), and pytest runs there with
 Sealcheck's plugin loaded, the project's packages its own.
 
-No network: the virtualenv is seeded by ``virtualenv`` (a dependency of tox, in the ``dev``
-extra) from the wheels it carries (pip and a setuptools new enough for ``pyproject.toml``'s
-``setuptools>=77``; the project's own ``python -m venv`` one may be older), the wheel is built
-without build isolation, and Sealcheck's dependencies come from the environment running this
-test through a ``.pth`` line that puts its site-packages *after* the new environment's own — a
-path line, so that environment's ``.pth`` files (the editable install's finder among them) are
-not run, and ``sealcheck`` is the wheel's copy.
+The virtualenv is the session's (:mod:`tests.integration.installed`): Sealcheck's wheel and
+its dependencies installed from a local wheelhouse with no index, nothing of the checkout on
+its path.
 
 The installed wheel also sets itself up: ``python -m sealcheck setup`` copies the jars with the
 Maven project the wheel carries into the cache ``SEALCHECK_CACHE`` names, reading nothing of
@@ -20,15 +16,12 @@ Maven Central only), and the plugin's ``sealcheck_kafka`` broker runs on the jar
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from tests.integration.installed import Installed, clean_env, run
 from tests.product import (
     ROOT,
     TOP_LEVEL,
@@ -144,58 +137,6 @@ def test_the_plugins_broker_runs_on_the_jars_the_installed_setup_copied(sealchec
 """
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
-    """Run a command; its output, or a failure that shows it."""
-    done = subprocess.run(
-        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{output[-4000:]}"
-    return output
-
-
-def clean_env() -> dict[str, str]:
-    """This process's environment without what would steer another interpreter's imports."""
-    steering = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
-    return {
-        key: value
-        for key, value in os.environ.items()
-        if key not in steering and not key.startswith("PYTEST_")
-    }
-
-
-def copy_checkout(to: Path) -> None:
-    """The files git lists (symlinks kept as links), as a clean clone would hold them: the
-    build then writes nothing into the working tree."""
-    for name in tracked():
-        source, target = ROOT / name, to / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            target.symlink_to(os.readlink(source))
-        else:
-            target.write_bytes(source.read_bytes())
-
-
-def make_venv(where: Path) -> tuple[Path, Path]:
-    """A fresh virtualenv seeded offline; its interpreter and site-packages."""
-    run([sys.executable, "-m", "virtualenv", "--no-periodic-update", str(where)], cwd=where.parent)
-    python = where / "bin" / "python"
-    site = Path(
-        run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], where)
-        .strip()
-        .splitlines()[-1]
-    )
-    return python, site
-
-
-def reach_dependencies(site: Path) -> None:
-    """Make Sealcheck's dependencies reachable from the virtualenv, after its own site-packages.
-    Done after the wheel is installed: seen earlier, this environment's own (editable) Sealcheck
-    of the same version would make pip skip the wheel as already installed."""
-    ours = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
-    (site / "zz_sealcheck_dependencies.pth").write_text("".join(f"{path}\n" for path in ours))
-
-
 def user_project(where: Path) -> Path:
     """A user's repository with its own package under every old name, and one test file."""
     where.mkdir()
@@ -210,21 +151,10 @@ def user_project(where: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """The wheel built from a copy of the checkout, installed into a fresh virtualenv: the
-    wheel, the virtualenv's interpreter and its site-packages."""
-    base = tmp_path_factory.mktemp("installed")
-    source = base / "src"
-    copy_checkout(source)
-    python, site = make_venv(base / "venv")
-    dist = base / "dist"
-    build = ["wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(dist)]
-    run([str(python), "-m", "pip", *build, str(source)], cwd=base, env=clean_env())
-    (built,) = dist.glob("sealcheck-*.whl")
-    install = ["install", "--no-deps", "--no-index", "--force-reinstall", str(built)]
-    run([str(python), "-m", "pip", *install], base)
-    reach_dependencies(site)
-    return built, python, site
+def wheel(installed: Installed) -> tuple[Path, Path, Path]:
+    """The wheel, installed into a fresh virtualenv: the wheel, the virtualenv's interpreter
+    and its site-packages."""
+    return installed.wheel, installed.python, installed.site
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from tests.cli_runs import ops, sealcheck_run
 
 pytestmark = pytest.mark.integration
 
-FLAGS = ("--seed", "3", "--duration", "30", "--final-timeout", "90")
+FLAGS = ("--seed", "3", "--duration", "24", "--final-timeout", "90")
 
 
 CASES = {

@@ -42,6 +42,7 @@ def _state(node: Any) -> str:
     return procs.proc_state(node.proc.pid)
 
 
+@pytest.mark.nightly  # CI runs three brokers in containers (tests/containers/)
 def test_three_brokers_survive_one_kill_and_a_pause(tmp_path: Path) -> None:
     with KafkaCluster(tmp_path, size=3, heap_mb=384) as cluster:
         cluster.create_topic("rf3", partitions=2)

@@ -10,24 +10,21 @@ no index — and run as its user would:
 * ``sealcheck run --replay`` of that run: INVALID again;
 * ``sealcheck shrink`` of it, capped at ``--max-runs 2`` (the full shrink is nightly).
 
-The wheelhouse is built by ``pip wheel`` with the versions this environment runs pinned
-(PyPI through pip's cache: a fresh machine downloads them once); the install reads nothing but
-the wheelhouse.
+The virtualenv is the session's (:mod:`tests.integration.installed`, shared with the collision
+test): both wheels and every dependency from a local wheelhouse, no index.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_installed_names import clean_env, copy_checkout, make_venv, run
+from tests.integration.installed import Installed, run, user_env
 from tests.product import ROOT, in_git_checkout
 
 pytestmark = [
@@ -38,48 +35,12 @@ pytestmark = [
 EXAMPLE = ROOT / "examples" / "user_job"
 
 
-def freeze() -> str:
-    """The versions this environment runs, as pip constraints (the editable projects left
-    out)."""
-    out = subprocess.run(
-        [sys.executable, "-m", "pip", "freeze", "--exclude-editable"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return "".join(line + "\n" for line in out.splitlines() if "==" in line)
-
-
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv holding Sealcheck's wheel and the example's (with its test extra),
-    installed from a local wheelhouse with no index; its ``bin`` folder."""
-    base = tmp_path_factory.mktemp("user-job")
-    copy_checkout(base / "src")
-    dist, house = base / "dist", base / "wheelhouse"
-    builder, _ = make_venv(base / "builder")  # a setuptools new enough for pyproject.toml
-    build = [str(builder), "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w"]
-    run([*build, str(dist), str(base / "src")], cwd=base, env=clean_env())
-    run([*build, str(dist), str(base / "src" / "examples" / "user_job")], base, clean_env())
-    (ours,) = dist.glob("sealcheck-*.whl")
-    (job,) = dist.glob("user_job-*.whl")
-    (base / "constraints.txt").write_text(freeze())
-    wheel = [str(builder), "-m", "pip", "wheel", "-q", "-w", str(house), "-c"]
-    run([*wheel, str(base / "constraints.txt"), str(ours), f"{job}[test]"], base, clean_env())
-    run([sys.executable, "-m", "venv", str(base / "venv")], cwd=base, env=clean_env())
-    pip = [str(base / "venv" / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index"]
-    run([*pip, "--find-links", str(house), "sealcheck", "user-job[test]"], base, clean_env())
-    run([str(base / "venv" / "bin" / "sealcheck"), "setup"], base, user_env(base / "venv" / "bin"))
-    return base / "venv" / "bin"
-
-
-def user_env(bin_dir: Path) -> dict[str, str]:
-    """A user's shell with the virtualenv activated."""
-    env = clean_env()
-    return env | {
-        "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
-        "VIRTUAL_ENV": str(bin_dir.parent),
-    }
+def venv(installed: Installed) -> Path:
+    """The session's virtualenv (:mod:`tests.integration.installed`), set up as a user sets it
+    up (``sealcheck setup``); its ``bin`` folder."""
+    run([str(installed.bin / "sealcheck"), "setup"], installed.bin, user_env(installed.bin))
+    return installed.bin
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,13 @@ RUN = {"keys": 200, "rate": 100}
 
 
 def test_the_job_loses_nothing_when_killed_and_paused(sealcheck) -> None:
-    result = sealcheck(UserJob(), nemeses=["kill", "pause"], duration=30, interval=10, **RUN)
+    result = sealcheck(UserJob(), nemeses=["kill", "pause"], duration=18, interval=6, **RUN)
     result.assert_valid()
 
 
 def test_a_lost_delete_clause_is_caught_at_its_batch_and_key(sealcheck) -> None:
     bug = "keeps-deleted-rows"
-    result = sealcheck(UserJob(), broken=bug, nemeses=["pause"], duration=20, interval=10, **RUN)
+    result = sealcheck(UserJob(), broken=bug, nemeses=["pause"], duration=12, interval=6, **RUN)
     result.assert_invalid("sealed_state")
     # the first wrong step first; sealed_state judges every step (as_of only some)
     first = next(a for a in result.anomalies if a.checker == "sealed_state")
