@@ -94,6 +94,9 @@ def session(cfg: JobConfig) -> Any:
     if cfg.master is None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+        # a local driver that lives for a few batches between kills, on a small machine: start
+        # fast (the client compiler, the serial collector) rather than peak
+        conf["spark.driver.extraJavaOptions"] = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
     else:
         conf |= cluster_conf(cfg)
     master = cfg.master or f"local[{cfg.cores}]"
