@@ -21,6 +21,7 @@ from sealcheck.checkers import (
     diff_of_one,
     frontiers,
     no_phantoms,
+    prefix_check,
     seal_monotonic,
     sealed_state,
     unique_key,
@@ -42,6 +43,7 @@ CHECKERS: dict[str, Checker] = {
     "no_phantoms": no_phantoms.check,
     "seal_monotonic": seal_monotonic.check,
     "as_of": as_of.check,
+    "prefix": prefix_check.check,
 }
 
 

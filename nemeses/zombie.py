@@ -16,12 +16,19 @@ the outcome says so. Healing releases every zombie the same way.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from sealcheck.core.roles import SUT
-from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Replaceable, Target
+from sealcheck.nemeses.api import (
+    Action,
+    Mark,
+    Nemesis,
+    PlanInfo,
+    Replaceable,
+    Target,
+    wait_fired,
+)
 
 
 class Zombie(Nemesis):
@@ -31,8 +38,8 @@ class Zombie(Nemesis):
     requires = frozenset({"failpoints"})
     roles = frozenset({SUT.name})
 
-    def __init__(self, info: PlanInfo, wait_s: float = 20.0, stall_wait_s: float = 10.0) -> None:
-        self.point, self.wait_s, self.stall_wait_s = info.stall_failpoint, wait_s, stall_wait_s
+    def __init__(self, info: PlanInfo, wait_s: float = 20.0) -> None:
+        self.point, self.wait_s = info.stall_failpoint, wait_s
 
     @property
     def marks(self) -> Mapping[str, Mark]:
@@ -69,12 +76,13 @@ class Zombie(Nemesis):
         if action.f == "zombie-release":
             return self._release(target)
         point, ms = action.value["failpoint"], int(action.value["stall_ms"])
+        sealed = target.sealed()
         target.failpoints.arm(f"{point}=sleep({ms})@1")
-        deadline = time.monotonic() + self.stall_wait_s
-        while target.failpoints.armed() and time.monotonic() < deadline:
-            time.sleep(0.02)  # consumed (the file removed) once an incarnation stalls there
+        # consumed (the file removed) once an incarnation stalls there; an incarnation still
+        # starting on a loaded machine is waited for (progress, not time: wait_fired)
+        waited = wait_fired(target, 0.0, sealed)
         if target.failpoints.disarm():
-            why = f"no incarnation reached {point} within {self.stall_wait_s:.0f}s"
+            why = f"no incarnation reached {point} within {waited:.0f}s"
             return {"zombie": None, "outcome": "skipped", "why": why}
         zombie = self._node(target).replace()
         if zombie is None:

@@ -99,3 +99,17 @@ def test_any_single_mutation_is_detected(
     assume(run.updates.filter(pl.col("collection") != "bindings").height > 0)
     res = run_checkers(mutate(run, kind, pick))
     assert res.valid is False, (kind, {n: r.valid for n, r in res.checkers.items()})
+
+
+@FAST
+@given(pairs, layout, st.sampled_from(MUTATIONS), st.integers(0, 10_000))
+def test_the_prefix_checker_is_the_weaker_check(
+    records: list, shape: tuple[int, int], kind: str, pick: int
+) -> None:
+    # prefix judges without the bindings: whatever it flags, sealed_state (which knows the
+    # prefix each step must equal) flags too
+    run = build_run(records, partitions=shape[0], step_size=shape[1])
+    assume(run.updates.filter(pl.col("collection") != "bindings").height > 0)
+    res = run_checkers(mutate(run, kind, pick), ["prefix", "sealed_state"])
+    if res.checkers["prefix"].valid is False:
+        assert res.checkers["sealed_state"].valid is False, res.checkers["prefix"].anomalies

@@ -1,0 +1,228 @@
+"""prefix: the black-box judgement of an upsert sink — every observed state of a table is the
+upsert of *some* per-partition prefix of the input, the prefixes never go back, and after
+catch-up the state is the upsert of the whole input. No bindings are needed: only the input
+(each record's effect on the table, :mod:`sealcheck.core.effects`) and a sequence of observed
+states (key -> value maps, given as their changes).
+
+Per partition, a *cut* ``c`` applies the partition's first ``c`` records; at cut ``c`` a key
+holds the effect of its last record before the cut (a value; absent for a delete or no
+record). A state is explained by a cut when every input key of the partition holds there what
+the state shows. Cuts are not unique, so each state takes the smallest cut not below the
+previous state's: a later state can then only be refused when no prefix at all explains it.
+
+The search is one forward sweep per partition. A mismatch counter holds how many of the
+partition's keys differ between the state and the cut; a new state changes it only at the keys
+it changes (states are applied as diffs), and advancing the cut by one record changes it by
+``[new value != shown] - [old value != shown]`` for that record's key — computed a chunk at a
+time with numpy, so 10 million records cost a few vectorised passes, not a Python loop. The
+first cut where the counter is zero is the state's cut. Nothing is mutated until a cut is found,
+so a state no cut explains leaves the sweep where it was (the state is reported, and the next
+one is judged from the same cut).
+
+Values are compared by their 64-bit hashes, as every checker does
+(:mod:`sealcheck.checkers.frames`). When no cut exists, :mod:`.prefix_explain` names a
+smallest set of keys that no cut satisfies together, with the offsets that explain each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from sealcheck.checkers.frames import change_points
+from sealcheck.checkers.prefix_explain import Conflict, KeyStory, Partition, conflict, story
+from sealcheck.checkers.prefix_index import ABSENT, MANY, Table, index
+
+_FIRST_CHUNK = 4096
+_MAX_CHUNK = 1 << 20
+
+
+@dataclass
+class Judgement:
+    """What the sweep found for one table.
+
+    ``cuts[state][partition]`` is the number of the partition's records applied by the
+    smallest explaining cut (None: no cut explains the state there). Conflicts, invented keys
+    and the like keep their first ``limit`` examples; their counts are complete."""
+
+    states: list[int] = field(default_factory=list)
+    cuts: dict[int, dict[int, int | None]] = field(default_factory=dict)
+    partitions: dict[int, Partition] = field(default_factory=dict)
+    conflicts: list[Conflict] = field(default_factory=list)
+    conflict_count: int = 0
+    #: ``(state, kh)``: a key the state holds that no input record of the table has
+    invented: list[tuple[int, int]] = field(default_factory=list)
+    invented_count: int = 0
+    #: ``(state, kh)``: a key shown with several values, or a value more than once
+    not_a_map: list[tuple[int, int]] = field(default_factory=list)
+    not_a_map_count: int = 0
+    #: keys whose records span partitions: not judged (the verdict cannot be valid)
+    split_keys: list[int] = field(default_factory=list)
+    #: after catch-up, the keys whose final value is not the whole input's
+    behind: list[KeyStory] = field(default_factory=list)
+    behind_count: int = 0
+
+    @property
+    def valid(self) -> bool | None:
+        """False on any anomaly; None when keys could not be judged; else True."""
+        if self.conflict_count or self.invented_count or self.not_a_map_count:
+            return False
+        if self.behind_count:
+            return False
+        return None if self.split_keys else True
+
+
+def observed_values(observed: pl.DataFrame) -> pl.DataFrame:
+    """The changes of observed states (``state, kh, vh, diff``; any order, unconsolidated)
+    as each key's shown value after every state that changed it: ``state, kh, value``
+    (``value``: the hash as an int64 id, :data:`ABSENT` or :data:`MANY`), sorted by state.
+
+    A key shows a value when exactly one value has multiplicity one and no other value is
+    held; none held is absent; anything else is :data:`MANY`."""
+    if observed.height == 0:
+        return pl.DataFrame(schema={"state": pl.Int64, "kh": pl.UInt64, "value": pl.Int64})
+    pairs = change_points(
+        observed.select(
+            "kh", "vh", pl.col("state").alias("ts"), "diff", pl.lit(0, pl.UInt32).alias("row")
+        )
+    )
+    mult = pairs["mult"].to_numpy().astype(np.int64)
+    before = mult - pairs["diff"].to_numpy()
+    held = (mult != 0).astype(np.int64) - (before != 0).astype(np.int64)
+    odd = ((mult != 0) & (mult != 1)).astype(np.int64) - ((before != 0) & (before != 1))
+    vh = pairs["vh"].cast(pl.UInt64).to_numpy().astype(np.uint64)
+    share = vh * held.astype(np.uint64)  # wrapping: the sum of the held values' hashes
+    per = (
+        pl.DataFrame(
+            {"kh": pairs["kh"], "state": pairs["ts"], "held": held, "odd": odd, "share": share}
+        )
+        .sort("kh", "state")
+        .to_numpy(structured=True)
+    )
+    kh = per["kh"].astype(np.uint64)
+    state = per["state"].astype(np.int64)
+    last = np.ones(len(per), dtype=bool)
+    last[:-1] = (kh[1:] != kh[:-1]) | (state[1:] != state[:-1])
+    ends = np.flatnonzero(last)
+    starts_key = np.r_[True, kh[1:] != kh[:-1]]
+    counts, odds, sums = (
+        _segmented_cumsum(per["held"].astype(np.int64), starts_key),
+        _segmented_cumsum(per["odd"].astype(np.int64), starts_key),
+        _segmented_cumsum(per["share"].astype(np.uint64), starts_key),
+    )
+    count, odd_n, total = counts[ends], odds[ends], sums[ends]
+    value = total.view(np.int64).copy()
+    value[count == 0] = ABSENT
+    value[(count > 1) | (odd_n > 0)] = MANY
+    return pl.DataFrame({"state": state[ends], "kh": kh[ends], "value": value}).sort(
+        "state", maintain_order=True
+    )
+
+
+def _segmented_cumsum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Running sums of ``values`` restarting at every True of ``starts`` (wrapping for
+    unsigned values)."""
+    total = np.cumsum(values, dtype=values.dtype)
+    first = np.flatnonzero(starts)
+    base = total[first] - values[first]
+    lengths = np.diff(np.r_[first, len(values)])
+    out: np.ndarray = total - np.repeat(base, lengths)
+    return out
+
+
+def _scan(t: Table, p: int, cut: int, mismatch: int, shown: np.ndarray) -> int | None:
+    """The smallest cut ``>= cut`` of partition ``p`` where no key differs from ``shown``
+    (``mismatch`` keys differ at ``cut``); None if none does."""
+    if mismatch == 0:
+        return cut
+    s, e = t.bounds[p]
+    pos, chunk = s + cut, _FIRST_CHUNK
+    while pos < e:
+        end = min(e, pos + chunk)
+        want = shown[t.kid[pos:end]]
+        delta = (t.val[pos:end] != want).astype(np.int64) - (t.prev[pos:end] != want)
+        running = mismatch + np.cumsum(delta)
+        zero = np.flatnonzero(running == 0)
+        if len(zero):
+            return pos + int(zero[0]) + 1 - s
+        mismatch, pos, chunk = int(running[-1]), end, min(chunk * 2, _MAX_CHUNK)
+    return None
+
+
+def judge(
+    effects: pl.DataFrame, observed: pl.DataFrame, *, final: bool = True, limit: int = 10
+) -> Judgement:
+    """Judge one table: ``effects`` are its input records' effects (``partition, offset, kh,
+    vh, row``; ``vh`` null: a delete; a record without effect on the table has no row),
+    ``observed`` the changes of its observed states in order (``state, kh, vh, diff``).
+    ``final``: the last state was observed after catch-up, so it must be the whole input's.
+    """
+    shown_changes = observed_values(observed)
+    t, split = index(effects, shown_changes["kh"])
+    if split:
+        drop = pl.Series(split, dtype=pl.UInt64).implode()
+        shown_changes = shown_changes.filter(~pl.col("kh").is_in(drop))
+    out = Judgement(split_keys=split)
+    shown = np.full(len(t.keys), ABSENT, dtype=np.int64)
+    held = np.full(len(t.keys), ABSENT, dtype=np.int64)  # what each key holds at its cut
+    cuts = {p: 0 for p in t.bounds}
+    mismatch = {p: 0 for p in t.bounds}
+    state_of = shown_changes["state"].to_numpy().astype(np.int64)
+    kid_all = np.searchsorted(t.keys, shown_changes["kh"].to_numpy().astype(np.uint64))
+    value_all = shown_changes["value"].to_numpy().astype(np.int64)
+    states = sorted(set(state_of.tolist()))
+    starts = np.searchsorted(state_of, states, side="left")
+    ends = np.searchsorted(state_of, states, side="right")
+    for p, (s, e) in t.bounds.items():
+        out.partitions[p] = Partition(p, e - s, t.offset[s:e])
+    for state, a, b in zip(states, starts, ends, strict=True):
+        kid, value = kid_all[a:b], value_all[a:b]
+        part = t.part_of[kid]
+        _note_invented(out, state, t, kid[(part < 0) & (value != ABSENT)], limit)
+        _note_many(out, state, t, kid[value == MANY], limit)
+        for p in np.unique(part[part >= 0]).tolist():
+            mine = part == p
+            k, v = kid[mine], value[mine]
+            now = held[k]
+            mismatch[p] += int((now != v).sum()) - int((now != shown[k]).sum())
+            shown[k] = v
+        shown[kid[part < 0]] = value[part < 0]
+        out.states.append(state)
+        found: dict[int, int | None] = {}
+        for p in t.bounds:
+            cut = _scan(t, p, cuts[p], mismatch[p], shown)
+            found[p] = cut
+            if cut is None:
+                out.conflict_count += 1
+                if len(out.conflicts) < limit:
+                    out.conflicts.append(conflict(t, p, cuts[p], shown, state))
+                continue
+            t.apply(held, t.bounds[p][0] + cuts[p], t.bounds[p][0] + cut)
+            cuts[p], mismatch[p] = cut, 0
+        out.cuts[state] = found
+    if final:
+        _judge_final(out, t, shown, limit)
+    return out
+
+
+def _note_invented(out: Judgement, state: int, t: Table, kids: np.ndarray, limit: int) -> None:
+    out.invented_count += len(kids)
+    room = limit - len(out.invented)
+    out.invented.extend((state, int(t.keys[k])) for k in kids[: max(0, room)])
+
+
+def _note_many(out: Judgement, state: int, t: Table, kids: np.ndarray, limit: int) -> None:
+    out.not_a_map_count += len(kids)
+    room = limit - len(out.not_a_map)
+    out.not_a_map.extend((state, int(t.keys[k])) for k in kids[: max(0, room)])
+
+
+def _judge_final(out: Judgement, t: Table, shown: np.ndarray, limit: int) -> None:
+    """After catch-up every input key holds its last record's effect."""
+    kids = np.unique(t.kid)
+    off = kids[t.whole(kids) != shown[kids]]
+    out.behind_count += len(off)
+    for k in off[: max(0, limit - len(out.behind))].tolist():
+        out.behind.append(story(t, int(t.part_of[k]), k, shown))

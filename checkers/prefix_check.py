@@ -1,0 +1,115 @@
+"""prefix (black box): every sealed state of ``data`` and of ``errors`` is the upsert of some
+per-partition prefix of the input, the prefixes never go back, and after catch-up the state is
+the whole input's — judged from the input's effects and the output's states alone, without the
+bindings (:mod:`.prefix`).
+
+It is the weaker check beside ``sealed_state`` (which knows, from the bindings, *which* prefix
+each step must equal): on a run of a system that exports bindings, a prefix anomaly implies a
+``sealed_state`` one. It is what is left to judge a sink that keeps no bindings. Keys whose
+records span partitions cannot be judged per partition: the result is then unknown, saying how
+many.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.prefix import Judgement, judge
+from sealcheck.checkers.prefix_explain import explain, tell
+from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
+
+NAME = "prefix"
+TABLES = ("data", "errors")
+
+
+def _caught_up(run: RunData) -> bool:
+    """Whether the harness saw the system seal the log end (the last state is then final)."""
+    ops = run.history.ops
+    return any(op.get("process") == "harness" and op.get("f") == "caught-up" for op in ops)
+
+
+def _key(run: RunData, name: str, kh: int, row: int | None) -> str:
+    """A key for people: its bytes from the output, else from an input record."""
+    key, _ = run.lookup(name, kh)
+    if key is None and row is not None and row >= 0:
+        key = run.effect_key(name, row)
+    return show(key) or f"<key hash {kh:#x}>"
+
+
+def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
+    found = [
+        Anomaly(
+            "no-prefix",
+            name,
+            _key(run, name, c.keys[0].kh, c.keys[0].row) if c.keys else None,
+            c.state,
+            detail=explain(
+                c, [_key(run, name, k.kh, k.row) for k in c.keys], j.partitions[c.partition]
+            ),
+            context={"partition": c.partition},
+        )
+        for c in j.conflicts
+    ]
+    res.add_bulk("no-prefix", j.conflict_count, found)
+    invented = [
+        Anomaly(
+            "invented-key",
+            name,
+            _key(run, name, kh, None),
+            state,
+            detail="the state holds a key that no input record puts into this table",
+        )
+        for state, kh in j.invented
+    ]
+    res.add_bulk("invented-key", j.invented_count, invented)
+    many = [
+        Anomaly("not-a-map", name, _key(run, name, kh, None), state, detail="several values")
+        for state, kh in j.not_a_map
+    ]
+    res.add_bulk("not-a-map", j.not_a_map_count, many)
+    behind = []
+    for k in j.behind:
+        part = j.partitions[k.partition]
+        who = _key(run, name, k.kh, k.row)
+        behind.append(
+            Anomaly(
+                "not-the-whole-input",
+                name,
+                who,
+                j.states[-1] if j.states else None,
+                detail=f"after catch-up {tell(k, who, part, 0)}, not its last record's effect",
+            )
+        )
+    res.add_bulk("not-the-whole-input", j.behind_count, behind)
+
+
+def check(run: RunData) -> CheckResult:
+    """Judge ``data`` and ``errors`` as black boxes (see the module's docstring)."""
+    if not any(run.uppers.get(c, 0) for c in TABLES):
+        return CheckResult(NAME, None, error=NOTHING_SEALED)
+    res = CheckResult(NAME, True)
+    final = _caught_up(run)
+    split: list[str] = []
+    for name in TABLES:
+        effects = run.effects(name).select("row", "partition", "offset", "kh", "vh")
+        observed = run.change_points(name).select(
+            pl.col("ts").cast(pl.Int64).alias("state"), "kh", "vh", pl.col("diff").cast(pl.Int64)
+        )
+        j = judge(effects, observed, final=final, limit=MAX_EXAMPLES)
+        res.counts[f"{name}_states_judged"] = len(j.states)
+        res.counts[f"{name}_states_explained"] = sum(
+            all(c is not None for c in j.cuts[s].values()) for s in j.states
+        )
+        _report(run, res, name, j)
+        if j.split_keys:
+            split.append(f"{len(j.split_keys):,} keys of {name}")
+    if split and res.valid is not False:
+        res.valid = None
+        res.error = (
+            f"{' and '.join(split)} have records in several partitions: no per-partition "
+            "prefix can judge them"
+        )
+    if not final and res.valid is True:
+        res.counts["final_state_judged"] = 0
+    return res

@@ -1,0 +1,112 @@
+"""The index the prefix checker (:mod:`.prefix`) sweeps: one table's input records sorted by
+partition and offset, with dense key ids, each record's value and the value it replaces, and a
+per-key order of the records.
+
+Values are 64-bit hashes seen as int64 ids; two ids are reserved: :data:`ABSENT` (no value: never
+written, deleted, not shown) and :data:`MANY` (a state shows the key with several values, or one
+value more than once; no cut gives that). A hash equal to either is as unlikely as any other
+collision of the checkers' hashes (:mod:`sealcheck.checkers.frames`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+#: the value id of "no value" (never written, deleted, or a key the state does not hold)
+ABSENT = np.int64(-(2**63))
+#: the value id of a key a state shows with several values, or one value more than once
+MANY = np.int64(-(2**63) + 1)
+
+
+def as_ids(vh: pl.Series) -> np.ndarray:
+    """64-bit value hashes as int64 ids (null: :data:`ABSENT`)."""
+    ids = np.asarray(vh.cast(pl.UInt64).fill_null(0).to_numpy(), dtype=np.uint64)
+    out = ids.view(np.int64).copy()
+    out[vh.is_null().to_numpy()] = ABSENT
+    return out
+
+
+@dataclass
+class Table:
+    """One table's input records, sorted by partition then offset, with dense key ids."""
+
+    keys: np.ndarray  # uint64: every key hash (input and observed), sorted
+    kid: np.ndarray  # per record: its key id
+    val: np.ndarray  # per record: its value id (ABSENT: a delete)
+    prev: np.ndarray  # per record: the key's value before it
+    offset: np.ndarray
+    row: np.ndarray
+    bounds: dict[int, tuple[int, int]]  # partition -> [start, end) of its records
+    part_of: np.ndarray  # per key id: its partition (-1: no input record)
+    by_key: np.ndarray  # record indices sorted by (key, position)
+
+    def apply(self, held: np.ndarray, start: int, end: int) -> None:
+        """Set ``held`` (a value id per key id) to what records ``[start, end)`` (global
+        positions, in order) leave: each key's last record among them decides."""
+        if end <= start:
+            return
+        kids = self.kid[start:end][::-1]
+        last, first = np.unique(kids, return_index=True)
+        held[last] = self.val[end - 1 - first]
+
+    def whole(self, kids: np.ndarray) -> np.ndarray:
+        """What keys ``kids`` hold after every record: their last record's value."""
+        ends = np.r_[self.kid[self.by_key][1:] != self.kid[self.by_key][:-1], True]
+        held = np.full(len(self.keys), ABSENT, dtype=np.int64)
+        held[self.kid[self.by_key][ends]] = self.val[self.by_key][ends]
+        out: np.ndarray = held[kids]
+        return out
+
+
+def index(effects: pl.DataFrame, observed_keys: pl.Series) -> tuple[Table, list[int]]:
+    """Index one table's effects (``partition, offset, kh, vh, row``); the key hashes whose
+    records span partitions are dropped and returned."""
+    spans = (
+        effects.lazy()
+        .group_by("kh")
+        .agg(pl.col("partition").n_unique().alias("n"))
+        .filter(pl.col("n") > 1)
+        .collect()["kh"]
+    )
+    split = sorted(int(k) for k in spans.to_list())
+    if split:
+        effects = effects.filter(~pl.col("kh").is_in(spans.implode()))
+    eff = effects.sort("partition", "offset")
+    keys = np.unique(
+        np.concatenate(
+            [
+                eff["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64),
+                observed_keys.cast(pl.UInt64).to_numpy().astype(np.uint64),
+            ]
+        )
+    )
+    kid = np.searchsorted(keys, eff["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64))
+    val = as_ids(eff["vh"])
+    part = eff["partition"].to_numpy().astype(np.int64)
+    n = len(kid)
+    change = np.flatnonzero(np.r_[True, part[1:] != part[:-1]]) if n else np.array([], int)
+    ends = np.r_[change[1:], n] if n else np.array([], int)
+    bounds = {int(part[s]): (int(s), int(e)) for s, e in zip(change, ends, strict=True)}
+    by_key = np.argsort(kid, kind="stable")  # records are in partition, offset order
+    prev = np.full(n, ABSENT, dtype=np.int64)
+    if n:
+        same = np.r_[False, kid[by_key][1:] == kid[by_key][:-1]]
+        shifted = np.r_[ABSENT, val[by_key][:-1]]
+        prev[by_key] = np.where(same, shifted, ABSENT)
+    part_of = np.full(len(keys), -1, dtype=np.int64)
+    part_of[kid] = part
+    table = Table(
+        keys,
+        kid,
+        val,
+        prev,
+        eff["offset"].to_numpy().astype(np.int64),
+        eff["row"].to_numpy().astype(np.int64),
+        bounds,
+        part_of,
+        by_key,
+    )
+    return table, split
