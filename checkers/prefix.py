@@ -31,9 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from sealcheck.checkers.frames import change_points
 from sealcheck.checkers.prefix_explain import Conflict, KeyStory, Partition, conflict, story
-from sealcheck.checkers.prefix_index import ABSENT, MANY, Table, index
+from sealcheck.checkers.prefix_index import ABSENT, MANY, Table, index, key_ids
 
 _FIRST_CHUNK = 4096
 _MAX_CHUNK = 1 << 20
@@ -74,48 +73,48 @@ class Judgement:
         return None if self.split_keys else True
 
 
+def _mix(x: np.ndarray) -> np.ndarray:
+    """A second 64-bit hash of hashes (splitmix64's finaliser; wrapping)."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        out: np.ndarray = x ^ (x >> np.uint64(31))
+    return out
+
+
 def observed_values(observed: pl.DataFrame) -> pl.DataFrame:
     """The changes of observed states (``state, kh, vh, diff``; any order, unconsolidated)
     as each key's shown value after every state that changed it: ``state, kh, value``
     (``value``: the hash as an int64 id, :data:`ABSENT` or :data:`MANY`), sorted by state.
 
     A key shows a value when exactly one value has multiplicity one and no other value is
-    held; none held is absent; anything else is :data:`MANY`."""
+    held; none held is absent; anything else is :data:`MANY`. Per key three running sums
+    decide it, all linear in ``diff`` (so the changes need no consolidation and one sort by
+    key and state): the count of values held ``Σ diff``, ``Σ diff·vh`` (the value itself when
+    one is held once) and ``Σ diff·g(vh)`` with a second hash ``g``, which equals ``g`` of the
+    second sum only when that holds (else two 64-bit hashes collide), and is 0 with it when
+    nothing is held."""
     if observed.height == 0:
         return pl.DataFrame(schema={"state": pl.Int64, "kh": pl.UInt64, "value": pl.Int64})
-    pairs = change_points(
-        observed.select(
-            "kh", "vh", pl.col("state").alias("ts"), "diff", pl.lit(0, pl.UInt32).alias("row")
-        )
-    )
-    mult = pairs["mult"].to_numpy().astype(np.int64)
-    before = mult - pairs["diff"].to_numpy()
-    held = (mult != 0).astype(np.int64) - (before != 0).astype(np.int64)
-    odd = ((mult != 0) & (mult != 1)).astype(np.int64) - ((before != 0) & (before != 1))
-    vh = pairs["vh"].cast(pl.UInt64).to_numpy().astype(np.uint64)
-    share = vh * held.astype(np.uint64)  # wrapping: the sum of the held values' hashes
-    per = (
-        pl.DataFrame(
-            {"kh": pairs["kh"], "state": pairs["ts"], "held": held, "odd": odd, "share": share}
-        )
-        .sort("kh", "state")
-        .to_numpy(structured=True)
-    )
-    kh = per["kh"].astype(np.uint64)
-    state = per["state"].astype(np.int64)
-    last = np.ones(len(per), dtype=bool)
-    last[:-1] = (kh[1:] != kh[:-1]) | (state[1:] != state[:-1])
-    ends = np.flatnonzero(last)
+    per = observed.select("kh", "state", "vh", "diff").sort("kh", "state")
+    kh = per["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64)
+    state = per["state"].to_numpy().astype(np.int64)
+    diff = per["diff"].to_numpy().astype(np.int64)
+    vh = per["vh"].cast(pl.UInt64).to_numpy().astype(np.uint64)
+    d = diff.astype(np.uint64)  # wrapping: -1 is 2**64 - 1
+    with np.errstate(over="ignore"):
+        one, two = vh * d, _mix(vh) * d
     starts_key = np.r_[True, kh[1:] != kh[:-1]]
-    counts, odds, sums = (
-        _segmented_cumsum(per["held"].astype(np.int64), starts_key),
-        _segmented_cumsum(per["odd"].astype(np.int64), starts_key),
-        _segmented_cumsum(per["share"].astype(np.uint64), starts_key),
-    )
-    count, odd_n, total = counts[ends], odds[ends], sums[ends]
+    last = np.r_[(kh[1:] != kh[:-1]) | (state[1:] != state[:-1]), True]
+    ends = np.flatnonzero(last)
+    count = _segmented_cumsum(diff, starts_key)[ends]
+    total = _segmented_cumsum(one, starts_key)[ends]
+    check = _segmented_cumsum(two, starts_key)[ends]
     value = total.view(np.int64).copy()
-    value[count == 0] = ABSENT
-    value[(count > 1) | (odd_n > 0)] = MANY
+    none = (count == 0) & (total == 0) & (check == 0)
+    single = (count == 1) & (check == _mix(total))
+    value[none] = ABSENT
+    value[~none & ~single] = MANY
     return pl.DataFrame({"state": state[ends], "kh": kh[ends], "value": value}).sort(
         "state", maintain_order=True
     )
@@ -170,7 +169,7 @@ def judge(
     cuts = {p: 0 for p in t.bounds}
     mismatch = {p: 0 for p in t.bounds}
     state_of = shown_changes["state"].to_numpy().astype(np.int64)
-    kid_all = np.searchsorted(t.keys, shown_changes["kh"].to_numpy().astype(np.uint64))
+    kid_all = key_ids(t.keys, shown_changes["kh"])
     value_all = shown_changes["value"].to_numpy().astype(np.int64)
     states = sorted(set(state_of.tolist()))
     starts = np.searchsorted(state_of, states, side="left")

@@ -61,6 +61,13 @@ class Table:
         return out
 
 
+def key_ids(keys: np.ndarray, kh: pl.Series) -> np.ndarray:
+    """The position of every hash of ``kh`` in the sorted ``keys`` (each must be there)."""
+    ids = pl.Series("kh", keys, dtype=pl.UInt64)
+    dense = kh.cast(pl.UInt64).replace_strict(ids, pl.int_range(len(keys), eager=True))
+    return dense.to_numpy().astype(np.int64)
+
+
 def index(effects: pl.DataFrame, observed_keys: pl.Series) -> tuple[Table, list[int]]:
     """Index one table's effects (``partition, offset, kh, vh, row``); the key hashes whose
     records span partitions are dropped and returned."""
@@ -78,19 +85,21 @@ def index(effects: pl.DataFrame, observed_keys: pl.Series) -> tuple[Table, list[
     keys = np.unique(
         np.concatenate(
             [
-                eff["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64),
-                observed_keys.cast(pl.UInt64).to_numpy().astype(np.uint64),
+                eff["kh"].cast(pl.UInt64).unique().to_numpy().astype(np.uint64),
+                observed_keys.cast(pl.UInt64).unique().to_numpy().astype(np.uint64),
             ]
         )
     )
-    kid = np.searchsorted(keys, eff["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64))
+    kid = key_ids(keys, eff["kh"])
     val = as_ids(eff["vh"])
     part = eff["partition"].to_numpy().astype(np.int64)
     n = len(kid)
     change = np.flatnonzero(np.r_[True, part[1:] != part[:-1]]) if n else np.array([], int)
     ends = np.r_[change[1:], n] if n else np.array([], int)
     bounds = {int(part[s]): (int(s), int(e)) for s, e in zip(change, ends, strict=True)}
-    by_key = np.argsort(kid, kind="stable")  # records are in partition, offset order
+    # records are in partition, offset order: a stable sort by key keeps that within a key
+    order = pl.DataFrame({"k": kid}).with_row_index("i").sort("k", maintain_order=True)
+    by_key = order["i"].to_numpy().astype(np.int64)
     prev = np.full(n, ABSENT, dtype=np.int64)
     if n:
         same = np.r_[False, kid[by_key][1:] == kid[by_key][:-1]]
