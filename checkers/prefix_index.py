@@ -54,9 +54,11 @@ class Table:
 
     def whole(self, kids: np.ndarray) -> np.ndarray:
         """What keys ``kids`` hold after every record: their last record's value."""
-        ends = np.r_[self.kid[self.by_key][1:] != self.kid[self.by_key][:-1], True]
         held = np.full(len(self.keys), ABSENT, dtype=np.int64)
-        held[self.kid[self.by_key][ends]] = self.val[self.by_key][ends]
+        if len(self.kid):
+            ordered = self.kid[self.by_key]
+            ends = np.r_[ordered[1:] != ordered[:-1], True]
+            held[ordered[ends]] = self.val[self.by_key][ends]
         out: np.ndarray = held[kids]
         return out
 

@@ -295,3 +295,10 @@ def test_a_conflict_is_a_smallest_set_no_cut_satisfies(history: tuple[list[Rec],
             )
         )
         assert len(chosen) == smallest or (smallest > 2 and len(chosen) >= smallest)
+
+
+def test_a_table_without_input_records_holds_nothing_after_catch_up():
+    empty = effects([])
+    assert judge(empty, observed([])).valid is True
+    out = judge(empty, observed([{"z": "1"}]))
+    assert out.valid is False and out.invented == [(0, kh("z"))]
