@@ -64,8 +64,12 @@ class Conflict:
     keys: tuple[KeyStory, ...]
 
 
-def spans_of(t: Table, p: int, shown: np.ndarray) -> dict[int, list[Span]]:
-    """Per key id of partition ``p``: the cuts at which it holds what ``shown`` says."""
+def spans_of(
+    t: Table, p: int, shown: np.ndarray, since: int | None = None
+) -> dict[int, list[Span]]:
+    """Per key id of partition ``p``: the cuts at which it holds what ``shown`` says. With
+    ``since``, only the keys that some cut in ``[since, end]`` does not explain (the others
+    constrain nothing there)."""
     s, e = t.bounds[p]
     n = e - s
     order = t.by_key[(t.by_key >= s) & (t.by_key < e)]
@@ -79,7 +83,12 @@ def spans_of(t: Table, p: int, shown: np.ndarray) -> dict[int, list[Span]]:
     who = np.concatenate([kid[first], kid])
     value = np.concatenate([np.full(first.sum(), ABSENT, dtype=np.int64), t.val[order]])
     keep = (value == shown[who]) & (lo <= hi)
-    out: dict[int, list[Span]] = {int(k): [] for k in np.unique(kid)}
+    tied = np.unique(kid)
+    if since is not None:
+        free = np.unique(who[keep & (lo <= since) & (hi >= n)])
+        tied = np.setdiff1d(tied, free, assume_unique=True)
+        keep &= ~np.isin(who, free)
+    out: dict[int, list[Span]] = {int(k): [] for k in tied}
     for k, a, b in sorted(
         zip(who[keep].tolist(), lo[keep].tolist(), hi[keep].tolist(), strict=True)
     ):
@@ -182,7 +191,7 @@ def spans_of_one(t: Table, p: int, kid: int, shown: np.ndarray) -> list[Span]:
 def conflict(t: Table, p: int, since: int, shown: np.ndarray, state: int) -> Conflict:
     """Why no cut of partition ``p`` at or after ``since`` explains ``shown``."""
     s, e = t.bounds[p]
-    keys = smallest(spans_of(t, p, shown), since, e - s)
+    keys = smallest(spans_of(t, p, shown, since), since, e - s)
     stories = tuple(story(t, p, k, shown) for k in keys)
     return Conflict(state, p, since, stories)
 
