@@ -5,6 +5,7 @@ with a reason. (Unit tests: the target is a fake that records what was asked of 
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from sealcheck.core.roles import SUT, by_name
@@ -293,3 +294,27 @@ def test_longer_windows_give_an_armed_point_longer_to_fire_and_a_zombie_a_longer
     assert 11.0 < release.at_s - start.at_s <= 14.0 + 1e-9
     start, release = Zombie(info).plan(random.Random(1), 0.0, 3.0)
     assert 3.5 <= release.at_s - start.at_s <= 5.0
+
+
+def test_a_zombie_stall_waits_for_progress_not_for_a_fixed_time() -> None:
+    """An incarnation still starting (nothing sealed) is waited for; one that seals steps
+    without reaching the stall point is given up after the least armed time, saying so."""
+    import threading
+
+    from sealcheck.nemeses.api import MIN_ARMED_S
+    from sealcheck.nemeses.zombie import Zombie
+
+    info = PlanInfo(roles=roles(1), failpoints=("a.mid",), stall_failpoint="a.mid")
+    start = Action(0.0, "zombie", "zombie-start", {"failpoint": "a.mid", "stall_ms": 3500})
+    sealing = FakeTarget()
+    began = time.monotonic()
+    skipped = Zombie(info).invoke(start, sealing)
+    assert skipped["outcome"] == "skipped" and "no incarnation reached a.mid" in skipped["why"]
+    assert time.monotonic() - began >= MIN_ARMED_S  # it had its chance first
+    starting = FakeTarget()
+    starting.stalled = True  # type: ignore[attr-defined]  # restarting: nothing sealed yet
+    starting.pipeline.replace = lambda: 41  # type: ignore[attr-defined]
+    starting.pipeline.release = lambda wait_s=20.0: []  # type: ignore[attr-defined]
+    # the stall point is reached only after the least armed time: still waited for
+    threading.Timer(MIN_ARMED_S + 1.0, lambda: setattr(starting.failpoints, "spec", None)).start()
+    assert Zombie(info).invoke(start, starting) == {"zombie": 41, "outcome": "happened"}
