@@ -1,7 +1,9 @@
 """prefix (black box): every sealed state of ``data`` and of ``errors`` is the upsert of some
 per-partition prefix of the input, the prefixes never go back, and after catch-up the state is
 the whole input's — judged from the input's effects and the output's states alone, without the
-bindings (:mod:`.prefix`).
+bindings (:mod:`.prefix`). Each table alone, then both together: one cut per partition must
+explain both tables at each step (``tables-not-aligned`` otherwise), since every system today
+commits a step's ``data`` and ``errors`` together, as ``sealed_state`` assumes.
 
 It is the weaker check beside ``sealed_state`` (which knows, from the bindings, *which* prefix
 each step must equal): on a run of a system that exports bindings, a prefix anomaly implies a
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from sealcheck.checkers.frames import pair_hash
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.prefix import Judgement, judge
 from sealcheck.checkers.prefix_explain import explain, tell
@@ -84,6 +87,64 @@ def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
     res.add_bulk("not-the-whole-input", j.behind_count, behind)
 
 
+def _inputs(run: RunData, name: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A table's effects (``row, partition, offset, kh, vh``) and observed changes (``state,
+    kh, vh, diff``: the export's steps)."""
+    effects = run.effects(name).select("row", "partition", "offset", "kh", "vh")
+    observed = run.change_points(name).select(
+        pl.col("ts").cast(pl.Int64).alias("state"), "kh", "vh", pl.col("diff").cast(pl.Int64)
+    )
+    return effects, observed
+
+
+def _tagged(frame: pl.DataFrame, name: str) -> pl.DataFrame:
+    """``frame`` with each key hash made the pair (table, key): two tables as one key space."""
+    return frame.with_columns(pair_hash(pl.lit(TABLES.index(name), pl.UInt64), "kh").alias("kh"))
+
+
+def _aligned(run: RunData, res: CheckResult) -> None:
+    """Both tables at each step are explained by *one* cut per partition (a step is a batch
+    of both: every system today commits them together, as ``sealed_state`` assumes)."""
+    both = [_inputs(run, name) for name in TABLES]
+    effects = pl.concat([_tagged(e, n) for (e, _), n in zip(both, TABLES, strict=True)])
+    observed = pl.concat([_tagged(o, n) for (_, o), n in zip(both, TABLES, strict=True)])
+    since = max(run.sinces.get(n, 0) for n in TABLES)  # steps one table merged: merged in both
+    observed = observed.with_columns(pl.max_horizontal("state", pl.lit(since)).alias("state"))
+    upper = min(run.uppers.get(n, 0) for n in TABLES)  # a step one table has not sealed yet
+    observed = observed.filter(pl.col("state") < upper)
+    j = judge(effects, observed, final=False, limit=MAX_EXAMPLES)  # each table's end: judged
+    if not j.conflict_count:
+        return
+    names = {}
+    for (e, _), table in zip(both, TABLES, strict=True):
+        wanted = {k.kh for c in j.conflicts for k in c.keys}
+        rows = _tagged(e, table).with_columns(pl.col("kh").alias("tagged"))
+        for tagged, row in (
+            rows.filter(pl.col("tagged").is_in(list(wanted)))
+            .select("tagged", "row")
+            .unique("tagged")
+            .iter_rows()
+        ):
+            names[tagged] = f"{table} {_key(run, table, _untagged(e, row), row)}"
+    found = [
+        Anomaly(
+            "tables-not-aligned",
+            None,
+            names.get(c.keys[0].kh) if c.keys else None,
+            c.state,
+            detail=explain(c, [names.get(k.kh, "a key") for k in c.keys], j.partitions[c.partition])
+            + f" (both tables at step {c.state})",
+            context={"partition": c.partition},
+        )
+        for c in j.conflicts
+    ]
+    res.add_bulk("tables-not-aligned", j.conflict_count, found)
+
+
+def _untagged(effects: pl.DataFrame, row: int) -> int:
+    return int(effects.filter(pl.col("row") == row)["kh"][0])
+
+
 def check(run: RunData) -> CheckResult:
     """Judge ``data`` and ``errors`` as black boxes (see the module's docstring)."""
     if not any(run.uppers.get(c, 0) for c in TABLES):
@@ -92,11 +153,7 @@ def check(run: RunData) -> CheckResult:
     final = _caught_up(run)
     split: list[str] = []
     for name in TABLES:
-        effects = run.effects(name).select("row", "partition", "offset", "kh", "vh")
-        observed = run.change_points(name).select(
-            pl.col("ts").cast(pl.Int64).alias("state"), "kh", "vh", pl.col("diff").cast(pl.Int64)
-        )
-        j = judge(effects, observed, final=final, limit=MAX_EXAMPLES)
+        j = judge(*_inputs(run, name), final=final, limit=MAX_EXAMPLES)
         res.counts[f"{name}_states_judged"] = len(j.states)
         res.counts[f"{name}_states_explained"] = sum(
             all(c is not None for c in j.cuts[s].values()) for s in j.states
@@ -104,6 +161,8 @@ def check(run: RunData) -> CheckResult:
         _report(run, res, name, j)
         if j.split_keys:
             split.append(f"{len(j.split_keys):,} keys of {name}")
+    if res.valid is True and not split and run.effects("errors").height:
+        _aligned(run, res)
     if split and res.valid is not False:
         res.valid = None
         res.error = (

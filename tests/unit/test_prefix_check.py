@@ -64,3 +64,21 @@ def test_a_value_no_record_wrote_and_a_key_no_record_has():
     kinds = {a.kind: a for a in prefix.anomalies}
     assert kinds["no-prefix"].detail.startswith("c shows a value no record of it wrote")
     assert kinds["invented-key"].key == "zz" and kinds["invented-key"].step == 2
+
+
+def test_tables_each_a_prefix_but_not_of_one_cut_are_not_aligned():
+    # a's bad record (offset 2) puts an error in errors and deletes a from data, both at
+    # step 1; the errors table is seeded one step late: each table alone is a prefix at every
+    # step, both together at step 1 are not
+    pairs = [(b"a", b'{"v": 1}'), (b"b", b'{"v": 1}'), (b"a", b"{nope"), (b"c", b'{"v": 1}')]
+    pairs += [(b"d", b'{"v": 1}'), (b"e", b'{"v": 1}')]
+    run = build_run(pairs, partitions=1, step_size=2)
+    assert run_checkers(run, ["prefix"]).checkers["prefix"].valid is True
+    late = pl.when(pl.col("collection") == "errors").then(pl.col("ts") + 1).otherwise("ts")
+    res = run_checkers(with_updates(run, run.updates.with_columns(late.alias("ts"))), ["prefix"])
+    prefix = res.checkers["prefix"]
+    assert prefix.valid is False and set(prefix.anomaly_counts) == {"tables-not-aligned"}
+    [found] = [a for a in prefix.anomalies if a.kind == "tables-not-aligned"]
+    assert found.step == 1
+    assert found.detail.startswith("data c shows the value written at offset 3; errors key:61 is")
+    assert res.checkers["prefix"].counts["data_states_explained"] == 3
