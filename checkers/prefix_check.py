@@ -115,7 +115,7 @@ def _aligned(run: RunData, res: CheckResult) -> None:
     j = judge(effects, observed, final=False, limit=MAX_EXAMPLES)  # each table's end: judged
     if not j.conflict_count:
         return
-    names = {}
+    names: dict[int, tuple[str, str]] = {}
     for (e, _), table in zip(both, TABLES, strict=True):
         wanted = {k.kh for c in j.conflicts for k in c.keys}
         rows = _tagged(e, table).with_columns(pl.col("kh").alias("tagged"))
@@ -125,19 +125,22 @@ def _aligned(run: RunData, res: CheckResult) -> None:
             .unique("tagged")
             .iter_rows()
         ):
-            names[tagged] = f"{table} {_key(run, table, _untagged(e, row), row)}"
-    found = [
-        Anomaly(
-            "tables-not-aligned",
-            None,
-            names.get(c.keys[0].kh) if c.keys else None,
-            c.state,
-            detail=explain(c, [names.get(k.kh, "a key") for k in c.keys], j.partitions[c.partition])
-            + f" (both tables at step {c.state})",
-            context={"partition": c.partition},
+            names[tagged] = (table, _key(run, table, _untagged(e, row), row))
+    found = []
+    for c in j.conflicts:
+        told = [" ".join(names.get(k.kh, ("a", "key"))) for k in c.keys]
+        first = names.get(c.keys[0].kh, (None, None)) if c.keys else (None, None)
+        why = explain(c, told, j.partitions[c.partition])
+        found.append(
+            Anomaly(
+                "tables-not-aligned",
+                first[0],
+                first[1],
+                c.state,
+                detail=f"{why} (both tables at step {c.state})",
+                context={"partition": c.partition},
+            )
         )
-        for c in j.conflicts
-    ]
     res.add_bulk("tables-not-aligned", j.conflict_count, found)
 
 

@@ -79,6 +79,6 @@ def test_tables_each_a_prefix_but_not_of_one_cut_are_not_aligned():
     prefix = res.checkers["prefix"]
     assert prefix.valid is False and set(prefix.anomaly_counts) == {"tables-not-aligned"}
     [found] = [a for a in prefix.anomalies if a.kind == "tables-not-aligned"]
-    assert found.step == 1
+    assert found.step == 1 and (found.collection, found.key) == ("data", "c")
     assert found.detail.startswith("data c shows the value written at offset 3; errors key:61 is")
     assert res.checkers["prefix"].counts["data_states_explained"] == 3
