@@ -31,7 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from sealcheck.checkers.prefix_explain import Conflict, KeyStory, Partition, conflict, story
+from sealcheck.checkers.prefix_explain import (
+    Conflict,
+    KeyStory,
+    Partition,
+    conflict,
+    spans_of,
+    story,
+)
 from sealcheck.checkers.prefix_index import ABSENT, MANY, Table, index, key_ids
 
 _FIRST_CHUNK = 4096
@@ -179,8 +186,10 @@ def judge(
     for state, a, b in zip(states, starts, ends, strict=True):
         kid, value = kid_all[a:b], value_all[a:b]
         part = t.part_of[kid]
-        _note_invented(out, state, t, kid[(part < 0) & (value != ABSENT)], limit)
-        _note_many(out, state, t, kid[value == MANY], limit)
+        invented = kid[(part < 0) & (value != ABSENT)]
+        out.invented_count = _note(out.invented, out.invented_count, state, t, invented, limit)
+        many = kid[value == MANY]
+        out.not_a_map_count = _note(out.not_a_map, out.not_a_map_count, state, t, many, limit)
         for p in np.unique(part[part >= 0]).tolist():
             mine = part == p
             k, v = kid[mine], value[mine]
@@ -206,16 +215,12 @@ def judge(
     return out
 
 
-def _note_invented(out: Judgement, state: int, t: Table, kids: np.ndarray, limit: int) -> None:
-    out.invented_count += len(kids)
-    room = limit - len(out.invented)
-    out.invented.extend((state, int(t.keys[k])) for k in kids[: max(0, room)])
-
-
-def _note_many(out: Judgement, state: int, t: Table, kids: np.ndarray, limit: int) -> None:
-    out.not_a_map_count += len(kids)
-    room = limit - len(out.not_a_map)
-    out.not_a_map.extend((state, int(t.keys[k])) for k in kids[: max(0, room)])
+def _note(
+    found: list[tuple[int, int]], count: int, state: int, t: Table, kids: np.ndarray, limit: int
+) -> int:
+    """Keep the first ``limit`` ``(state, key hash)`` examples in ``found``; the new count."""
+    found.extend((state, int(t.keys[k])) for k in kids[: max(0, limit - len(found))])
+    return count + len(kids)
 
 
 def _judge_final(out: Judgement, t: Table, shown: np.ndarray, limit: int) -> None:
@@ -223,5 +228,8 @@ def _judge_final(out: Judgement, t: Table, shown: np.ndarray, limit: int) -> Non
     kids = np.unique(t.kid)
     off = kids[t.whole(kids) != shown[kids]]
     out.behind_count += len(off)
-    for k in off[: max(0, limit - len(out.behind))].tolist():
-        out.behind.append(story(t, int(t.part_of[k]), k, shown))
+    told = off[: max(0, limit - len(out.behind))].tolist()
+    spans = {p: spans_of(t, p, shown) for p in {int(t.part_of[k]) for k in told}}
+    for k in told:
+        p = int(t.part_of[k])
+        out.behind.append(story(t, p, k, shown, spans[p][k]))

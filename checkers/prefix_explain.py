@@ -164,35 +164,18 @@ def _row_of(t: Table, p: int, kid: int) -> int:
     return int(t.row[s + mine[-1]]) if len(mine) else -1
 
 
-def story(t: Table, p: int, kid: int, shown: np.ndarray) -> KeyStory:
-    """One key's story in partition ``p``: what it shows and every cut that explains it."""
-    spans = spans_of_one(t, p, kid, shown)
+def story(t: Table, p: int, kid: int, shown: np.ndarray, spans: list[Span]) -> KeyStory:
+    """One key's story in partition ``p``: what it shows and every cut that explains it
+    (``spans``: its entry of :func:`spans_of`)."""
     return KeyStory(int(t.keys[kid]), p, _row_of(t, p, kid), int(shown[kid]), tuple(spans))
-
-
-def spans_of_one(t: Table, p: int, kid: int, shown: np.ndarray) -> list[Span]:
-    """:func:`spans_of` for one key."""
-    s, e = t.bounds[p]
-    n = e - s
-    q = np.flatnonzero(t.kid[s:e] == kid)
-    want = int(shown[kid])
-    out: list[Span] = []
-    if len(q) == 0:
-        return [(0, n)] if want == ABSENT else []
-    if want == ABSENT:
-        out.append((0, int(q[0])))
-    ends = [*q[1:].tolist(), n]
-    for pos, end in zip(q.tolist(), ends, strict=True):
-        if int(t.val[s + pos]) == want and pos + 1 <= end:
-            out.append((pos + 1, end))
-    return out
 
 
 def conflict(t: Table, p: int, since: int, shown: np.ndarray, state: int) -> Conflict:
     """Why no cut of partition ``p`` at or after ``since`` explains ``shown``."""
     s, e = t.bounds[p]
-    keys = smallest(spans_of(t, p, shown, since), since, e - s)
-    stories = tuple(story(t, p, k, shown) for k in keys)
+    spans = spans_of(t, p, shown, since)
+    keys = smallest(spans, since, e - s)
+    stories = tuple(story(t, p, k, shown, spans[k]) for k in keys)
     return Conflict(state, p, since, stories)
 
 
