@@ -7,11 +7,19 @@ import polars as pl
 
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.replay import POS_BITS, binding_ranges
-from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult
+from sealcheck.checkers.result import (
+    MAX_EXAMPLES,
+    NO_BINDINGS,
+    NOTHING_SEALED,
+    Anomaly,
+    CheckResult,
+)
 
 
 def check(run: RunData) -> CheckResult:
     """Check every bound offset."""
+    if not run.keeps_bindings:
+        return CheckResult.not_applicable("bindings", NO_BINDINGS)
     ub = run.uppers.get("bindings", 0)
     if ub == 0:  # no binding sealed: nothing judged is not a pass
         return CheckResult("bindings", None, error=NOTHING_SEALED)

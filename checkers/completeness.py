@@ -151,6 +151,8 @@ def _final_state(run: RunData, res: CheckResult) -> None:
 def check(run: RunData) -> CheckResult:
     """Judge the end state of a run that has been healed and allowed to catch up."""
     res = CheckResult("completeness", True)
+    if not run.keeps_bindings:
+        return _without_bindings(run, res)
     log_end, bound = run.log_end(), _final_bound(run)
     res.counts["records"] = run.classified().height
     # A bound past the log end is the bindings checker's ``bound-past-log-end``, not this.
@@ -189,6 +191,27 @@ def check(run: RunData) -> CheckResult:
         return res
     # Caught up, so every record is bound: each slot's last winner is its latest record.
     _final_state(run, res)
+    return _incomplete(run, res)
+
+
+def _without_bindings(run: RunData, res: CheckResult) -> CheckResult:
+    """An output that keeps no bindings: every acknowledged write must be in the topic; the
+    final state is ``prefix``'s to judge (the whole input's once the output settled), and
+    without a settled output it is not judged at all (unknown)."""
+    res.counts["records"] = run.classified().height
+    _acknowledged(run, res)
+    if res.counts["records"] == 0 and res.counts["acknowledged_writes_checked"] == 0:
+        if res.valid:
+            res.valid = None
+            res.error = "nothing was written (no record in the topic, no acknowledged write)"
+        return res
+    if res.valid and not run.history.caught_up():
+        res.valid = None
+        res.error = (
+            "the output keeps no bindings and the harness did not see it settle after healing: "
+            "its final state was not judged as the whole input's"
+        )
+        return res
     return _incomplete(run, res)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from sealcheck.checkers.inputs import RunData
-from sealcheck.checkers.result import Anomaly, CheckResult
+from sealcheck.checkers.result import NO_BINDINGS, Anomaly, CheckResult
 
 
 def _order(uppers: dict[str, Any], where: str, context: dict[str, Any]) -> list[Anomaly]:
@@ -50,6 +50,8 @@ def _order(uppers: dict[str, Any], where: str, context: dict[str, Any]) -> list[
 
 def check(run: RunData) -> CheckResult:
     """Check the frontier rules at rest and in every observed sample."""
+    if not run.keeps_bindings:
+        return CheckResult.not_applicable("frontiers", NO_BINDINGS)
     res = CheckResult("frontiers", True)
     up = run.uppers
     for coll in ("bindings", "data", "errors"):

@@ -120,6 +120,13 @@ class RunData:
         the steps it merged)."""
         return self.steps.export_sinces.get(name, 0)
 
+    @property
+    def keeps_bindings(self) -> bool:
+        """Whether the output exports ``bindings`` (which offsets each step read); an output
+        observed from outside keeps none (:mod:`sealcheck.systems.outputs.sql`), and the
+        checkers that need them are then not applicable."""
+        return "bindings" in self.uppers
+
     def memoised(self) -> set[str]:
         """The derived frames computed so far (so callers can avoid forcing a parse)."""
         return set(self._memo)

@@ -26,12 +26,6 @@ NAME = "prefix"
 TABLES = ("data", "errors")
 
 
-def _caught_up(run: RunData) -> bool:
-    """Whether the harness saw the system seal the log end (the last state is then final)."""
-    ops = run.history.ops
-    return any(op.get("process") == "harness" and op.get("f") == "caught-up" for op in ops)
-
-
 def _key(run: RunData, name: str, kh: int, row: int | None) -> str:
     """A key for people: its bytes from the output, else from an input record."""
     key, _ = run.lookup(name, kh)
@@ -153,7 +147,7 @@ def check(run: RunData) -> CheckResult:
     if not any(run.uppers.get(c, 0) for c in TABLES):
         return CheckResult(NAME, None, error=NOTHING_SEALED)
     res = CheckResult(NAME, True)
-    final = _caught_up(run)
+    final = run.history.caught_up()
     split: list[str] = []
     for name in TABLES:
         j = judge(*_inputs(run, name), final=final, limit=MAX_EXAMPLES)
@@ -174,4 +168,24 @@ def check(run: RunData) -> CheckResult:
         )
     if not final and res.valid is True:
         res.counts["final_state_judged"] = 0
+    if not run.keeps_bindings and res.valid is True:
+        _observed_enough(run, res, final)
     return res
+
+
+def _observed_enough(run: RunData, res: CheckResult, final: bool) -> None:
+    """An output observed from outside (no bindings) was judged only as far as it was seen:
+    unknown when the harness saw no state of the run's course, or never saw it settle."""
+    seen = res.counts.get("data_states_judged", 0)
+    if not final:
+        res.valid = None
+        res.error = (
+            f"{seen} observed states fit the input, but the output never settled after "
+            "healing: its last state was not judged as the whole input's"
+        )
+    elif seen < 2:
+        res.valid = None
+        res.error = (
+            f"the harness saw {seen} state(s) of the output: too few to judge the run's course "
+            "(sample the tables more often, or make the run longer)"
+        )

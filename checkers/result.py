@@ -19,6 +19,11 @@ from sealcheck.rundir.judged import NOT_APPLICABLE
 MAX_EXAMPLES = 10
 #: why a checker of sealed steps is unknown in a run that sealed none
 NOTHING_SEALED = "no step was sealed (every upper is 0): nothing was judged"
+#: why a checker that needs the bindings is not applicable to an output that keeps none
+NO_BINDINGS = (
+    "the output keeps no bindings (observed from outside): which offsets each state read is "
+    "unknown, so its states are judged by prefix"
+)
 
 
 @dataclass

@@ -25,7 +25,14 @@ import polars as pl
 from sealcheck.checkers.frames import consolidate, fingerprints, pair_hash, signed
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.replay import model_fingerprints, model_updates
-from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
+from sealcheck.checkers.result import (
+    MAX_EXAMPLES,
+    NO_BINDINGS,
+    NOTHING_SEALED,
+    Anomaly,
+    CheckResult,
+    show,
+)
 
 
 def _record_value(run: RunData, collection: str, row: int) -> str | None:
@@ -165,6 +172,8 @@ def _unjudged(run: RunData, res: CheckResult) -> None:
 
 def check(run: RunData) -> CheckResult:
     """Compare the model's updates with the persisted ones at every sealed step."""
+    if not run.keeps_bindings:
+        return CheckResult.not_applicable("sealed_state", NO_BINDINGS)
     res = CheckResult("sealed_state", True)
     sealed = min(run.uppers.get("data", 0), run.uppers.get("bindings", 0))
     if sealed == 0:  # the system should have sealed steps: nothing judged is not a pass

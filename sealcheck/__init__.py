@@ -8,8 +8,9 @@ The public API is deliberately small; everything not re-exported here is interna
 * :class:`Test`, :func:`build_test`: a spec built into one value (system under test, backend,
   nemeses with their schedule, seeds, checkers), whose parts can be swapped in Python;
 * :func:`run_test`, :class:`Outcome`: run it (``sealcheck run`` does exactly this);
-* :class:`Job`, :class:`JobRun`, :class:`DeltaOutput`: your own job as a system under test
-  (``docs/your-own-job.md``), :class:`SystemUnderTest` the base class of every descriptor;
+* :class:`Job`, :class:`JobRun`, :class:`DeltaOutput`, :class:`SQLiteOutput`: your own job as a
+  system under test (``docs/your-own-job.md``), :class:`SystemUnderTest` the base class of
+  every descriptor;
 * :class:`Record`, :class:`Upsert`, :class:`Delete`, :func:`DeadLetter`, :data:`SKIP`: what one
   input record should do to the job's output (:mod:`sealcheck.core.effects`);
 * :func:`spark_kafka_jars`, :func:`delta_jars`: the jars a Spark job needs for Kafka and Delta
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from sealcheck.infra.jars import spark_connector_jars as spark_kafka_jars
     from sealcheck.systems.api import SystemUnderTest
     from sealcheck.systems.job import Job, JobRun
-    from sealcheck.systems.outputs import DeltaOutput
+    from sealcheck.systems.outputs import DeltaOutput, SQLiteOutput
 
 #: Where each public name lives. Imported on first use, so that ``import sealcheck.infra.keeper``
 #: (a process the harness starts) does not load the whole engine.
@@ -41,6 +42,7 @@ _HOMES = {
     "SKIP": "sealcheck.core.effects",
     "Upsert": "sealcheck.core.effects",
     "DeltaOutput": "sealcheck.systems.outputs",
+    "SQLiteOutput": "sealcheck.systems.outputs",
     "Job": "sealcheck.systems.job",
     "JobRun": "sealcheck.systems.job",
     "SystemUnderTest": "sealcheck.systems.api",
@@ -76,6 +78,7 @@ __all__ = [
     "JobRun",
     "Outcome",
     "Record",
+    "SQLiteOutput",
     "SystemUnderTest",
     "Test",
     "TestConfig",

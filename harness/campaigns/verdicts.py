@@ -25,6 +25,8 @@ class AnomalySummary:
     key: str | None
     step: int | None
     where: str
+    #: the checker's explanation of it, for people ("k17 shows the value written at ...")
+    detail: str = ""
 
     def line(self) -> str:
         """``checker: kind at step S (batch …) key K``."""
@@ -132,7 +134,11 @@ def read_result(run_dir: Path, seed: int, exit_code: int, output: str) -> ChaosR
             failing.append(name)
         for a in r.get("anomalies", []):
             where = str((a.get("context") or {}).get("batch", ""))
-            examples.append(AnomalySummary(name, a["kind"], a.get("key"), a.get("step"), where))
+            examples.append(
+                AnomalySummary(
+                    name, a["kind"], a.get("key"), a.get("step"), where, a.get("detail") or ""
+                )
+            )
     examples.sort(key=lambda a: step_order(a.step, a.checker))  # the first wrong step first
     inputs = results.get("inputs", {})
     verdict = VERDICTS.get(results.get("valid"), "UNKNOWN")

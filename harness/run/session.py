@@ -400,6 +400,16 @@ class Session:
                 self.history.append("harness", "info", "caught-up", {"took_s": took})
                 self.display.log(f"caught up with the log end {end} in {took}s")
                 return ""
+            if (
+                progress is not None
+                and sup.running() is not None
+                and progress.settled(time.monotonic(), sup.started_at)
+            ):
+                took, quiet = round(time.monotonic() - start, 2), progress.settle_s
+                value = {"took_s": took, "settled_s": quiet}
+                self.history.append("harness", "info", "caught-up", value)
+                self.display.log(f"caught up: the output did not change for {quiet}s ({took}s)")
+                return ""
             refusing = sup.refusing(self.test.system.refusal_exit_codes, 3)
             if refusing:
                 reason = (

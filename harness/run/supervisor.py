@@ -115,6 +115,8 @@ class Supervisor:
         self._thread: threading.Thread | None = None
         self.current: Incarnation | None = None
         self.incarnations = 0
+        #: when the current incarnation started (``time.monotonic()``)
+        self.started_at = 0.0
         self._changed = threading.Event()  # the current incarnation exited or was given up
         self._exits: dict[int, int] = {}  # id(incarnation) -> exit code, once it exited
         self._exited: dict[int, threading.Event] = {}
@@ -176,6 +178,7 @@ class Supervisor:
             failures = 0
             with self._lock:
                 self.current, self.incarnations = proc, n + 1
+                self.started_at = time.monotonic()
             self.history.append(
                 "supervisor",
                 "info",

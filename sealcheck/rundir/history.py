@@ -190,6 +190,11 @@ class History:
                 return found
         return None
 
+    def caught_up(self) -> bool:
+        """Whether the harness saw the system catch up after healing (its ``caught-up`` op:
+        the log end sealed, or an output without bindings settled)."""
+        return any(op.get("process") == "harness" and op.get("f") == "caught-up" for op in self.ops)
+
     def harness_failures(self) -> list[str]:
         """Why the harness could not drive the run (:data:`NEVER_STARTED`,
         :data:`EXPORT_FAILED` ops), each as a problem that makes the verdict UNKNOWN."""

@@ -66,13 +66,32 @@ class Progress:
 
     uppers: dict[str, int]
     bound: dict[int, int]
+    #: an output that keeps no bindings (a sink observed from outside) cannot show that it
+    #: reached the log end: it has *settled* once nothing changed in it for this long with
+    #: the job running (the harness decides: :meth:`settled`); None: ``bound`` says it
+    settle_s: float | None = None
+    #: when such an output last changed (``time.monotonic()``; 0: never seen to change)
+    changed_at: float = 0.0
 
     def covers(self, log_end: dict[int, int]) -> bool:
         """True when data and errors are sealed through a step whose bindings reach
-        ``log_end`` (``bound``: the bindings of the step below the lower of the two uppers)."""
+        ``log_end`` (``bound``: the bindings of the step below the lower of the two uppers).
+        Never for an output without bindings (:attr:`settle_s`): see :meth:`settled`."""
+        if self.settle_s is not None:
+            return False
         t = min(self.uppers.get("data", 0), self.uppers.get("errors", self.uppers.get("data", 0)))
         wanted = {p: o for p, o in log_end.items() if o > 0}
         return t > 0 and all(self.bound.get(p, 0) >= o for p, o in wanted.items())
+
+    def settled(self, now: float, started_at: float) -> bool:
+        """For an output without bindings: nothing changed for :attr:`settle_s` since the
+        running incarnation started and last changed it — or for three times that when it
+        has not changed it at all (a job that restarted slowly may not have read yet)."""
+        if self.settle_s is None:
+            return False
+        if self.changed_at >= started_at:
+            return now - self.changed_at >= self.settle_s
+        return now - started_at >= 3 * self.settle_s
 
 
 class Deployment(Protocol):

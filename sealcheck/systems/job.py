@@ -25,6 +25,8 @@ dependency-free :mod:`sealcheck_failpoint`).
 from __future__ import annotations
 
 import dataclasses
+import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,7 @@ from typing import Any
 from sealcheck.core.effects import EffectMapping, Effects, Record
 from sealcheck.core.nodes import Disk, Launch, Node
 from sealcheck.infra.node import Backend
+from sealcheck.rundir.captures import Capture
 from sealcheck.systems.api import Progress, Settings, SystemUnderTest
 from sealcheck.systems.outputs import Output
 from sealcheck.systems.spark_cluster import SparkCluster
@@ -112,6 +115,25 @@ class Job(SystemUnderTest):
         return JobDeployment(self, backend, settings, work, logs)
 
 
+def newest_write(root: Path) -> float:
+    """The newest modification time (``time.time()``) of anything under ``root`` (0 when
+    there is nothing)."""
+    newest, todo = 0.0, [root]
+    while todo:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:  # removed while walked
+            continue
+        for entry in entries:
+            try:
+                newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(Path(entry.path))
+            except OSError:
+                continue
+    return newest
+
+
 class JobDeployment:
     """A :class:`Job` on one backend for one run (:class:`sealcheck.systems.api.Deployment`)."""
 
@@ -169,8 +191,21 @@ class JobDeployment:
         return self.out.uppers()
 
     def progress(self) -> Progress | None:
-        """The output's uppers and last sealed bindings."""
-        return self.out.progress()
+        """The output's uppers and last sealed bindings — or, for an output without bindings,
+        when it or anything in the job's directory (its checkpoint: a batch under way) last
+        changed (:meth:`sealcheck.systems.api.Progress.settled`)."""
+        progress = self.out.progress()
+        if progress is None or progress.settle_s is None:
+            return progress
+        age = time.time() - newest_write(self.root)
+        written = time.monotonic() - age
+        return dataclasses.replace(progress, changed_at=max(progress.changed_at, written))
+
+    def capture(self, since_captured: dict[str, int]) -> Capture | None:
+        """The states an output observed from outside took since the last capture (an
+        output that keeps its own steps apart, as Delta does, has none to give)."""
+        capture = getattr(self.out, "capture", None)
+        return capture(since_captured) if capture is not None else None
 
     def export(self, run_dir: Path) -> None:
         """The output, exported."""

@@ -4,8 +4,10 @@ Sealcheck, its 40-line descriptor and its pytest suite) installed from wheels in
 virtualenv — Sealcheck's wheel and the example's, every dependency from a local wheelhouse,
 no index — and run as its user would:
 
-* ``pytest -n 2`` over its two chaos tests: VALID for the job killed and paused, INVALID for
-  the one-line variant without the MERGE's delete clause, named at the batch and the key;
+* ``pytest -n 2`` over its four chaos tests: VALID for the job killed and paused, INVALID for
+  the one-line variant without the MERGE's delete clause, named at the batch and the key; and
+  the same job writing into SQLite (no bindings: judged from the harness's snapshots by
+  ``prefix``), VALID killed and INVALID when a batch's first record of a key wins;
 * the reproduce line the INVALID run printed, in a new shell elsewhere: INVALID again;
 * ``sealcheck run --replay`` of that run: INVALID again;
 * ``sealcheck shrink`` of it, capped at ``--max-runs 1`` (it reproduces the run from the saved
@@ -73,7 +75,7 @@ def suite(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
-    assert "2 passed" in output, output[-3000:]
+    assert "4 passed" in output, output[-3000:]
     return runs, output
 
 
@@ -95,15 +97,21 @@ def test_the_examples_suite_passes_under_two_workers(suite: tuple[Path, str]) ->
         c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
         for c in ET.parse(runs.parent / "chaos.xml").iter("testcase")
     }
-    assert sorted(c["sealcheck_verdict"] for c in cases.values()) == ["INVALID", "VALID"], cases
+    verdicts_told = sorted(c["sealcheck_verdict"] for c in cases.values())
+    assert verdicts_told == ["INVALID", "INVALID", "VALID", "VALID"], cases
     assert all(Path(c["sealcheck_report"]).is_file() for c in cases.values())
     assert all(c["sealcheck_reproduce"].startswith("sealcheck run ") for c in cases.values())
     verdicts = {}
     for results in runs.glob("*/*/results.json"):
         config = json.loads((results.parent / "test.json").read_text())["config"]
-        verdicts[config["broken"]] = json.loads(results.read_text())["valid"]
-        assert config["system"] == "user_job_sealcheck:UserJob"
-    assert verdicts == {None: True, "keeps-deleted-rows": False}
+        verdicts[config["system"], config["broken"]] = json.loads(results.read_text())["valid"]
+    assert verdicts == {
+        ("user_job_sealcheck:UserJob", None): True,
+        ("user_job_sealcheck:UserJob", "keeps-deleted-rows"): False,
+        # the SQLite sink: no bindings, judged from the harness's snapshots by prefix
+        ("user_job_sqlite_sealcheck:UserJobSQLite", None): True,
+        ("user_job_sqlite_sealcheck:UserJobSQLite", "first-record-wins"): False,
+    }
 
 
 def test_the_invalid_run_repeats_by_its_reproduce_line_and_replay_then_shrinks(

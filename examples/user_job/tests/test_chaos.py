@@ -1,5 +1,7 @@
 """Chaos tests of user_job: crashed and paused while it runs, it loses nothing and invents
-nothing; with its MERGE's delete clause lost, Sealcheck names the batch and the key."""
+nothing; with its MERGE's delete clause lost, Sealcheck names the batch and the key. Writing
+into SQLite instead (no bindings, no failpoints: judged from snapshots alone) it is VALID
+killed, and a batch's first record winning over its last is caught."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from user_job_sealcheck import UserJob
+from user_job_sqlite_sealcheck import UserJobSQLite
 
 #: Short runs of a slow job (a restart costs a JVM, Spark and Delta: ~30 s on 2 cores).
 RUN = {"keys": 200, "rate": 100}
@@ -46,3 +49,19 @@ def batch_range(run_dir: Path, batch: int) -> tuple[dict[int, int], dict[int, in
         return {int(r["key"]): int(r["value"]) for r in bindings if r["ts"] <= upto}
 
     return ends(batch - 1), ends(batch)
+
+
+def test_the_sqlite_job_loses_nothing_when_killed(sealcheck) -> None:
+    result = sealcheck(UserJobSQLite(), nemeses=["kill"], duration=18, interval=6, **RUN)
+    result.assert_valid()
+
+
+def test_a_first_record_winning_is_caught_from_the_tables_alone(sealcheck) -> None:
+    bug = "first-record-wins"
+    result = sealcheck(
+        UserJobSQLite(), broken=bug, nemeses=["pause"], duration=12, interval=6, **RUN
+    )
+    result.assert_invalid("prefix")
+    # a key shows a value its own later record overwrote, beside keys written after that
+    first = next(a for a in result.anomalies if a.checker == "prefix")
+    assert first.kind == "no-prefix" and "overwritten at offset" in first.detail

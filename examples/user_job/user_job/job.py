@@ -6,6 +6,11 @@ table ``accounts``: a JSON object upserts the row (its fields ``i``, ``w``, ``p`
 with the batch id and a load time), a tombstone deletes it. Records it cannot use (no key, a
 value that is not a JSON object) go to the table ``dead_letters``, once each.
 
+With ``--sink sqlite`` it writes the same two tables into the SQLite database
+``accounts.db`` under ``--dir`` instead, one transaction per micro-batch (an upsert or a
+delete per key, the dead letters inserted once), and keeps nothing else: no change log, no
+offsets table.
+
 It knows nothing of any test harness: it is the job under test, as it would run in production.
 """
 
@@ -66,6 +71,34 @@ def session(jars: str) -> Any:
     )
 
 
+def shaped(batch: Any, batch_id: int, newest_first: bool = True) -> tuple[Any, Any]:
+    """A micro-batch as its dead letters and its last record per key (``deleted`` for a
+    tombstone)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    v = F.col("value").cast("string")
+    is_object = F.expr("try_parse_json(cast(value as string))").isNotNull() & v.startswith("{")
+    rows = batch.select(
+        F.col("key").cast("string").alias("id"),
+        "partition",
+        "offset",
+        F.col("value").isNull().alias("deleted"),
+        (F.col("key").isNull() | (F.col("value").isNotNull() & ~is_object)).alias("bad"),
+        F.get_json_object(v, "$.i").cast("bigint").alias("i"),
+        F.get_json_object(v, "$.w").alias("w"),
+        F.get_json_object(v, "$.p").alias("p"),
+        F.lit(batch_id).cast("bigint").alias("batch_id"),
+        F.current_timestamp().alias("at"),
+    )
+    position = F.concat_ws(":", "partition", "offset").alias("id")
+    bad = rows.where("bad").select(position, "partition", "offset", "batch_id", "at")
+    order = F.col("offset").desc() if newest_first else F.col("offset")
+    last = Window.partitionBy("id").orderBy(order)
+    latest = rows.where("NOT bad").withColumn("n", F.row_number().over(last)).where("n = 1")
+    return bad, latest
+
+
 class WriteBatch:
     """``foreachBatch``: the batch's dead letters, then its last record per key, merged."""
 
@@ -76,32 +109,60 @@ class WriteBatch:
             self.upsert = self.upsert.replace("WHEN MATCHED AND s.deleted THEN DELETE\n", "")
 
     def __call__(self, batch: Any, batch_id: int) -> None:
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
-        v = F.col("value").cast("string")
-        is_object = F.expr("try_parse_json(cast(value as string))").isNotNull() & v.startswith("{")
-        rows = batch.select(
-            F.col("key").cast("string").alias("id"),
-            "partition",
-            "offset",
-            F.col("value").isNull().alias("deleted"),
-            (F.col("key").isNull() | (F.col("value").isNotNull() & ~is_object)).alias("bad"),
-            F.get_json_object(v, "$.i").cast("bigint").alias("i"),
-            F.get_json_object(v, "$.w").alias("w"),
-            F.get_json_object(v, "$.p").alias("p"),
-            F.lit(batch_id).cast("bigint").alias("batch_id"),
-            F.current_timestamp().alias("at"),
-        )
-        position = F.concat_ws(":", "partition", "offset").alias("id")
-        bad = rows.where("bad").select(position, "partition", "offset", "batch_id", "at")
-        last = Window.partitionBy("id").orderBy(F.col("offset").desc())
-        latest = rows.where("NOT bad").withColumn("n", F.row_number().over(last)).where("n = 1")
+        bad, latest = shaped(batch, batch_id)
         spark = batch.sparkSession
         bad.createOrReplaceTempView("bad")
         latest.createOrReplaceTempView("latest")
         spark.sql(DEAD_LETTER.format(path=self.dead))
         spark.sql(self.upsert)
+        print(f"batch {batch_id} written", flush=True)
+
+
+SQLITE_TABLES = (
+    "CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, i INTEGER, w TEXT, p TEXT,"
+    " batch_id INTEGER, updated_at TEXT)",
+    'CREATE TABLE IF NOT EXISTS dead_letters (id TEXT PRIMARY KEY, partition INTEGER, "offset"'
+    " INTEGER, batch_id INTEGER, failed_at TEXT)",
+)
+SQLITE_UPSERT = """
+INSERT INTO accounts (id, i, w, p, batch_id, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET i = excluded.i, w = excluded.w, p = excluded.p,
+  batch_id = excluded.batch_id, updated_at = excluded.updated_at
+"""
+SQLITE_DEAD_LETTER = """
+INSERT OR IGNORE INTO dead_letters (id, partition, "offset", batch_id, failed_at)
+VALUES (?, ?, ?, ?, ?)
+"""
+
+
+class WriteBatchToSQLite:
+    """``foreachBatch`` into SQLite: the batch's dead letters and its last record per key
+    (upserted, or deleted for a tombstone), in one transaction."""
+
+    def __init__(self, root: str, variant: str | None) -> None:
+        import sqlite3
+
+        self.db = sqlite3.connect(f"{root}/accounts.db", timeout=60, check_same_thread=False)
+        for ddl in SQLITE_TABLES:
+            self.db.execute(ddl)
+        self.db.commit()
+        # the one-line bug: the batch's first record of a key wins instead of its last
+        self.newest_first = variant != "first-record-wins"
+
+    def __call__(self, batch: Any, batch_id: int) -> None:
+        bad, latest = shaped(batch, batch_id, self.newest_first)
+        cols = ("id", "deleted", "i", "w", "p", "batch_id", "at")
+        rows = latest.select(*cols).collect()
+        dead = bad.select("id", "partition", "offset", "batch_id", "at").collect()
+        with self.db:  # one transaction: commits, or rolls back on an exception
+            self.db.executemany(SQLITE_DEAD_LETTER, [(*r[:4], r["at"].isoformat()) for r in dead])
+            self.db.executemany(
+                "DELETE FROM accounts WHERE id = ?", [(r["id"],) for r in rows if r["deleted"]]
+            )
+            self.db.executemany(
+                SQLITE_UPSERT,
+                [(r["id"], *r[2:6], r["at"].isoformat()) for r in rows if not r["deleted"]],
+            )
         print(f"batch {batch_id} written", flush=True)
 
 
@@ -114,13 +175,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--jars", default="", help="Kafka connector and Delta jars, ':'-separated")
     p.add_argument("--max-offsets", type=int, default=5000)
     p.add_argument("--variant", default=None)
+    p.add_argument("--sink", choices=("delta", "sqlite"), default="delta")
     args = p.parse_args(argv)
     stop = {"asked": False}
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the JVM starts with SIGTERM ignored
     spark = session(args.jars)
     signal.signal(signal.SIGTERM, lambda *_: stop.update(asked=True))
-    spark.sql(ACCOUNTS.format(path=f"{args.dir}/accounts"))
-    spark.sql(DEAD_LETTERS.format(path=f"{args.dir}/dead_letters"))
+    if args.sink == "sqlite":
+        write: Any = WriteBatchToSQLite(args.dir, args.variant)
+    else:
+        spark.sql(ACCOUNTS.format(path=f"{args.dir}/accounts"))
+        spark.sql(DEAD_LETTERS.format(path=f"{args.dir}/dead_letters"))
+        write = WriteBatch(args.dir, args.variant)
     query = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", args.bootstrap)
@@ -128,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         .option("startingOffsets", "earliest")
         .option("maxOffsetsPerTrigger", str(args.max_offsets))
         .load()
-        .writeStream.foreachBatch(WriteBatch(args.dir, args.variant))
+        .writeStream.foreachBatch(write)
         .option("checkpointLocation", f"{args.dir}/checkpoint")
         .start()
     )

@@ -4,6 +4,8 @@ format, from outside the system (files, tables, logs), never through the engine 
 
 * :class:`~sealcheck.systems.outputs.delta.DeltaOutput`: a Structured Streaming query's
   checkpoint and its Delta tables (change data feed).
+* :class:`~sealcheck.systems.outputs.sql.SQLiteOutput`: tables in a SQLite database that keep no
+  bindings, snapshotted by the harness while the run goes on and judged by ``prefix``.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from typing import Protocol
 
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs.delta import DeltaOutput
+from sealcheck.systems.outputs.sql import SQLiteOutput
 
-__all__ = ["DeltaOutput", "Output"]
+__all__ = ["DeltaOutput", "Output", "SQLiteOutput"]
 
 
 class Output(Protocol):
@@ -29,4 +32,6 @@ class Output(Protocol):
 
     def export(self, run_dir: Path) -> None:
         """Write what it holds into ``run_dir`` in the checkers' format
-        (:func:`sealcheck.rundir.files.write_export`)."""
+        (:func:`sealcheck.rundir.files.write_export`). An output observed from outside also
+        offers ``capture`` (:class:`sealcheck.systems.api.CapturesSteps`): the states it took
+        while the run went on, kept as they are taken."""

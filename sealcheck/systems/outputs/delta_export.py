@@ -35,10 +35,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sealcheck.core.effects import encode_key, encode_row
 from sealcheck.rundir.files import ASOF, VERSIONS, write_export
 from sealcheck.systems.outputs.delta import DeltaOutput
 from sealcheck.systems.outputs.delta_log import Clock, checkpoint_batches, commit, offsets, versions
+from sealcheck.systems.outputs.rows import Encoder
 
 #: how many batches the as-of path reads (evenly spread, the last one always)
 ASOF_SAMPLES = 12
@@ -48,28 +48,6 @@ _CDF = ("_change_type", "_commit_version", "_commit_timestamp")
 
 class ExportError(RuntimeError):
     """The output holds something the checkers' format cannot express."""
-
-
-class Encoder:
-    """A table's rows as the ``(key, value)`` bytes the checkers compare."""
-
-    def __init__(
-        self, key: str | tuple[str, ...], value: str | None, exclude: Sequence[str]
-    ) -> None:
-        self.key = (key,) if isinstance(key, str) else tuple(key)
-        self.value, self.exclude = value, (*exclude, *_CDF)
-
-    def __call__(self, row: dict[str, Any]) -> tuple[bytes, bytes]:
-        """One row's key and value."""
-        keys = tuple(row[k] for k in self.key)
-        key = encode_key(keys[0] if len(keys) == 1 else keys)
-        if self.value is not None:
-            value = row[self.value]
-            if value is None or isinstance(value, bytes):
-                return key, value if value is not None else b"null"
-            return key, encode_row(str(value))
-        rest = {c: v for c, v in row.items() if c not in self.key and c not in self.exclude}
-        return key, encode_row(rest)
 
 
 def bindings_rows(checkpoint: Path, topic: str | None) -> list[tuple[Any, ...]]:
@@ -208,8 +186,8 @@ def export(out: DeltaOutput, run_dir: Path) -> None:
     tables = out.tables()
     meta = {n: batch_of_versions(t, cp) for n, (t, cp) in tables.items()}
     encoders = {
-        "data": Encoder(out.key, out.value, out.exclude),
-        "errors": Encoder(out.errors_key or out.key, out.value, out.exclude),
+        "data": Encoder(out.key, out.value, (*out.exclude, *_CDF)),
+        "errors": Encoder(out.errors_key or out.key, out.value, (*out.exclude, *_CDF)),
     }
     frontiers = {name: {"upper": u, "since": 0} for name, u in (out.uppers() or {}).items()}
 

@@ -1,0 +1,189 @@
+"""A job's output in SQL tables that keep no bindings, observed from outside: the harness takes
+consistent snapshots of the tables while the run goes on and judges the sequence of states
+with the ``prefix`` checker (``docs/architecture.md``, "Outputs without bindings").
+
+A job states where its tables are and nothing else::
+
+    SQLiteOutput(dir / "accounts.db", data="accounts", key="id", errors="dead_letters",
+                 exclude=("batch_id", "updated_at"))
+
+* **Snapshots.** Four times a second (the observer's samples) the harness asks the database
+  whether anything was committed since its last look (SQLite's ``PRAGMA data_version``, on a
+  read-only connection of its own); if so it reads every table in one read transaction — a
+  consistent state of all of them — and, if the state differs from the last one, records it as
+  the next *state*: ``data`` and ``errors`` as ``(key, value, ts = state, diff)`` updates
+  against the previous state. States go to ``captures.arrows`` as they are taken
+  (:mod:`sealcheck.rundir.captures`: a run whose harness was killed keeps them) and into the
+  export at the end.
+* **No bindings.** The export has no ``bindings`` collection: the checkers that need one are
+  *not applicable*; ``prefix`` judges every state, ``diff_of_one``, ``unique_key`` and
+  ``no_phantoms`` judge the rows.
+* **Catch-up.** Without bindings nothing shows that the job read the log end: the harness calls
+  the output caught up once neither it nor the job's directory (its checkpoint: a batch under
+  way) has changed for ``settle_s`` with the job running
+  (:meth:`sealcheck.systems.api.Progress.settled`), and the ``prefix`` checker then judges the
+  last state as the whole input's.
+* **Under-observed.** A state the job held for less than a sample's interval may never be
+  seen; every state seen is judged. A run in which fewer than two states were seen judged
+  nothing of the run's course: ``prefix`` says so (unknown).
+
+A row is compared as its key column(s) and, as JSON, its other columns without ``exclude`` —
+or, with ``value``, that one column's text (:class:`sealcheck.systems.outputs.rows.Encoder`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sealcheck.rundir.captures import Capture
+from sealcheck.rundir.files import write_export
+from sealcheck.systems.api import Progress
+from sealcheck.systems.outputs.rows import Encoder
+
+#: the collections a snapshot fills (a table each)
+COLLECTIONS = ("data", "errors")
+Row = tuple[str, bytes, bytes, int, int]
+
+
+class _States:
+    """The states seen so far and the updates between them (one per output, shared by the
+    observer's thread and the catch-up loop)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.conn: sqlite3.Connection | None = None
+        self.version: int | None = None
+        self.last: dict[str, Counter[tuple[bytes, bytes]]] = {c: Counter() for c in COLLECTIONS}
+        self.count = 0  # states recorded: the next state's ts
+        self.exists = False  # the tables were read at least once
+        self.rows: list[Row] = []  # every update, for the export
+        self.captured = 0  # rows handed to captures
+        self.changed_at = 0.0
+
+
+@dataclass(frozen=True)
+class SQLiteOutput:
+    """A job's tables in one SQLite database file, snapshotted by the harness."""
+
+    #: the database file
+    path: Path
+    #: the upserted table
+    data: str
+    #: its key column, or columns (a composite key)
+    key: str | tuple[str, ...] = "key"
+    #: the dead-letter table, if the job has one (None: ``errors`` stays empty)
+    errors: str | None = None
+    #: the dead-letter table's key column(s) (None: ``key``)
+    errors_key: str | tuple[str, ...] | None = None
+    #: a column holding the row's value as it is (None: the other columns, as JSON)
+    value: str | None = None
+    #: columns of run metadata, never compared (a batch id, a load time)
+    exclude: tuple[str, ...] = ()
+    #: how long the tables must stay unchanged, with the job running, for the harness to
+    #: call the job caught up (:meth:`sealcheck.systems.api.Progress.settled`)
+    settle_s: float = 30.0
+    _states: _States = field(default_factory=_States, init=False, repr=False, compare=False)
+
+    def tables(self) -> dict[str, tuple[str, Encoder]]:
+        """Each collection's table and how its rows are encoded."""
+        out = {"data": (self.data, Encoder(self.key, self.value, self.exclude))}
+        if self.errors is not None:
+            key = self.errors_key or self.key
+            out["errors"] = (self.errors, Encoder(key, self.value, self.exclude))
+        return out
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if not self.path.exists():
+            return None
+        uri = f"file:{self.path.resolve()}?mode=ro"
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=0.2, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def _read(self, conn: sqlite3.Connection) -> dict[str, Counter[tuple[bytes, bytes]]]:
+        """Every table in one read transaction: one consistent state."""
+        conn.execute("BEGIN")
+        try:
+            state: dict[str, Counter[tuple[bytes, bytes]]] = {c: Counter() for c in COLLECTIONS}
+            for name, (table, encode) in self.tables().items():
+                quoted = '"' + table.replace('"', '""') + '"'
+                state[name] = Counter(
+                    encode(dict(r)) for r in conn.execute(f"SELECT * FROM {quoted}")
+                )
+            return state
+        finally:
+            conn.execute("COMMIT")
+
+    def observe(self) -> int | None:
+        """Take a snapshot if anything was committed since the last one; the number of states
+        recorded (None while the tables cannot be read yet)."""
+        s = self._states
+        with s.lock:
+            try:
+                if s.conn is None:
+                    s.conn = self._connect()
+                    if s.conn is None:
+                        return None
+                version = s.conn.execute("PRAGMA data_version").fetchone()[0]
+                if version == s.version and s.exists:
+                    return s.count
+                state = self._read(s.conn)
+            except sqlite3.Error:  # not created yet, or locked by a writer: the next sample
+                return s.count if s.exists else None
+            s.version, s.exists = version, True
+            rows: list[Row] = []
+            for c in COLLECTIONS:
+                for (k, v), n in (state[c] - s.last[c]).items():
+                    rows.append((c, k, v, s.count, n))
+                for (k, v), n in (s.last[c] - state[c]).items():
+                    rows.append((c, k, v, s.count, -n))
+            if rows:
+                s.rows.extend(rows)
+                s.last, s.count, s.changed_at = state, s.count + 1, time.monotonic()
+            return s.count
+
+    def uppers(self) -> dict[str, int] | None:
+        """``data`` and ``errors``: the states recorded (a snapshot is taken first, when
+        anything was committed since the last one); None before the tables can be read."""
+        n = self.observe()
+        return None if n is None else {c: n for c in COLLECTIONS}
+
+    def progress(self) -> Progress | None:
+        """The uppers, no bound offsets, and when the tables last changed (:attr:`settle_s`)."""
+        ups = self.uppers()
+        if ups is None:
+            return None
+        return Progress(ups, {}, settle_s=self.settle_s, changed_at=self._states.changed_at)
+
+    def capture(self, since_captured: dict[str, int]) -> Capture | None:
+        """The states recorded since the last capture, as updates (they never merge)."""
+        s = self._states
+        with s.lock:
+            rows, s.captured = s.rows[s.captured :], len(s.rows)
+            lo = min(since_captured.get(c, 0) for c in COLLECTIONS)
+            if s.count <= lo:
+                return None
+            return Capture({c: (since_captured.get(c, 0), s.count) for c in COLLECTIONS}, {}, rows)
+
+    def export(self, run_dir: Path) -> None:
+        """Every state recorded, as updates (``data``, ``errors``; no ``bindings``)."""
+        self.observe()
+        s = self._states
+        with s.lock:
+            frontiers = {c: {"upper": s.count, "since": 0} for c in COLLECTIONS}
+            write_export(run_dir, frontiers, [s.rows] if s.rows else [])
+            if s.conn is not None:
+                s.conn.close()
+                s.conn = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec as JSON (for people and logs)."""
+        return {"path": str(self.path), "data": self.data, "errors": self.errors}

@@ -1,0 +1,122 @@
+"""A job's output in SQLite tables without bindings (:mod:`sealcheck.systems.outputs.sql`):
+the harness's snapshots become states, the export has no bindings, the checkers that need
+them are not applicable, and ``prefix`` judges the states — never VALID unseen."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from sealcheck.checkers import run_checkers
+from sealcheck.checkers.inputs import RunData
+from sealcheck.systems.api import Progress
+from sealcheck.systems.outputs import SQLiteOutput
+from tests.runs import build_run
+
+DDL = "CREATE TABLE t (id TEXT PRIMARY KEY, v INTEGER, at TEXT)"
+
+
+def _db(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path)
+    db.execute(DDL)
+    db.execute("CREATE TABLE bad (id TEXT PRIMARY KEY, why TEXT)")
+    db.commit()
+    return db
+
+
+def test_each_committed_change_is_one_state_of_updates(tmp_path):
+    db = _db(tmp_path / "x.db")
+    out = SQLiteOutput(tmp_path / "x.db", "t", "id", "bad", exclude=("at",))
+    assert out.uppers() == {"data": 0, "errors": 0}  # empty tables: no state yet
+    db.executemany("INSERT INTO t VALUES (?, ?, 'now')", [("a", 1), ("b", 1)])
+    db.commit()
+    assert out.uppers() == {"data": 1, "errors": 1}
+    assert out.uppers() == {"data": 1, "errors": 1}  # nothing committed: no snapshot
+    db.execute("UPDATE t SET v = 2, at = 'later' WHERE id = 'a'")
+    db.execute("INSERT INTO bad VALUES ('0:7', 'no key')")
+    db.commit()
+    db.execute("UPDATE t SET at = 'later still'")  # only an excluded column: the same state
+    db.commit()
+    assert out.uppers() == {"data": 2, "errors": 2}
+    first = out.capture({})
+    assert first is not None and first.ranges == {"data": (0, 2), "errors": (0, 2)}
+    assert sorted(first.rows) == [
+        ("data", b"a", b'{"v":1}', 0, 1),
+        ("data", b"a", b'{"v":1}', 1, -1),
+        ("data", b"a", b'{"v":2}', 1, 1),
+        ("data", b"b", b'{"v":1}', 0, 1),
+        ("errors", b"0:7", b'{"why":"no key"}', 1, 1),
+    ]
+    assert out.capture({"data": 2, "errors": 2}) is None  # nothing new
+    out.export(tmp_path / "run")
+    frontiers = json.loads((tmp_path / "run" / "export" / "frontiers.json").read_text())
+    assert frontiers == {"data": {"upper": 2, "since": 0}, "errors": {"upper": 2, "since": 0}}
+    exported = pq.read_table(tmp_path / "run" / "export" / "updates.parquet").to_pylist()
+    assert len(exported) == 5
+
+
+def test_tables_not_there_yet_are_not_an_output_yet(tmp_path):
+    out = SQLiteOutput(tmp_path / "none.db", "t", "id")
+    assert out.uppers() is None and out.progress() is None
+    sqlite3.connect(tmp_path / "none.db").close()  # the file, but not the table yet
+    assert out.uppers() is None
+
+
+def test_the_job_settles_only_after_a_quiet_spell_with_it_running():
+    p = Progress({"data": 3, "errors": 3}, {}, settle_s=20.0, changed_at=100.0)
+    assert not p.covers({0: 10})  # nothing shows the log end was read
+    assert not p.settled(now=110.0, started_at=50.0)
+    assert p.settled(now=120.0, started_at=50.0)
+    # restarted after its last change: three spells of quiet, as a slow start may not read yet
+    assert not p.settled(now=160.0, started_at=101.0)
+    assert p.settled(now=161.0, started_at=101.0)
+    assert not Progress({"data": 3}, {0: 10}).settled(now=1e9, started_at=0.0)
+
+
+def _without_bindings(run: RunData, caught_up: bool = True) -> RunData:
+    """``run`` as an output without bindings exports it (and, if not ``caught_up``, without
+    the harness's caught-up op)."""
+    updates = run.updates.filter(pl.col("collection") != "bindings")
+    uppers = {c: u for c, u in run.uppers.items() if c != "bindings"}
+    history = run.history
+    for op in history.ops:  # the observer never saw bindings either
+        if op.get("f") == "uppers":
+            op["value"] = {c: u for c, u in op["value"].items() if c != "bindings"}
+    if not caught_up:
+        history.ops = [op for op in history.ops if op.get("f") != "caught-up"]
+    return RunData(run.topic, updates, uppers, dict.fromkeys(uppers, 0), history)
+
+
+PAIRS = [(b"a", b'{"v": 1}'), (b"b", b'{"v": 1}'), (b"a", b'{"v": 2}'), (b"c", b"{bad")]
+PAIRS += [(b"d", b'{"v": 1}'), (b"b", None)]
+
+
+def test_without_bindings_only_the_checkers_that_need_them_stand_aside():
+    res = run_checkers(_without_bindings(build_run(PAIRS, partitions=1, step_size=2)))
+    assert set(res.not_applicable) >= {"bindings", "frontiers", "sealed_state"}
+    assert "the output keeps no bindings" in res.checkers["sealed_state"].error
+    assert res.checkers["prefix"].valid is True
+    assert res.checkers["completeness"].valid is True
+    assert res.valid is True, {n: r.word() for n, r in res.checkers.items()}
+
+
+def test_without_bindings_an_unsettled_run_is_never_valid():
+    run = _without_bindings(build_run(PAIRS, partitions=1, step_size=2), caught_up=False)
+    res = run_checkers(run, ["prefix", "completeness"])
+    assert res.checkers["prefix"].valid is None
+    assert "never settled" in res.checkers["prefix"].error
+    assert res.checkers["completeness"].valid is None
+    assert res.valid is None
+
+
+def test_without_bindings_a_state_no_prefix_explains_is_still_caught():
+    run = _without_bindings(build_run(PAIRS, partitions=1, step_size=2))
+    # a=2 (offset 2) is lost while the dead letter of c (offset 3) is in: no prefix explains both
+    lost = (pl.col("key") == b"a") & (pl.col("ts") == 1)
+    res = run_checkers(RunData(run.topic, run.updates.filter(~lost), run.uppers, run.sinces,
+                               run.history), ["prefix"])  # fmt: skip
+    assert res.checkers["prefix"].valid is False
