@@ -23,10 +23,12 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from sealcheck.core.nodes import Disk, Node, Partitions
 from sealcheck.core.roles import Role
+from sealcheck.core.windows import CrashWindow
 from sealcheck.rundir.names import current_action
 
 
@@ -103,6 +105,13 @@ class Target(Protocol):
         """How many steps the system under test has sealed, as last observed (the least upper
         of its collections): faults that must be reached wait for progress, not for time."""
 
+    def windows(self) -> Mapping[str, CrashWindow]:
+        """The system's crash windows by name (:attr:`PlanInfo.windows`)."""
+
+    def files(self) -> Path | None:
+        """The directory the system writes, which its windows' paths are relative to (None:
+        it has none on this host)."""
+
 
 #: the least time an armed failpoint is given before it is settled: when the runner falls
 #: behind its schedule (a slow fault before, a loaded machine), the next action is due at
@@ -172,6 +181,9 @@ class PlanInfo:
     #: a failpoint right before a write, where an incarnation that stalls holds a decision made
     #: from state that may go stale (the zombie writer); None: the system has none
     stall_failpoint: str | None = None
+    #: the system's crash windows told from outside, by name
+    #: (:class:`sealcheck.core.windows.CrashWindow`)
+    windows: tuple[str, ...] = ()
 
     def role(self, name: str) -> Role:
         """Role ``name`` of the run; one without nodes (``count`` 0) when the run lacks it

@@ -20,11 +20,13 @@ from sealcheck.nemeses.kill import Kill
 from sealcheck.nemeses.lost_writes import LostBrokerWrites, LostWrites
 from sealcheck.nemeses.partition import Partition
 from sealcheck.nemeses.pause import Pause
+from sealcheck.nemeses.window import CrashInWindow
 from sealcheck.nemeses.zombie import Zombie
 
 NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "kill": lambda info: Kill("kill", SUT.name, info),
     "failpoint": Failpoint,
+    "window": CrashInWindow,
     "pause": lambda info: Pause("pause", SUT.name, info),
     "kill-kafka": lambda info: Kill("kill-kafka", "broker", info),
     "pause-kafka": lambda info: Pause("pause-kafka", "broker", info),

@@ -13,6 +13,8 @@ The public API is deliberately small; everything not re-exported here is interna
   every descriptor;
 * :class:`Record`, :class:`Upsert`, :class:`Delete`, :func:`DeadLetter`, :data:`SKIP`: what one
   input record should do to the job's output (:mod:`sealcheck.core.effects`);
+* :class:`CrashWindow`, :func:`streaming_windows`: a job's crash windows told from outside
+  (files it writes, lines it logs), where the ``window`` nemesis kills it — no failpoint;
 * :func:`spark_kafka_jars`, :func:`delta_jars`: the jars a Spark job needs for Kafka and Delta
   (copied from Maven Central by ``sealcheck setup``).
 """
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sealcheck.core.effects import SKIP, DeadLetter, Delete, Record, Upsert
+    from sealcheck.core.windows import CrashWindow, streaming_windows
     from sealcheck.harness.run.config import ConfigError, TestConfig, WorkloadConfig, load_config
     from sealcheck.harness.run.runner import Outcome, run_test
     from sealcheck.harness.run.test import Test, build_test
@@ -41,6 +44,8 @@ _HOMES = {
     "Record": "sealcheck.core.effects",
     "SKIP": "sealcheck.core.effects",
     "Upsert": "sealcheck.core.effects",
+    "CrashWindow": "sealcheck.core.windows",
+    "streaming_windows": "sealcheck.core.windows",
     "DeltaOutput": "sealcheck.systems.outputs",
     "SQLiteOutput": "sealcheck.systems.outputs",
     "Job": "sealcheck.systems.job",
@@ -71,6 +76,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "SKIP",
     "ConfigError",
+    "CrashWindow",
     "DeadLetter",
     "Delete",
     "DeltaOutput",
@@ -89,4 +95,5 @@ __all__ = [
     "load_config",
     "run_test",
     "spark_kafka_jars",
+    "streaming_windows",
 ]

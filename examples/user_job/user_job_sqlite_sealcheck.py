@@ -4,13 +4,14 @@ from dataclasses import dataclass
 
 from user_job_sealcheck import UserJob
 
-from sealcheck import JobRun, SQLiteOutput
+from sealcheck import JobRun, SQLiteOutput, streaming_windows
 
 
 @dataclass(frozen=True)
 class UserJobSQLite(UserJob):
     name = "user-job-sqlite"
     broken_modes = {"first-record-wins": "a batch's first record of a key wins"}  # noqa: RUF012
+    windows = streaming_windows("checkpoint")  # where the `window` nemesis kills it
 
     def command(self, run: JobRun) -> list[str]:
         return [*super().command(run), "--sink", "sqlite"]

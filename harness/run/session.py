@@ -10,7 +10,7 @@ stops everything.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +21,9 @@ from sealcheck.harness.run.observer import Observer
 from sealcheck.harness.run.producers import Producers
 from sealcheck.harness.run.progress import Display
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode, Supervisor
+from sealcheck.harness.run.target import RunTarget, heal_all
 from sealcheck.infra.node import Backend
 from sealcheck.infra.topic import dump_topic, log_end
-from sealcheck.nemeses import Nemesis, Node
 from sealcheck.rundir.captures import CAPTURES, CaptureWriter
 from sealcheck.rundir.effects import EFFECTS, write_effects
 from sealcheck.rundir.files import TOPIC as TOPIC_FILE
@@ -57,72 +57,6 @@ class Teardown:
                 fn()
             except Exception as exc:  # teardown goes on; Ctrl-C (BaseException) does not
                 self.display.log(f"warning: {what}: {type(exc).__name__}: {exc}")
-
-
-class RunTarget:
-    """What the nemeses act on (:class:`sealcheck.nemeses.Target`): the supervised incarnation as
-    the ``sut`` node, the system's and the backend's nodes of the run's other ``roles``, the
-    failpoints and the network cuts. A role the run lacks has no nodes here, even where the
-    backend runs some (the containers backend's PostgreSQL, in a run whose system keeps no store
-    there): a fault aimed at it finds nothing to act on."""
-
-    def __init__(
-        self,
-        backend: Backend,
-        sut: SupervisedNode,
-        fp: FailpointFile,
-        roles: Collection[str],
-        disks: Mapping[str, Any] | None = None,
-        sealed: Callable[[], int] = lambda: 0,
-        own: Callable[[str], Sequence[Node]] = lambda role: [],
-    ) -> None:
-        self.backend, self.sut, self._failpoints = backend, sut, fp
-        self.roles = frozenset(roles)
-        self._own = own
-        self._sealed = sealed
-        self._partitions = backend.partitions()
-        self._disks = dict(disks or {})
-
-    def nodes(self, role: str) -> Sequence[Node]:
-        """``sut`` is the supervised incarnation; the run's other roles are the system's own
-        (a Spark cluster's workers) or the backend's; a role the run lacks has none."""
-        if role not in self.roles:
-            return []
-        if role == SupervisedNode.name:
-            return [self.sut]
-        return self._own(role) or self.backend.nodes(role)
-
-    @property
-    def failpoints(self) -> FailpointFile:
-        """The system under test's failpoint file."""
-        return self._failpoints
-
-    @property
-    def partitions(self) -> Any:
-        """The backend's network cuts (None where it cannot partition)."""
-        return self._partitions
-
-    def sealed(self) -> int:
-        """Steps the system has sealed, as the observer last saw them."""
-        return self._sealed()
-
-    def disks(self) -> Mapping[str, Any]:
-        """The lazy filesystems (the system's ``store``, the brokers' ``kafka-N``), when a
-        nemesis asked for them."""
-        return self._disks
-
-
-def heal_all(nemeses: dict[str, Nemesis], target: RunTarget, history: HistoryWriter) -> list[str]:
-    """Heal every nemesis; each heal is recorded; errors are recorded and skipped."""
-    healed = []
-    for name, nemesis in nemeses.items():
-        try:
-            done = nemesis.heal(target)
-        except Exception as exc:
-            done = [f"heal failed: {type(exc).__name__}: {exc}"]
-        history.append("nemesis", "info", "heal", {"nemesis": name, "healed": done})
-        healed += [f"{name}: {d}" for d in done]
-    return healed
 
 
 class Session:
@@ -277,6 +211,7 @@ class Session:
             {**backend.disks(), **deployment.disks()},
             lambda: min(observer.last.values(), default=0),
             deployment.nodes,
+            (self.test.system.windows, Path(deployment.store)),
         )
         for n in self.test.nemeses.values():
             n.setup(self.target)

@@ -78,6 +78,7 @@ def plan_info(spec: TestConfig, sut: SystemUnderTest) -> PlanInfo:
         late_failpoints=frozenset(sut.late_failpoints),
         commit_failpoints=tuple(sut.commit_failpoints),
         stall_failpoint=sut.stall_failpoint,
+        windows=tuple(sut.windows),
     )
 
 

@@ -11,6 +11,8 @@ CAPABILITIES = {
     "backend's PostgreSQL)",
     "partition": "network partitions between nodes (each node in its own network namespace)",
     "failpoints": "named failpoints in the system under test",
+    "crash-windows": "crash windows of the system under test told from outside (files it "
+    "writes, lines it logs): sealcheck.core.windows",
     "lazy-disk": "a store on a filesystem that can lose un-fsynced writes (FUSE; the local "
     "backend's SQLite store)",
     "host-processes": "incarnations started as processes of the host from a command (a system "

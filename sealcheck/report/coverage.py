@@ -87,6 +87,9 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
         point = action.get("value", {}).get("failpoint")
         if action.get("f") == "arm-failpoint" and point:
             points.setdefault(point, _Tally()).add(happened, bit)
+        elif action.get("f") == "crash-in-window":  # per window, as failpoints are
+            window = action.get("value", {}).get("window")
+            others.setdefault(f"{action['nemesis']}: {window}", _Tally()).add(happened, bit)
         elif action.get("f") not in ("heal",):
             others.setdefault(f"{action['nemesis']}: {action['f']}", _Tally()).add(happened, bit)
     windows: dict[str, str] = dict(meta.get("windows", {}))

@@ -37,6 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from sealcheck.core.effects import EffectMapping
 from sealcheck.core.nodes import Disk, Launch, Node
+from sealcheck.core.windows import CrashWindow
 from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
 
@@ -178,6 +179,10 @@ class SystemUnderTest:
     commit_failpoints: tuple[str, ...] = ()
     #: a failpoint right before a write (a ``sleep`` there makes a zombie writer)
     stall_failpoint: str | None = None
+    #: its crash windows told from outside, by name, paths relative to its directory
+    #: (:func:`sealcheck.core.windows.streaming_windows`; empty: the ``window`` nemesis is
+    #: refused)
+    windows: Mapping[str, CrashWindow] = NOTHING
     #: exit codes that mean "this store cannot be resumed": after a few in a row the harness
     #: stops waiting for the system to catch up
     refusal_exit_codes: frozenset[int] = frozenset()
@@ -198,7 +203,9 @@ class SystemUnderTest:
         ``spark-cluster``; ``database`` where it keeps its store in the backend's database
         server, which makes that server a role of the run). By default ``failpoints`` when it
         has some."""
-        return frozenset({"failpoints"}) if self.failpoints else frozenset()
+        return (frozenset({"failpoints"}) if self.failpoints else frozenset()) | (
+            frozenset({"crash-windows"}) if self.windows else frozenset()
+        )
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> Deployment:
         """Prepare one run on ``backend`` (a store, an image); ``work`` is scratch space,

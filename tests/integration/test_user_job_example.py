@@ -112,6 +112,21 @@ def test_the_examples_suite_passes_under_two_workers(suite: tuple[Path, str]) ->
         ("user_job_sqlite_sealcheck:UserJobSQLite", None): True,
         ("user_job_sqlite_sealcheck:UserJobSQLite", "first-record-wins"): False,
     }
+    # the SQLite job was killed inside a batch's window, told from its checkpoint's files alone
+    [sqlite_valid] = [
+        r.parent
+        for r in runs.glob("*/*/test.json")
+        if json.loads(r.read_text())["config"]["nemeses"] == ["window"]
+    ]
+    ops = [json.loads(line) for line in (sqlite_valid / "history.jsonl").open()]
+    inside = [
+        op["value"]
+        for op in ops
+        if op.get("process") == "nemesis"
+        and isinstance(op.get("value"), dict)
+        and (op["value"].get("effect") or {}).get("effect")
+    ]
+    assert inside and all("checkpoint/offsets/" in v["effect"]["evidence"] for v in inside)
 
 
 def test_the_invalid_run_repeats_by_its_reproduce_line_and_replay_then_shrinks(

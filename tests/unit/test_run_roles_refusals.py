@@ -18,7 +18,7 @@ from sealcheck.core.roles import BUILT_IN, SUT, Role, by_name, role_to_json, sto
 from sealcheck.harness.cli.app import main
 from sealcheck.harness.run import runner
 from sealcheck.harness.run.config import ConfigError, TestConfig, _hostable, load_config
-from sealcheck.harness.run.session import RunTarget
+from sealcheck.harness.run.target import RunTarget
 from sealcheck.harness.run.test import build_test
 from sealcheck.infra.node import broker_role
 from sealcheck.nemeses import Action, PlanInfo

@@ -23,6 +23,7 @@ INFO = PlanInfo(
     startup_failpoints=frozenset({"rehydrate.mid"}),
     commit_failpoints=("data.after_commit",),
     stall_failpoint="data.before_append",
+    windows=("after-offsets", "after-commit:data"),
 )
 
 

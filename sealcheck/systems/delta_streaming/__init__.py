@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sealcheck.core.nodes import Disk, Launch, Node
+from sealcheck.core.windows import streaming_windows
 from sealcheck.infra.node import Backend
 from sealcheck.systems.api import Progress, Settings, SystemUnderTest
 from sealcheck.systems.outputs import DeltaOutput
@@ -50,6 +51,8 @@ class DeltaStreaming(SystemUnderTest):
     #: but whose batch fails, so Spark runs it again)
     commit_failpoints = ("batch.between_commits",)
     stall_failpoint = "batch.before_merge"
+    #: the same batch windows told from outside (the ``window`` nemesis: no failpoint)
+    windows = streaming_windows("checkpoint", ("data", "errors"))
     broken_modes: Mapping[str, str] = MappingProxyType({n: v[0] for n, v in VARIANTS.items()})
     #: a replayed MERGE of the same winners changes no row (docs/architecture.md)
     harmless_modes = frozenset({"no-idempotent-writes"})
@@ -69,10 +72,10 @@ class DeltaStreaming(SystemUnderTest):
     )
 
     def offers(self, backend: str) -> frozenset[str]:
-        """Failpoints and a Spark standalone cluster (on every backend that can run it); no
-        ``database``: the job keeps its state in files, so a run of it has no database role
-        (``kill-postgres``, ``lose-commit-reply`` are refused)."""
-        return frozenset({"failpoints", "spark-cluster"})
+        """Failpoints, crash windows and a Spark standalone cluster (on every backend that can
+        run it); no ``database``: the job keeps its state in files, so a run of it has no
+        database role (``kill-postgres``, ``lose-commit-reply`` are refused)."""
+        return frozenset({"failpoints", "spark-cluster", "crash-windows"})
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
         """The job's directory under ``work`` (and the cluster, with ``--spark cluster``)."""

@@ -1,0 +1,229 @@
+"""``window``: kill the job inside one of its crash windows, told from outside.
+
+A system that declares crash windows (:class:`sealcheck.core.windows.CrashWindow`: a new file
+in a directory it writes, or a line of its log, opens one; another closes it) needs no
+failpoint: each action picks a window from a seeded cover of them all, how many of its openings
+to let pass (``skip``: which occurrence) and how long to wait after the chosen one
+(``delay_ms``: 0 is "kill now"), all saved in the schedule and replayed as they are. A watcher
+thread polls the window's directory (every 2 ms) or the incarnation's log (every 20 ms); at the
+chosen opening it waits the delay and SIGKILLs the running incarnation, then looks whether the
+window had closed by then. The action's ``effect`` is that evidence: inside (the closing file
+or line was not there) or after it closed — so window coverage counts only kills that landed
+inside.
+
+A window that does not open in time (armed 3 s and the system sealed ``skip`` + 2 steps since,
+or 20 s: :func:`sealcheck.nemeses.api.wait_fired`'s rule) is replaced by a plain kill, counted
+as "happened, no effect".
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sealcheck.core.roles import SUT
+from sealcheck.core.windows import CrashWindow
+from sealcheck.nemeses.api import (
+    ARMED_STEPS,
+    MAX_ARMED_S,
+    MIN_ARMED_S,
+    Action,
+    Mark,
+    Nemesis,
+    PlanInfo,
+    Target,
+    chance_s,
+)
+from sealcheck.nemeses.effects import effect
+
+FILE_POLL_S = 0.002
+LOG_POLL_S = 0.02
+
+
+def _names(folder: Path | None) -> set[str]:
+    try:
+        return set(os.listdir(folder)) if folder is not None else set()
+    except OSError:  # not created yet
+        return set()
+
+
+class Watch(threading.Thread):
+    """Waits for the ``skip + 1``-th opening of ``window``, waits ``delay_s``, kills the
+    running incarnation and records the evidence (:attr:`result`)."""
+
+    def __init__(
+        self, name: str, window: CrashWindow, root: Path | None, target: Target, skip: int,
+        delay_s: float,
+    ) -> None:  # fmt: skip
+        super().__init__(name=f"window-{name}", daemon=True)
+        self.label, self.window, self.target = name, window, target
+        self.skip, self.delay_s = skip, delay_s
+        self.opens_in = root / window.opens_in if root and window.opens_in is not None else None
+        self.closes_in = root / window.closes_in if root and window.closes_in is not None else None
+        self.stop = threading.Event()
+        self.result: dict[str, Any] | None = None
+        self._seen = _names(self.opens_in)
+        self._log_at = len(self._log())
+        # the closing directory as it was before the opening appeared (taken before the scan
+        # *before* the one that finds it): whatever is new since may have closed the window
+        self._closes = [_names(self.closes_in)] * 2
+        self._chunk_at = self._log_at
+
+    def _log(self) -> str:
+        nodes = self.target.nodes(SUT.name)
+        return nodes[0].log_text() if nodes and hasattr(nodes[0], "log_text") else ""
+
+    def _next_opening(self) -> tuple[str, str | None] | None:
+        """A new opening (what opened it, its ``{n}``), or None for now."""
+        pattern = re.compile(self.window.opens)
+        if self.window.opens_in is None:
+            text = self._log()
+            self._chunk_at = self._log_at
+            new, self._log_at = text[self._log_at :], len(text)
+            found = [m for line in new.splitlines() if (m := pattern.search(line))]
+        else:
+            self._closes = [self._closes[1], _names(self.closes_in)]
+            names = _names(self.opens_in)
+            fresh = sorted(names - self._seen, key=lambda s: (len(s), s))
+            self._seen |= names
+            found = [m for name in fresh if (m := pattern.fullmatch(name))]
+        for m in found:
+            if self.skip > 0:
+                self.skip -= 1
+                continue
+            return m.group(0), (m.group(1) if m.re.groups else None)
+        return None
+
+    def run(self) -> None:
+        """Poll until the chosen opening (then kill) or :attr:`stop`."""
+        poll = LOG_POLL_S if self.window.opens_in is None else FILE_POLL_S
+        while not self.stop.is_set():
+            opened = self._next_opening()
+            if opened is not None:
+                self._kill(*opened)
+                return
+            time.sleep(poll)
+
+    def _kill(self, what: str, n: str | None) -> None:
+        opened_at = time.monotonic()
+        closing = self.window.closing(n)
+        before = self._closes[0]
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        nodes = self.target.nodes(SUT.name)
+        killed = nodes[0].kill() if nodes else None
+        after_ms = round((time.monotonic() - opened_at) * 1000, 1)
+        time.sleep(0.05)  # a dead process writes nothing more: what is there now was before
+        closed = None
+        if closing is not None and self.window.closes_in is not None:
+            # the batch's own closing (``{n}``) counts whenever it was written; any other
+            # only when it is new since before the opening
+            own = "{n}" in str(self.window.closes)
+            pool = _names(self.closes_in) - (set() if own else before)
+            closed = next((f for f in sorted(pool) if closing.fullmatch(f)), None)
+        elif closing is not None:
+            m = closing.search(self._log()[self._chunk_at :])
+            closed = m.group(0) if m else None
+        where = f"{self.window.opens_in}/{what}" if self.window.opens_in else f"log line {what!r}"
+        if killed is None:
+            bit = effect(False, f"{where} opened {self.label}, but no incarnation was running")
+        elif closed is not None:
+            shut = f"{self.window.closes_in}/{closed}" if self.window.closes_in else repr(closed)
+            bit = effect(
+                False,
+                f"{killed} killed {after_ms} ms after {where}: {shut} was already there "
+                "(after the window)",
+            )
+        else:
+            bit = effect(
+                True, f"{killed} killed {after_ms} ms after {where}, before the window closed"
+            )
+        self.result = {"killed": killed, "opened_by": what, "after_ms": after_ms, "effect": bit}
+
+
+class CrashInWindow(Nemesis):
+    """Kill the job inside its crash windows, one per fault window, in a seeded cover."""
+
+    name = "window"
+    requires = frozenset({"crash-windows"})
+    roles = frozenset({SUT.name})
+
+    def __init__(self, info: PlanInfo) -> None:
+        self.windows = tuple(sorted(info.windows))
+        self._order: list[str] = []
+        self._watch: Watch | None = None
+        self._sealed_at_arm = 0
+
+    @property
+    def marks(self) -> Mapping[str, Mark]:
+        """Arming is an instant (the kill it causes shows as a restart)."""
+        return {
+            "crash-in-window": Mark("instant", "crash in a window", group="kill", which=("window",))
+        }
+
+    def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
+        """The next window of the seeded cover, which of its openings, how long after."""
+        if not self.windows:  # nothing to aim at (a run without them is refused first)
+            return []
+        if not self._order:
+            self._order = list(self.windows)
+            rng.shuffle(self._order)
+        name = self._order.pop(0)
+        at = start_s + rng.uniform(0, window_s / 4)
+        skip = rng.randint(0, 2)
+        delay_ms = 0.0 if rng.random() < 0.5 else round(rng.uniform(1, 100), 1)
+        more = {"chance_s": c} if (c := chance_s(window_s)) is not None else {}
+        return [self._act(at, "crash-in-window", window=name, skip=skip, delay_ms=delay_ms, **more)]
+
+    def invoke(self, action: Action, target: Target) -> dict[str, Any]:
+        """Start watching for the window; pending until the kill."""
+        name = str(action.value["window"])
+        window = target.windows().get(name)
+        if window is None:
+            return {"outcome": "skipped", "why": f"the system declares no window {name!r}"}
+        self._sealed_at_arm = target.sealed()
+        delay_s = float(action.value.get("delay_ms", 0.0)) / 1000
+        skip = int(action.value.get("skip", 0))
+        self._watch = Watch(name, window, target.files(), target, skip, delay_s)
+        self._watch.start()
+        return {"watching": window.opens_in or "the log", "outcome": "pending"}
+
+    def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
+        """The kill and its evidence; a plain kill if the window did not open in time."""
+        watch, self._watch = self._watch, None
+        if watch is None:
+            return {"outcome": "skipped", "why": "nothing was watched"}
+        start = time.monotonic() - waited_s
+        limit = float(action.value.get("chance_s") or MAX_ARMED_S)
+        needed = self._sealed_at_arm + ARMED_STEPS + int(action.value.get("skip", 0))
+        while watch.is_alive():
+            armed_s = time.monotonic() - start
+            if armed_s >= limit or (armed_s >= MIN_ARMED_S and target.sealed() >= needed):
+                break
+            time.sleep(0.05)
+        watch.stop.set()
+        watch.join(5)
+        if watch.result is not None:
+            return {**watch.result, "outcome": "happened"}
+        nodes = target.nodes(SUT.name)
+        killed = nodes[0].kill() if nodes else None
+        why = f"{action.value['window']} did not open in {time.monotonic() - start:.1f}s"
+        return {
+            "killed": killed,
+            "outcome": "happened",
+            "effect": effect(False, f"{why}: killed outside it"),
+        }
+
+    def heal(self, target: Target) -> list[str]:
+        """Stop a watcher still waiting."""
+        if self._watch is None:
+            return []
+        self._watch.stop.set()
+        self._watch, done = None, ["stopped watching for a window"]
+        return done
