@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from typing import Any
 
 from sealcheck.core.effects import EffectMapping, Effects, Record
 from sealcheck.core.nodes import Disk, Launch, Node
+from sealcheck.core.windows import CrashWindow
 from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
 from sealcheck.systems.api import Progress, Settings, SystemUnderTest
@@ -134,6 +136,26 @@ def newest_write(root: Path) -> float:
     return newest
 
 
+def in_flight(root: Path, window: CrashWindow) -> bool:
+    """Whether ``window`` is open now: the newest file that opens it (by its ``{n}``) has no
+    closing file yet. Only windows told by files whose closing names its opening's ``{n}``
+    (a checkpoint's ``offsets/N`` and ``commits/N``) can say."""
+    if window.opens_in is None or window.closes_in is None or "{n}" not in str(window.closes):
+        return False
+    try:
+        opened = [
+            m for f in os.listdir(root / window.opens_in) if (m := re.fullmatch(window.opens, f))
+        ]
+        closed = os.listdir(root / window.closes_in) if opened else []
+    except OSError:
+        return False
+    if not opened or not opened[0].re.groups:
+        return False
+    newest = max(opened, key=lambda m: (len(m.group(1)), m.group(1)))
+    closing = window.closing(newest.group(1))
+    return closing is not None and not any(closing.fullmatch(f) for f in closed)
+
+
 class JobDeployment:
     """A :class:`Job` on one backend for one run (:class:`sealcheck.systems.api.Deployment`)."""
 
@@ -193,12 +215,15 @@ class JobDeployment:
     def progress(self) -> Progress | None:
         """The output's uppers and last sealed bindings — or, for an output without bindings,
         when it or anything in the job's directory (its checkpoint: a batch under way) last
-        changed (:meth:`sealcheck.systems.api.Progress.settled`)."""
+        changed, *now* while one of its crash windows is open (its newest ``offsets/N`` without
+        ``commits/N``: a batch in flight) (:meth:`sealcheck.systems.api.Progress.settled`)."""
         progress = self.out.progress()
         if progress is None or progress.settle_s is None:
             return progress
         age = time.time() - newest_write(self.root)
         written = time.monotonic() - age
+        if any(in_flight(self.root, w) for w in self.job.windows.values()):
+            written = time.monotonic()  # a batch opened its window and has not closed it
         return dataclasses.replace(progress, changed_at=max(progress.changed_at, written))
 
     def capture(self, since_captured: dict[str, int]) -> Capture | None:

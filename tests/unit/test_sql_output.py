@@ -120,3 +120,21 @@ def test_without_bindings_a_state_no_prefix_explains_is_still_caught():
     res = run_checkers(RunData(run.topic, run.updates.filter(~lost), run.uppers, run.sinces,
                                run.history), ["prefix"])  # fmt: skip
     assert res.checkers["prefix"].valid is False
+
+
+def test_a_batch_in_flight_keeps_the_job_from_settling(tmp_path):
+    from sealcheck.core.windows import streaming_windows
+    from sealcheck.systems.job import in_flight, newest_write
+
+    [window] = streaming_windows("checkpoint").values()
+    assert not in_flight(tmp_path, window)  # no checkpoint yet
+    for d in ("offsets", "commits"):
+        (tmp_path / "checkpoint" / d).mkdir(parents=True)
+    for n in (8, 9, 10):
+        (tmp_path / "checkpoint" / "offsets" / str(n)).touch()
+    for n in (8, 9):
+        (tmp_path / "checkpoint" / "commits" / str(n)).touch()
+    assert in_flight(tmp_path, window)  # offsets/10 without commits/10 (10 sorts after 9)
+    (tmp_path / "checkpoint" / "commits" / "10").touch()
+    assert not in_flight(tmp_path, window)
+    assert newest_write(tmp_path) >= (tmp_path / "checkpoint" / "commits" / "10").stat().st_mtime

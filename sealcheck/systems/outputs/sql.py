@@ -20,7 +20,8 @@ A job states where its tables are and nothing else::
   ``no_phantoms`` judge the rows.
 * **Catch-up.** Without bindings nothing shows that the job read the log end: the harness calls
   the output caught up once neither it nor the job's directory (its checkpoint: a batch under
-  way) has changed for ``settle_s`` with the job running
+  way) has changed for ``settle_s`` with the job running and no batch in flight
+  (:meth:`sealcheck.systems.job.JobDeployment.progress`)
   (:meth:`sealcheck.systems.api.Progress.settled`), and the ``prefix`` checker then judges the
   last state as the whole input's.
 * **Under-observed.** A state the job held for less than a sample's interval may never be
