@@ -8,9 +8,9 @@ The public API is deliberately small; everything not re-exported here is interna
 * :class:`Test`, :func:`build_test`: a spec built into one value (system under test, backend,
   nemeses with their schedule, seeds, checkers), whose parts can be swapped in Python;
 * :func:`run_test`, :class:`Outcome`: run it (``sealcheck run`` does exactly this);
-* :class:`Job`, :class:`JobRun`, :class:`DeltaOutput`, :class:`SQLiteOutput`: your own job as a
-  system under test (``docs/your-own-job.md``), :class:`SystemUnderTest` the base class of
-  every descriptor;
+* :class:`Job`, :class:`JobRun`, :class:`DeltaOutput`, :class:`SQLiteOutput`,
+  :class:`PostgresOutput`: your own job as a system under test (``docs/your-own-job.md``),
+  :class:`SystemUnderTest` the base class of every descriptor;
 * :class:`Record`, :class:`Upsert`, :class:`Delete`, :func:`DeadLetter`, :data:`SKIP`: what one
   input record should do to the job's output (:mod:`sealcheck.core.effects`);
 * :class:`CrashWindow`, :func:`streaming_windows`: a job's crash windows told from outside
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from sealcheck.infra.jars import spark_connector_jars as spark_kafka_jars
     from sealcheck.systems.api import SystemUnderTest
     from sealcheck.systems.job import Job, JobRun
-    from sealcheck.systems.outputs import DeltaOutput, SQLiteOutput
+    from sealcheck.systems.outputs import DeltaOutput, PostgresOutput, SQLiteOutput
 
 #: Where each public name lives. Imported on first use, so that ``import sealcheck.infra.keeper``
 #: (a process the harness starts) does not load the whole engine.
@@ -48,6 +48,7 @@ _HOMES = {
     "streaming_windows": "sealcheck.core.windows",
     "DeltaOutput": "sealcheck.systems.outputs",
     "SQLiteOutput": "sealcheck.systems.outputs",
+    "PostgresOutput": "sealcheck.systems.outputs",
     "Job": "sealcheck.systems.job",
     "JobRun": "sealcheck.systems.job",
     "SystemUnderTest": "sealcheck.systems.api",
@@ -83,6 +84,7 @@ __all__ = [
     "Job",
     "JobRun",
     "Outcome",
+    "PostgresOutput",
     "Record",
     "SQLiteOutput",
     "SystemUnderTest",

@@ -5,7 +5,8 @@ format, from outside the system (files, tables, logs), never through the engine 
 * :class:`~sealcheck.systems.outputs.delta.DeltaOutput`: a Structured Streaming query's
   checkpoint and its Delta tables (change data feed).
 * :class:`~sealcheck.systems.outputs.sql.SQLiteOutput`: tables in a SQLite database that keep no
-  bindings, snapshotted by the harness while the run goes on and judged by ``prefix``.
+  bindings, snapshotted by the harness while the run goes on and judged by ``prefix``;
+* :class:`~sealcheck.systems.outputs.postgres.PostgresOutput`: the same for PostgreSQL tables.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from typing import Protocol
 
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs.delta import DeltaOutput
+from sealcheck.systems.outputs.postgres import PostgresOutput
 from sealcheck.systems.outputs.sql import SQLiteOutput
 
-__all__ = ["DeltaOutput", "Output", "SQLiteOutput"]
+__all__ = ["DeltaOutput", "Output", "PostgresOutput", "SQLiteOutput"]
 
 
 class Output(Protocol):

@@ -34,6 +34,7 @@ or, with ``value``, that one column's text (:class:`sealcheck.systems.outputs.ro
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -52,14 +53,14 @@ COLLECTIONS = ("data", "errors")
 Row = tuple[str, bytes, bytes, int, int]
 
 
-class _States:
+class SnapshotStates:
     """The states seen so far and the updates between them (one per output, shared by the
     observer's thread and the catch-up loop)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.conn: sqlite3.Connection | None = None
-        self.version: int | None = None
+        self.conn: Any = None
+        self.version: Any = None
         self.last: dict[str, Counter[tuple[bytes, bytes]]] = {c: Counter() for c in COLLECTIONS}
         self.count = 0  # states recorded: the next state's ts
         self.exists = False  # the tables were read at least once
@@ -68,28 +69,19 @@ class _States:
         self.changed_at = 0.0
 
 
-@dataclass(frozen=True)
-class SQLiteOutput:
-    """A job's tables in one SQLite database file, snapshotted by the harness."""
+class Snapshots:
+    """What every output of SQL tables without bindings does (a mixin of the dataclasses
+    below, which say how to connect, how to tell that something was committed, and how to
+    read a table): snapshots as states, uppers, progress, captures, the export."""
 
-    #: the database file
-    path: Path
-    #: the upserted table
     data: str
-    #: its key column, or columns (a composite key)
-    key: str | tuple[str, ...] = "key"
-    #: the dead-letter table, if the job has one (None: ``errors`` stays empty)
-    errors: str | None = None
-    #: the dead-letter table's key column(s) (None: ``key``)
-    errors_key: str | tuple[str, ...] | None = None
-    #: a column holding the row's value as it is (None: the other columns, as JSON)
-    value: str | None = None
-    #: columns of run metadata, never compared (a batch id, a load time)
-    exclude: tuple[str, ...] = ()
-    #: how long the tables must stay unchanged, with the job running, for the harness to
-    #: call the job caught up (:meth:`sealcheck.systems.api.Progress.settled`)
-    settle_s: float = 30.0
-    _states: _States = field(default_factory=_States, init=False, repr=False, compare=False)
+    key: str | tuple[str, ...]
+    errors: str | None
+    errors_key: str | tuple[str, ...] | None
+    value: str | None
+    exclude: tuple[str, ...]
+    settle_s: float
+    _states: SnapshotStates
 
     def tables(self) -> dict[str, tuple[str, Encoder]]:
         """Each collection's table and how its rows are encoded."""
@@ -99,29 +91,24 @@ class SQLiteOutput:
             out["errors"] = (self.errors, Encoder(key, self.value, self.exclude))
         return out
 
-    def _connect(self) -> sqlite3.Connection | None:
-        if not self.path.exists():
-            return None
-        uri = f"file:{self.path.resolve()}?mode=ro"
-        conn = sqlite3.connect(
-            uri, uri=True, timeout=0.2, isolation_level=None, check_same_thread=False
-        )
-        conn.row_factory = sqlite3.Row
-        return conn
+    def _connect(self) -> Any:
+        """A read-only connection of the harness's own (None: the database is not there)."""
+        raise NotImplementedError
 
-    def _read(self, conn: sqlite3.Connection) -> dict[str, Counter[tuple[bytes, bytes]]]:
-        """Every table in one read transaction: one consistent state."""
-        conn.execute("BEGIN")
-        try:
-            state: dict[str, Counter[tuple[bytes, bytes]]] = {c: Counter() for c in COLLECTIONS}
-            for name, (table, encode) in self.tables().items():
-                quoted = '"' + table.replace('"', '""') + '"'
-                state[name] = Counter(
-                    encode(dict(r)) for r in conn.execute(f"SELECT * FROM {quoted}")
-                )
-            return state
-        finally:
-            conn.execute("COMMIT")
+    def _version(self, conn: Any) -> Any:
+        """A value that changes whenever something was committed (cheap)."""
+        raise NotImplementedError
+
+    def _read(self, conn: Any) -> dict[str, list[dict[str, Any]]]:
+        """Every table's rows, in one read transaction: one consistent state."""
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        s = self._states
+        if s.conn is not None:
+            with contextlib.suppress(Exception):
+                s.conn.close()
+            s.conn, s.version = None, None  # a new connection's version is its own
 
     def observe(self) -> int | None:
         """Take a snapshot if anything was committed since the last one; the number of states
@@ -133,12 +120,16 @@ class SQLiteOutput:
                     s.conn = self._connect()
                     if s.conn is None:
                         return None
-                version = s.conn.execute("PRAGMA data_version").fetchone()[0]
+                version = self._version(s.conn)
                 if version == s.version and s.exists:
                     return s.count
-                state = self._read(s.conn)
-            except sqlite3.Error:  # not created yet, or locked by a writer: the next sample
+                read = self._read(s.conn)
+            except self.errors_of_reading:  # not created yet, locked, or the server gone:
+                self._close()  # a new connection at the next sample
                 return s.count if s.exists else None
+            state: dict[str, Counter[tuple[bytes, bytes]]] = {c: Counter() for c in COLLECTIONS}
+            for name, (_, encode) in self.tables().items():
+                state[name] = Counter(encode(row) for row in read[name])
             s.version, s.exists = version, True
             rows: list[Row] = []
             for c in COLLECTIONS:
@@ -150,6 +141,9 @@ class SQLiteOutput:
                 s.rows.extend(rows)
                 s.last, s.count, s.changed_at = state, s.count + 1, time.monotonic()
             return s.count
+
+    #: the exceptions that mean "cannot be read now" (the next sample tries again)
+    errors_of_reading: tuple[type[BaseException], ...] = (sqlite3.Error,)
 
     def uppers(self) -> dict[str, int] | None:
         """``data`` and ``errors``: the states recorded (a snapshot is taken first, when
@@ -181,9 +175,58 @@ class SQLiteOutput:
         with s.lock:
             frontiers = {c: {"upper": s.count, "since": 0} for c in COLLECTIONS}
             write_export(run_dir, frontiers, [s.rows] if s.rows else [])
-            if s.conn is not None:
-                s.conn.close()
-                s.conn = None
+            self._close()
+
+
+@dataclass(frozen=True)
+class SQLiteOutput(Snapshots):
+    """A job's tables in one SQLite database file, snapshotted by the harness."""
+
+    #: the database file
+    path: Path
+    #: the upserted table
+    data: str
+    #: its key column, or columns (a composite key)
+    key: str | tuple[str, ...] = "key"
+    #: the dead-letter table, if the job has one (None: ``errors`` stays empty)
+    errors: str | None = None
+    #: the dead-letter table's key column(s) (None: ``key``)
+    errors_key: str | tuple[str, ...] | None = None
+    #: a column holding the row's value as it is (None: the other columns, as JSON)
+    value: str | None = None
+    #: columns of run metadata, never compared (a batch id, a load time)
+    exclude: tuple[str, ...] = ()
+    #: how long the tables must stay unchanged, with the job running, for the harness to
+    #: call the job caught up (:meth:`sealcheck.systems.api.Progress.settled`)
+    settle_s: float = 30.0
+    _states: SnapshotStates = field(
+        default_factory=SnapshotStates, init=False, repr=False, compare=False
+    )
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if not self.path.exists():
+            return None
+        uri = f"file:{self.path.resolve()}?mode=ro"
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=0.2, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def _version(self, conn: sqlite3.Connection) -> Any:
+        # changes whenever another connection commits (https://sqlite.org/pragma.html)
+        return conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def _read(self, conn: sqlite3.Connection) -> dict[str, list[dict[str, Any]]]:
+        conn.execute("BEGIN")
+        try:
+            out: dict[str, list[dict[str, Any]]] = {c: [] for c in COLLECTIONS}
+            for name, (table, _) in self.tables().items():
+                quoted = '"' + table.replace('"', '""') + '"'
+                out[name] = [dict(r) for r in conn.execute(f"SELECT * FROM {quoted}")]
+            return out
+        finally:
+            conn.execute("COMMIT")
 
     def to_json(self) -> dict[str, Any]:
         """The spec as JSON (for people and logs)."""
