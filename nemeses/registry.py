@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from sealcheck.core.roles import SUT, Role
 from sealcheck.nemeses.api import Mark, Nemesis, PlanInfo
 from sealcheck.nemeses.commit_reply import LoseCommitReply
+from sealcheck.nemeses.crash_at_sync import CrashAtSync
 from sealcheck.nemeses.failpoint import Failpoint
 from sealcheck.nemeses.indeterminate import Indeterminate
 from sealcheck.nemeses.kill import Kill
@@ -27,6 +28,7 @@ NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "kill": lambda info: Kill("kill", SUT.name, info),
     "failpoint": Failpoint,
     "window": CrashInWindow,
+    "crash-at-sync": CrashAtSync,
     "pause": lambda info: Pause("pause", SUT.name, info),
     "kill-kafka": lambda info: Kill("kill-kafka", "broker", info),
     "pause-kafka": lambda info: Pause("pause-kafka", "broker", info),

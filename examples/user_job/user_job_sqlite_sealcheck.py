@@ -10,7 +10,10 @@ from sealcheck import JobRun, SQLiteOutput, streaming_windows
 @dataclass(frozen=True)
 class UserJobSQLite(UserJob):
     name = "user-job-sqlite"
-    broken_modes = {"first-record-wins": "a batch's first record of a key wins"}  # noqa: RUF012
+    broken_modes = {  # noqa: RUF012
+        "first-record-wins": "a batch's first record of a key wins",
+        "split-transactions": "the upserts are committed apart from the deletes",
+    }
     windows = streaming_windows("checkpoint")  # where the `window` nemesis kills it
 
     def command(self, run: JobRun) -> list[str]:

@@ -112,7 +112,15 @@ class Disk(Protocol):
         """Lose every un-fsynced write now; ``dropped``: the files and bytes lost."""
 
     def counters(self) -> dict[str, Any]:
-        """What is un-fsynced now (``kept_bytes``, ``kept_files``) and what drops lost so far."""
+        """What is un-fsynced now (``kept_bytes``, ``kept_files``), what drops lost so far, and
+        the crash points that fired (``crashes``)."""
+
+    def arm_crash(self, op: str, k: int, path: str = "") -> dict[str, Any]:
+        """Kill whoever does the ``k``-th ``op`` (``fsync``, ``rename``) of one kind of file,
+        inside that call (:mod:`sealcheck.infra.crash_points`)."""
+
+    def disarm_crash(self) -> dict[str, Any]:
+        """Disarm a crash point that has not fired."""
 
 
 class Partitions(Protocol):

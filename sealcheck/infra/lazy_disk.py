@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -120,8 +121,20 @@ class LazyDisk:
         return self._control("sync")
 
     def counters(self) -> dict[str, Any]:
-        """What is kept (un-fsynced) now, and what drops lost so far."""
+        """What is kept (un-fsynced) now, what drops lost so far, which crash point is armed
+        and which fired (``crashes``)."""
         return self._control(None)
+
+    def arm_crash(self, op: str, k: int, path: str = "") -> dict[str, Any]:
+        """Kill the process group of whoever does the ``k``-th ``op`` (``fsync``, ``rename``)
+        of one file whose mount path matches ``path``, inside that call
+        (:mod:`sealcheck.infra.crash_points`); the harness's own process group is spared."""
+        spec = {"op": op, "k": k, "path": path, "spare": [os.getpgid(0)]}
+        return self._control("arm " + json.dumps(spec))
+
+    def disarm_crash(self) -> dict[str, Any]:
+        """Disarm a crash point that has not fired (``disarmed``)."""
+        return self._control("disarm")
 
     def stop(self) -> None:
         """Unmount (a clean shutdown: kept writes reach the backing directory first) and end

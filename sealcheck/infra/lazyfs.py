@@ -7,7 +7,10 @@ until the file is fsynced: then they go to the backing file, which is fsynced to
 the backing file with the kept pages on top, so every process sees what was written, as on a
 real machine. Writing ``drop`` to the control file ``/.lazyfs`` throws every kept page away —
 what a power cut does to a page cache — and ``sync`` writes them all (what a clean shutdown
-does); reading the control file gives JSON counters: what is kept now and what was dropped.
+does); ``arm {...}`` arms a crash point (:mod:`sealcheck.infra.crash_points`: the writer's
+process group SIGKILLed inside its k-th fsync or rename of a file) and ``disarm`` disarms it;
+reading the control file gives JSON counters: what is kept now, what was dropped, which crash
+point is armed and which fired.
 
 What is and is not simulated:
 
@@ -35,13 +38,16 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from sealcheck.infra.crash_points import CrashPoints
+
 PAGE = 4096
-CONTROL = "/.lazyfs"  # write "drop" or "sync"; read the counters
+CONTROL = "/.lazyfs"  # write "drop", "sync", "arm {...}" or "disarm"; read the counters
 FSNAME = "sealcheck-lazyfs"
 #: name endings of memory-mapped files that are written straight through, never kept or lost
 PASSTHROUGH = ("-shm", ".index", ".timeindex")
@@ -225,6 +231,7 @@ class LazyState:
 
 
 def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised through a mount
+    crashes = CrashPoints()
     import mfusepy as fuse  # loads libfuse: only in the daemon
 
     def oserror(fn: Any) -> Any:
@@ -241,7 +248,8 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         use_ns = True
 
         def __init__(self) -> None:
-            self.control_reply = b""
+            self.control_reply = b""  # the last command's reply, for the next read
+            self.reading = b""  # what reads of the control file opened last return
 
         @oserror
         def getattr(self, path: str, fh: Any = None) -> dict[str, Any]:
@@ -262,8 +270,11 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
 
         @oserror
         def open(self, path: str, fi: Any) -> int:
-            if path == CONTROL:
+            if path == CONTROL:  # a read sees the last command's reply once, else counters
                 fi.fh, fi.direct_io = 0, 1
+                if fi.flags & os.O_ACCMODE == os.O_RDONLY:
+                    fresh = json.dumps({**state.counters(), **crashes.counters()}).encode()
+                    self.reading, self.control_reply = self.control_reply or fresh, b""
                 return 0
             # read-write whatever was asked: pages are read back to be patched, and fsync
             # writes them through whichever descriptor it is called on
@@ -280,18 +291,25 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         @oserror
         def read(self, path: str, size: int, offset: int, fi: Any) -> bytes:
             if path == CONTROL:
-                data = self.control_reply or json.dumps(state.counters()).encode()
-                return data[offset : offset + size]
+                return self.reading[offset : offset + size]
             return state.read(path, fi.fh, size, offset)
 
         @oserror
         def write(self, path: str, data: bytes, offset: int, fi: Any) -> int:
             if path == CONTROL:
-                command = data.decode(errors="replace").strip()
+                command, _, arg = data.decode(errors="replace").strip().partition(" ")
                 if command == "drop":
                     reply = {"dropped": state.drop(), **state.counters()}
                 elif command == "sync":
                     reply = {"synced_files": state.sync_all(), **state.counters()}
+                elif command == "arm":  # a crash point (sealcheck.infra.crash_points)
+                    try:
+                        crashes.arm(json.loads(arg))
+                    except (ValueError, TypeError, re.error):
+                        raise fuse.FuseOSError(errno.EINVAL) from None
+                    reply = crashes.counters()
+                elif command == "disarm":
+                    reply = {"disarmed": crashes.disarm(), **crashes.counters()}
                 else:
                     raise fuse.FuseOSError(errno.EINVAL)
                 self.control_reply = json.dumps(reply).encode()
@@ -314,6 +332,7 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         def fsync(self, path: str, datasync: int, fi: Any) -> int:
             if path != CONTROL:
                 state.fsync(path, fi.fh)
+                crashes.passed("fsync", path, fuse.fuse_get_context()[2])
             return 0
 
         def flush(self, path: str, fi: Any) -> int:
@@ -335,6 +354,7 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         def rename(self, old: str, new: str) -> int:
             os.rename(state.real(old), state.real(new))
             state.rename(old, new)
+            crashes.passed("rename", new, fuse.fuse_get_context()[2])
             return 0
 
         @oserror

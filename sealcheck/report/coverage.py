@@ -87,8 +87,8 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
         point = action.get("value", {}).get("failpoint")
         if action.get("f") == "arm-failpoint" and point:
             points.setdefault(point, _Tally()).add(happened, bit)
-        elif action.get("f") == "crash-in-window":  # per window, as failpoints are
-            window = action.get("value", {}).get("window")
+        elif action.get("value", {}).get("window"):  # per window it aims at, as failpoints
+            window = action["value"]["window"]
             others.setdefault(f"{action['nemesis']}: {window}", _Tally()).add(happened, bit)
         elif action.get("f") not in ("heal",):
             others.setdefault(f"{action['nemesis']}: {action['f']}", _Tally()).add(happened, bit)

@@ -37,6 +37,7 @@ from typing import Any
 from sealcheck.core.effects import EffectMapping, Effects, Record
 from sealcheck.core.nodes import Disk, Launch, Node
 from sealcheck.core.windows import CrashWindow
+from sealcheck.infra.lazy_disk import LazyDisk
 from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
 from sealcheck.systems.api import Progress, Settings, SystemUnderTest
@@ -108,9 +109,12 @@ class Job(SystemUnderTest):
         return None if type(self).effect is Job.effect else self.effect
 
     def offers(self, backend: str) -> frozenset[str]:
-        """Its failpoints (when it has some) and a Spark standalone cluster its driver can
-        submit to (``--spark cluster``: :attr:`JobRun.master`)."""
-        return super().offers(backend) | {"spark-cluster"}
+        """Its failpoints and crash windows (when it has some), a Spark standalone cluster its
+        driver can submit to (``--spark cluster``: :attr:`JobRun.master`) and, locally, its
+        directory on a lazy disk (``lazy-disk``: the ``crash-at-sync`` and ``lost-writes``
+        nemeses)."""
+        lazy = {"lazy-disk"} if backend == "local" else set()
+        return super().offers(backend) | {"spark-cluster"} | lazy
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
         """The job's directory under ``work`` (and the cluster, with ``--spark cluster``)."""
@@ -164,6 +168,13 @@ class JobDeployment:
     ) -> None:
         self.job, self.backend, self.settings = job, backend, settings
         self.root = (work / "job").resolve()
+        #: the job's directory as a lazy mount over ``work/job-durable`` (when a nemesis
+        #: needs one: ``Settings.lazy_store``)
+        self.disk = (
+            LazyDisk(work / "job-durable", self.root, logs / "lazyfs.log")
+            if settings.lazy_store
+            else None
+        )
         self.cluster = (
             SparkCluster(backend, logs, shared=(str(self.root),))
             if settings.spark == "cluster"
@@ -185,16 +196,22 @@ class JobDeployment:
         return str(self.root)
 
     def start(self) -> None:
-        """The job's directory; the cluster (``--spark cluster``)."""
+        """The job's directory (mounted, on a lazy disk); the cluster (``--spark cluster``)."""
         self.root.mkdir(parents=True, exist_ok=True)
+        if self.disk is not None:
+            self.disk.start()
         if self.cluster is not None:
             self.cluster.start()
             self.run = dataclasses.replace(self.run, master=self.cluster.url)
 
     def stop(self) -> None:
-        """Stop the cluster (``--spark cluster``)."""
-        if self.cluster is not None:
-            self.cluster.stop()
+        """Stop the cluster (``--spark cluster``); unmount the lazy disk."""
+        try:
+            if self.cluster is not None:
+                self.cluster.stop()
+        finally:
+            if self.disk is not None:
+                self.disk.stop()
 
     def launch(self, incarnation: int) -> Launch:
         """The job's command, with its environment."""
@@ -237,8 +254,8 @@ class JobDeployment:
         self.out.export(run_dir)
 
     def disks(self) -> Mapping[str, Disk]:
-        """None: a job keeps no store on a lazy disk."""
-        return {}
+        """``store``: the job's directory, when it is on a lazy disk."""
+        return {"store": self.disk} if self.disk is not None else {}
 
     def nodes(self, role: str) -> Sequence[Node]:
         """The Spark cluster's nodes (``--spark cluster``)."""

@@ -7,8 +7,8 @@ with the batch id and a load time), a tombstone deletes it. Records it cannot us
 value that is not a JSON object) go to the table ``dead_letters``, once each.
 
 With ``--sink sqlite`` it writes the same two tables into the SQLite database
-``accounts.db`` under ``--dir`` instead, one transaction per micro-batch (an upsert or a
-delete per key, the dead letters inserted once), and keeps nothing else: no change log, no
+``accounts.db`` under ``--dir`` instead (WAL mode), one transaction per micro-batch (an upsert
+or a delete per key, the dead letters inserted once), and keeps nothing else: no change log, no
 offsets table.
 
 It knows nothing of any test harness: it is the job under test, as it would run in production.
@@ -143,26 +143,31 @@ class WriteBatchToSQLite:
         import sqlite3
 
         self.db = sqlite3.connect(f"{root}/accounts.db", timeout=60, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the job
         for ddl in SQLITE_TABLES:
             self.db.execute(ddl)
         self.db.commit()
         # the one-line bug: the batch's first record of a key wins instead of its last
         self.newest_first = variant != "first-record-wins"
+        # the other: the upserts are committed apart from the deletes and dead letters
+        self.split = variant == "split-transactions"
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         bad, latest = shaped(batch, batch_id, self.newest_first)
         cols = ("id", "deleted", "i", "w", "p", "batch_id", "at")
         rows = latest.select(*cols).collect()
         dead = bad.select("id", "partition", "offset", "batch_id", "at").collect()
+        upserts = [(r["id"], *r[2:6], r["at"].isoformat()) for r in rows if not r["deleted"]]
+        if self.split:
+            with self.db:
+                self.db.executemany(SQLITE_UPSERT, upserts)
         with self.db:  # one transaction: commits, or rolls back on an exception
             self.db.executemany(SQLITE_DEAD_LETTER, [(*r[:4], r["at"].isoformat()) for r in dead])
             self.db.executemany(
                 "DELETE FROM accounts WHERE id = ?", [(r["id"],) for r in rows if r["deleted"]]
             )
-            self.db.executemany(
-                SQLITE_UPSERT,
-                [(r["id"], *r[2:6], r["at"].isoformat()) for r in rows if not r["deleted"]],
-            )
+            if not self.split:
+                self.db.executemany(SQLITE_UPSERT, upserts)
         print(f"batch {batch_id} written", flush=True)
 
 

@@ -1,0 +1,42 @@
+"""Crash points' bookkeeping (:mod:`sealcheck.infra.crash_points`), without a mount: what
+counts, per kind of file, and whom it never kills (the real kill: the integration test
+``test_crash_at_sync``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sealcheck.infra.crash_points import CrashPoint, CrashPoints
+
+
+def test_a_bad_spec_is_named():
+    for doc, word in (({"op": "write", "k": 1}, "op 'write'"), ({"op": "fsync", "k": 0}, "k 0")):
+        with pytest.raises(ValueError, match=word):
+            CrashPoint.from_json(doc)
+
+
+def test_files_of_one_kind_count_together_and_the_kth_kills_the_callers_group():
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                               start_new_session=True)  # fmt: skip
+    points = CrashPoints()
+    points.arm({"op": "rename", "k": 2, "path": "commits/"})
+    points.passed("rename", "/checkpoint/offsets/7", sleeper.pid)  # another path: not counted
+    points.passed("fsync", "/checkpoint/commits/7", sleeper.pid)  # another op: not counted
+    points.passed("rename", "/checkpoint/commits/7", sleeper.pid)
+    assert points.counters()["crashes"] == [] and sleeper.poll() is None
+    points.passed("rename", "/checkpoint/commits/8", sleeper.pid)  # the 2nd of commits/N
+    assert sleeper.wait(10) == -9
+    [fired] = points.counters()["crashes"]
+    assert fired["path"] == "/checkpoint/commits/8" and fired["k"] == 2
+    assert fired["pgid"] == sleeper.pid and points.counters()["crash_armed"] is None
+
+
+def test_the_callers_own_group_is_spared():
+    points = CrashPoints()
+    points.arm({"op": "fsync", "k": 1})
+    points.passed("fsync", "/x", os.getpid())  # this process's group: never counted
+    assert points.counters()["crashes"] == [] and points.disarm() is True
