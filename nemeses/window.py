@@ -11,6 +11,11 @@ window had closed by then. The action's ``effect`` is that evidence: inside (the
 or line was not there) or after it closed — so window coverage counts only kills that landed
 inside.
 
+When the job's directory is on a lazy disk (a ``crash-at-sync`` or ``lost-writes`` nemesis in
+the run) and the kill is "now", a window opened by a file is reached from below instead
+(:class:`FromBelow`): the filesystem kills the job inside the rename that puts the chosen
+opening file in place — how a millisecond window (a Delta commit before ``commits/N``) is hit.
+
 A window that does not open in time (armed 3 s and the system sealed ``skip`` + 2 steps since,
 or 20 s: :func:`sealcheck.nemeses.api.wait_fired`'s rule) is replaced by a plain kill, counted
 as "happened, no effect".
@@ -147,6 +152,50 @@ class Watch(threading.Thread):
         self.result = {"killed": killed, "opened_by": what, "after_ms": after_ms, "effect": bit}
 
 
+class FromBelow:
+    """The same wait as :class:`Watch`, taken inside the filesystem when the job's directory
+    is on a lazy disk: a crash point (:mod:`sealcheck.infra.crash_points`) on the
+    ``skip + 1``-th rename that puts an opening file in place kills the job inside that call —
+    exactly at the opening, however narrow the window (a Delta commit before ``commits/N``)."""
+
+    def __init__(self, name: str, window: CrashWindow, root: Path, disk: Any, skip: int) -> None:
+        self.label, self.window, self.disk = name, window, disk
+        self.closes_in = root / window.closes_in if window.closes_in is not None else None
+        self.before = _names(self.closes_in)
+        self.at = len(disk.counters().get("crashes", []))
+        where = re.escape(str(window.opens_in).strip("/"))
+        disk.arm_crash("rename", skip + 1, f"^/{where}/{window.opens}$")
+        self.stop = threading.Event()
+        self.result: dict[str, Any] | None = None
+
+    def is_alive(self) -> bool:
+        """Still waiting (else :attr:`result` holds the crash and its evidence)."""
+        crashes = self.disk.counters().get("crashes", [])[self.at :]
+        if not crashes:
+            return True
+        c = crashes[0]
+        name = str(c["path"]).rsplit("/", 1)[-1]
+        m = re.fullmatch(self.window.opens, name)
+        closing = self.window.closing(m.group(1) if m and m.re.groups else None)
+        own = "{n}" in str(self.window.closes)
+        pool = _names(self.closes_in) - (set() if own else self.before)
+        closed = next((f for f in sorted(pool) if closing and closing.fullmatch(f)), None)
+        what = f"process group {c['pgid']} killed inside the rename of {c['path']}"
+        bit = (
+            effect(False, f"{what}: {self.window.closes_in}/{closed} was already there")
+            if closed is not None
+            else effect(True, f"{what}, before the window closed")
+        )
+        self.result = {"crashed": c, "opened_by": name, "after_ms": 0.0, "effect": bit}
+        return False
+
+    def join(self, timeout: float | None = None) -> None:
+        """Disarm (it may fire meanwhile: look once more)."""
+        if self.result is None:
+            self.disk.disarm_crash()
+            self.is_alive()
+
+
 class CrashInWindow(Nemesis):
     """Kill the job inside its crash windows, one per fault window, in a seeded cover."""
 
@@ -157,7 +206,7 @@ class CrashInWindow(Nemesis):
     def __init__(self, info: PlanInfo) -> None:
         self.windows = tuple(sorted(info.windows))
         self._order: list[str] = []
-        self._watch: Watch | None = None
+        self._watch: Watch | FromBelow | None = None
         self._sealed_at_arm = 0
 
     @property
@@ -190,7 +239,12 @@ class CrashInWindow(Nemesis):
         self._sealed_at_arm = target.sealed()
         delay_s = float(action.value.get("delay_ms", 0.0)) / 1000
         skip = int(action.value.get("skip", 0))
-        self._watch = Watch(name, window, target.files(), target, skip, delay_s)
+        disk, root = target.disks().get("store"), target.files()
+        if disk is not None and root is not None and window.opens_in is not None and not delay_s:
+            self._watch = FromBelow(name, window, root, disk, skip)
+            return {"watching": f"renames into {window.opens_in} (in the filesystem)",
+                    "outcome": "pending"}  # fmt: skip
+        self._watch = Watch(name, window, root, target, skip, delay_s)
         self._watch.start()
         return {"watching": window.opens_in or "the log", "outcome": "pending"}
 
@@ -225,5 +279,6 @@ class CrashInWindow(Nemesis):
         if self._watch is None:
             return []
         self._watch.stop.set()
+        self._watch.join(5)
         self._watch, done = None, ["stopped watching for a window"]
         return done

@@ -90,3 +90,63 @@ def test_the_harness_own_writes_are_spared(disk: LazyDisk):
         f.flush()
         os.fsync(f.fileno())
     assert disk.counters()["crashes"] == [] and disk.disarm_crash()["disarmed"] is True
+
+
+#: a checkpoint written as Spark writes it: each file to a temporary name, then renamed into
+#: place; commits/N follows offsets/N by a millisecond (a window no watcher can hit)
+CHECKPOINT = textwrap.dedent(
+    """
+    import os, sys, time
+    root = sys.argv[1]
+    for d in ("offsets", "commits"):
+        os.makedirs(f"{root}/checkpoint/{d}", exist_ok=True)
+    print("ready", flush=True)
+    for n in range(10_000):
+        for d in ("offsets", "commits"):
+            open(f"{root}/checkpoint/{d}/.{n}.tmp", "w").close()
+            os.rename(f"{root}/checkpoint/{d}/.{n}.tmp", f"{root}/checkpoint/{d}/{n}")
+            time.sleep(0.001)
+        time.sleep(0.05)
+    """
+)
+
+
+def test_the_window_nemesis_hits_a_millisecond_window_from_below(disk: LazyDisk):
+    from sealcheck.core.roles import SUT, Role
+    from sealcheck.core.windows import streaming_windows
+    from sealcheck.nemeses.api import Action, PlanInfo
+    from sealcheck.nemeses.window import CrashInWindow
+
+    proc = subprocess.Popen([sys.executable, "-c", CHECKPOINT, str(disk.mountpoint)],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+
+    class Target:
+        def nodes(self, role):
+            return []
+
+        def windows(self):
+            return streaming_windows()
+
+        def files(self):
+            return disk.mountpoint
+
+        def disks(self):
+            return {"store": disk}
+
+        def sealed(self):
+            return 0
+
+    windows = tuple(streaming_windows())
+    nemesis = CrashInWindow(PlanInfo(roles={SUT.name: Role(SUT.name)}, windows=windows))
+    action = Action(0.0, "window", "crash-in-window", {"window": "after-offsets", "skip": 2})
+    try:
+        assert "in the filesystem" in nemesis.invoke(action, Target())["watching"]
+        done = nemesis.resolve(action, Target(), 0.0)
+    finally:
+        proc.kill()
+    assert proc.wait(10) == -9
+    assert done["crashed"]["path"] == f"/checkpoint/offsets/{done['opened_by']}"
+    assert done["effect"]["effect"] is True, done  # commits/N was not there: inside
+    n = int(done["opened_by"])
+    assert not (disk.mountpoint / "checkpoint" / "commits" / str(n)).exists()
