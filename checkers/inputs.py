@@ -110,6 +110,9 @@ class RunData:
     #: (:mod:`sealcheck.rundir.effects`: ``row, partition, offset, table, key, value``); None:
     #: the built-in record encoding
     stated: Frame | None = None
+    #: collections the system says it does not keep (``"kept": false`` in the export's
+    #: frontiers: an output observed from outside keeps no ``bindings``)
+    unkept: frozenset[str] = frozenset()
 
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
     #: records bound at sealed steps (set by :meth:`winners`)
@@ -122,10 +125,11 @@ class RunData:
 
     @property
     def keeps_bindings(self) -> bool:
-        """Whether the output exports ``bindings`` (which offsets each step read); an output
-        observed from outside keeps none (:mod:`sealcheck.systems.outputs.sql`), and the
-        checkers that need them are then not applicable."""
-        return "bindings" in self.uppers
+        """Whether the output keeps ``bindings`` (which offsets each step read). Only an
+        export that says so (``"kept": false``: an output observed from outside,
+        :mod:`sealcheck.systems.outputs.sql`) keeps none, and the checkers that need them are
+        then not applicable; a missing collection is never taken for that."""
+        return "bindings" not in self.unkept
 
     def memoised(self) -> set[str]:
         """The derived frames computed so far (so callers can avoid forcing a parse)."""

@@ -93,6 +93,7 @@ def load_run(run_dir: Path) -> RunData:
         if EFFECTS in recorded:
             files.check_parquet(run_dir / EFFECTS, EFFECTS_SCHEMA.names())
         uppers, exported = files.read_frontiers(run_dir / export.frontiers)
+        not_kept = files.unkept(run_dir / export.frontiers)
     except files.InputFileError as exc:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None
     topic = pl.scan_parquet(run_dir / files.TOPIC).cast(TOPIC_SCHEMA)
@@ -115,4 +116,5 @@ def load_run(run_dir: Path) -> RunData:
         files.step_labels(run_dir) if export.versions in recorded else {},
         steps,
         pl.scan_parquet(run_dir / EFFECTS).cast(EFFECTS_SCHEMA) if EFFECTS in recorded else None,
+        not_kept,
     )

@@ -270,6 +270,14 @@ def check_parquet(path: Path, columns: Iterable[str] = ()) -> None:
         raise _bad(path, f"no column {', '.join(missing)} (it holds {', '.join(sorted(names))})")
 
 
+def unkept(path: Path) -> frozenset[str]:
+    """The collections :attr:`Export.frontiers` says the system does not keep (``"kept":
+    false``: an output observed from outside keeps no ``bindings``); call after
+    :func:`read_frontiers` has accepted the file."""
+    doc = json.loads(path.read_text())
+    return frozenset(n for n, f in doc.items() if isinstance(f, dict) and f.get("kept") is False)
+
+
 def read_frontiers(path: Path) -> tuple[dict[str, int], dict[str, int]]:
     """The uppers and sinces of :attr:`Export.frontiers` (``{collection: {"upper": u, "since":
     s}}``); :class:`InputFileError` when it is unreadable, not JSON, or not of that shape."""

@@ -205,13 +205,19 @@ class JobDeployment:
             self.run = dataclasses.replace(self.run, master=self.cluster.url)
 
     def stop(self) -> None:
-        """Stop the cluster (``--spark cluster``); unmount the lazy disk."""
+        """Stop the cluster (``--spark cluster``); close the output's connection (an output
+        observed from outside keeps one); unmount the lazy disk."""
         try:
             if self.cluster is not None:
                 self.cluster.stop()
         finally:
-            if self.disk is not None:
-                self.disk.stop()
+            try:
+                close = getattr(self.out, "close", None)
+                if close is not None:
+                    close()
+            finally:
+                if self.disk is not None:
+                    self.disk.stop()
 
     def launch(self, incarnation: int) -> Launch:
         """The job's command, with its environment."""

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
+import pytest
 
 from sealcheck.checkers import run_checkers
 from sealcheck.checkers.inputs import RunData
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs import SQLiteOutput
+from sealcheck.systems.outputs.sql import OutputError
 from tests.runs import build_run
 
 DDL = "CREATE TABLE t (id TEXT PRIMARY KEY, v INTEGER, at TEXT)"
@@ -54,7 +56,11 @@ def test_each_committed_change_is_one_state_of_updates(tmp_path):
     assert out.capture({"data": 2, "errors": 2}) is None  # nothing new
     out.export(tmp_path / "run")
     frontiers = json.loads((tmp_path / "run" / "export" / "frontiers.json").read_text())
-    assert frontiers == {"data": {"upper": 2, "since": 0}, "errors": {"upper": 2, "since": 0}}
+    assert frontiers == {
+        "data": {"upper": 2, "since": 0},
+        "errors": {"upper": 2, "since": 0},
+        "bindings": {"upper": 0, "since": 0, "kept": False},
+    }
     exported = pq.read_table(tmp_path / "run" / "export" / "updates.parquet").to_pylist()
     assert len(exported) == 5
 
@@ -88,7 +94,14 @@ def _without_bindings(run: RunData, caught_up: bool = True) -> RunData:
             op["value"] = {c: u for c, u in op["value"].items() if c != "bindings"}
     if not caught_up:
         history.ops = [op for op in history.ops if op.get("f") != "caught-up"]
-    return RunData(run.topic, updates, uppers, dict.fromkeys(uppers, 0), history)
+    return RunData(
+        run.topic,
+        updates,
+        uppers,
+        dict.fromkeys(uppers, 0),
+        history,
+        unkept=frozenset({"bindings"}),
+    )
 
 
 PAIRS = [(b"a", b'{"v": 1}'), (b"b", b'{"v": 1}'), (b"a", b'{"v": 2}'), (b"c", b"{bad")]
@@ -118,7 +131,7 @@ def test_without_bindings_a_state_no_prefix_explains_is_still_caught():
     # a=2 (offset 2) is lost while the dead letter of c (offset 3) is in: no prefix explains both
     lost = (pl.col("key") == b"a") & (pl.col("ts") == 1)
     res = run_checkers(RunData(run.topic, run.updates.filter(~lost), run.uppers, run.sinces,
-                               run.history), ["prefix"])  # fmt: skip
+                               run.history, unkept=run.unkept), ["prefix"])  # fmt: skip
     assert res.checkers["prefix"].valid is False
 
 
@@ -138,3 +151,35 @@ def test_a_batch_in_flight_keeps_the_job_from_settling(tmp_path):
     (tmp_path / "checkpoint" / "commits" / "10").touch()
     assert not in_flight(tmp_path, window)
     assert newest_write(tmp_path) >= (tmp_path / "checkpoint" / "commits" / "10").stat().st_mtime
+
+
+def test_a_missing_bindings_collection_is_not_taken_for_an_output_without_bindings():
+    run = build_run(PAIRS, partitions=1, step_size=2)
+    gone = RunData(run.topic, run.updates.filter(pl.col("collection") != "bindings"),
+                   {c: u for c, u in run.uppers.items() if c != "bindings"}, run.sinces,
+                   run.history)  # fmt: skip
+    res = run_checkers(gone, ["sealed_state", "frontiers"])
+    assert "sealed_state" not in res.not_applicable and res.valid is not True
+
+
+def test_a_final_read_that_fails_fails_the_export(tmp_path):
+    db = _db(tmp_path / "x.db")
+    out = SQLiteOutput(tmp_path / "x.db", "t", "id")
+    db.execute("INSERT INTO t VALUES ('a', 1, 'now')")
+    db.commit()
+    assert out.uppers() == {"data": 1, "errors": 1}
+    db.execute("ALTER TABLE t RENAME TO gone")
+    db.commit()
+    with pytest.raises(OutputError, match="cannot be read"):
+        out.export(tmp_path / "run")
+    assert not (tmp_path / "run" / "export" / "frontiers.json").exists()
+
+
+def test_a_row_the_encoding_cannot_take_is_one_line_at_the_export(tmp_path):
+    db = _db(tmp_path / "x.db")
+    out = SQLiteOutput(tmp_path / "x.db", "t", "no_such_column")
+    db.execute("INSERT INTO t VALUES ('a', 1, 'now')")
+    db.commit()
+    out.uppers()  # the observer's sample: no exception escapes into its thread
+    with pytest.raises(OutputError, match="a row of t cannot be compared"):
+        out.export(tmp_path / "run")

@@ -49,8 +49,19 @@ class PostgresOutput(Snapshots):
 
     errors_of_reading = (psycopg.Error,)
 
+    def where(self) -> str:
+        """The server and database (no password)."""
+        info = psycopg.conninfo.conninfo_to_dict(self.dsn)
+        return (
+            f"postgresql://{info.get('host', '')}:{info.get('port', '')}/{info.get('dbname', '')}"
+        )
+
     def _connect(self) -> psycopg.Connection[dict[str, Any]]:
-        return psycopg.connect(self.dsn, autocommit=True, row_factory=dict_row, connect_timeout=2)
+        # a read blocked by a lock or a lost server gives up rather than hold the run
+        return psycopg.connect(
+            self.dsn, autocommit=True, row_factory=dict_row, connect_timeout=2,
+            options="-c statement_timeout=5000", keepalives_idle=5,
+        )  # fmt: skip
 
     def _version(self, conn: psycopg.Connection[dict[str, Any]]) -> Any:
         row = conn.execute("SELECT pg_current_wal_lsn()::text AS lsn").fetchone()

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sealcheck.core.effects import EffectError
 from sealcheck.rundir.captures import Capture
 from sealcheck.rundir.files import write_export
 from sealcheck.systems.api import Progress
@@ -51,6 +52,10 @@ from sealcheck.systems.outputs.rows import Encoder
 #: the collections a snapshot fills (a table each)
 COLLECTIONS = ("data", "errors")
 Row = tuple[str, bytes, bytes, int, int]
+
+
+class OutputError(RuntimeError):
+    """The output cannot be exported as it is (the message says why and what to do)."""
 
 
 class SnapshotStates:
@@ -67,6 +72,7 @@ class SnapshotStates:
         self.rows: list[Row] = []  # every update, for the export
         self.captured = 0  # rows handed to captures
         self.changed_at = 0.0
+        self.error: str | None = None  # a row the encoding could not take
 
 
 class Snapshots:
@@ -110,26 +116,39 @@ class Snapshots:
                 s.conn.close()
             s.conn, s.version = None, None  # a new connection's version is its own
 
-    def observe(self) -> int | None:
+    def observe(self, strict: bool = False) -> int | None:
         """Take a snapshot if anything was committed since the last one; the number of states
-        recorded (None while the tables cannot be read yet)."""
+        recorded (None while the tables cannot be read yet). A read that fails counts as a
+        change (an unreadable database never looks quiet); with ``strict`` it raises
+        :class:`OutputError` instead (the export: a final state that cannot be read is not
+        judged as the last one seen). Rows the encoding cannot take (a key column that is not
+        there, a value of a type no record gives) are an :class:`OutputError` at the export."""
         s = self._states
         with s.lock:
             try:
                 if s.conn is None:
                     s.conn = self._connect()
                     if s.conn is None:
+                        if strict:
+                            raise OutputError(f"{self.where()}: the database is not there")
                         return None
                 version = self._version(s.conn)
-                if version == s.version and s.exists:
+                if version == s.version and s.exists and not strict:
                     return s.count
                 read = self._read(s.conn)
-            except self.errors_of_reading:  # not created yet, locked, or the server gone:
+            except self.errors_of_reading as exc:  # not created yet, locked, or the server gone
                 self._close()  # a new connection at the next sample
+                s.changed_at = time.monotonic()
+                if strict:
+                    raise OutputError(f"{self.where()}: cannot be read: {exc}") from None
                 return s.count if s.exists else None
-            state: dict[str, Counter[tuple[bytes, bytes]]] = {c: Counter() for c in COLLECTIONS}
-            for name, (_, encode) in self.tables().items():
-                state[name] = Counter(encode(row) for row in read[name])
+            state = {c: Counter[tuple[bytes, bytes]]() for c in COLLECTIONS}
+            for name, (table, encode) in self.tables().items():
+                try:
+                    state[name] = Counter(encode(row) for row in read[name])
+                except (KeyError, EffectError) as exc:  # said at the export, in one line
+                    s.error = f"{self.where()}: a row of {table} cannot be compared ({exc})"
+                    return s.count if s.exists else None
             s.version, s.exists = version, True
             rows: list[Row] = []
             for c in COLLECTIONS:
@@ -141,6 +160,10 @@ class Snapshots:
                 s.rows.extend(rows)
                 s.last, s.count, s.changed_at = state, s.count + 1, time.monotonic()
             return s.count
+
+    def where(self) -> str:
+        """The database, for people (no password)."""
+        raise NotImplementedError
 
     #: the exceptions that mean "cannot be read now" (the next sample tries again)
     errors_of_reading: tuple[type[BaseException], ...] = (sqlite3.Error,)
@@ -169,12 +192,27 @@ class Snapshots:
             return Capture({c: (since_captured.get(c, 0), s.count) for c in COLLECTIONS}, {}, rows)
 
     def export(self, run_dir: Path) -> None:
-        """Every state recorded, as updates (``data``, ``errors``; no ``bindings``)."""
-        self.observe()
-        s = self._states
-        with s.lock:
-            frontiers = {c: {"upper": s.count, "since": 0} for c in COLLECTIONS}
-            write_export(run_dir, frontiers, [s.rows] if s.rows else [])
+        """Every state recorded, as updates (``data``, ``errors``), after one last read that
+        must succeed; ``bindings`` is written as not kept (``"kept": false``: the checkers that
+        need it are not applicable). An :class:`OutputError` when the last read fails or a row
+        could not be compared (the run is then not judged)."""
+        try:
+            self.observe(strict=True)
+            s = self._states
+            with s.lock:
+                if s.error is not None:
+                    raise OutputError(s.error)
+                frontiers: dict[str, dict[str, Any]] = {
+                    c: {"upper": s.count, "since": 0} for c in COLLECTIONS
+                }
+                frontiers["bindings"] = {"upper": 0, "since": 0, "kept": False}
+                write_export(run_dir, frontiers, [s.rows] if s.rows else [])
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the harness's connection (teardown; idempotent)."""
+        with self._states.lock:
             self._close()
 
 
@@ -212,6 +250,10 @@ class SQLiteOutput(Snapshots):
         )
         conn.row_factory = sqlite3.Row
         return conn
+
+    def where(self) -> str:
+        """The database file."""
+        return str(self.path)
 
     def _version(self, conn: sqlite3.Connection) -> Any:
         # changes whenever another connection commits (https://sqlite.org/pragma.html)
