@@ -150,6 +150,15 @@ def wait_fired(
     return time.monotonic() - start
 
 
+def running_group(target: Target) -> int | None:
+    """The running incarnation's process group (an incarnation leads its own): the only one a
+    crash point in the filesystem may count, so the crash it records is the system under
+    test's (None: none runs now, and any caller counts)."""
+    nodes = target.nodes("sut")
+    ident = getattr(nodes[0], "ident", None) if nodes else None
+    return ident if isinstance(ident, int) else None
+
+
 def settled(done: dict[str, Any], key: str, why: str) -> dict[str, Any]:
     """``done`` with its ``outcome``: ``happened`` when ``done[key]`` is set, else ``skipped``
     with ``why`` (every planned fault says in the history whether it happened)."""

@@ -35,6 +35,7 @@ from sealcheck.nemeses.api import (
     PlanInfo,
     Target,
     chance_s,
+    running_group,
 )
 from sealcheck.nemeses.effects import effect
 
@@ -80,7 +81,9 @@ class CrashAtSync(Nemesis):
             return {"outcome": "skipped", "why": "the system's directory is not on a lazy disk"}
         self._sealed_at_arm = target.sealed()
         self._crashes_at_arm = len(disk.counters().get("crashes", []))
-        disk.arm_crash(str(action.value["window"]), int(action.value["k"]))
+        disk.arm_crash(
+            str(action.value["window"]), int(action.value["k"]), only=running_group(target)
+        )
         return {"armed": f"{action.value['window']} #{action.value['k']}", "outcome": "pending"}
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from sealcheck.nemeses.api import (
     PlanInfo,
     Target,
     chance_s,
+    running_group,
 )
 from sealcheck.nemeses.effects import effect
 
@@ -72,8 +73,11 @@ class Watch(threading.Thread):
         self.opens_in = root / window.opens_in if root and window.opens_in is not None else None
         self.closes_in = root / window.closes_in if root and window.closes_in is not None else None
         self.stop = threading.Event()
+        #: set once the chosen opening was seen: the kill is under way (resolve waits for it)
+        self.killing = threading.Event()
         self.result: dict[str, Any] | None = None
         self._seen = _names(self.opens_in)
+        self._ident = self._incarnation()
         self._log_at = len(self._log())
         # the closing directory as it was before the opening appeared (taken before the scan
         # *before* the one that finds it): whatever is new since may have closed the window
@@ -84,10 +88,30 @@ class Watch(threading.Thread):
         nodes = self.target.nodes(SUT.name)
         return nodes[0].log_text() if nodes and hasattr(nodes[0], "log_text") else ""
 
+    def _incarnation(self) -> Any:
+        nodes = self.target.nodes(SUT.name)
+        return getattr(nodes[0], "ident", None) if nodes else None
+
+    @staticmethod
+    def _gone(node: Any) -> bool:
+        """Wait until the killed incarnation has ended (a dead process writes nothing more:
+        what is there now was there before the kill); True once it has."""
+        dead = getattr(node, "last_killed", None)
+        if dead is None:  # a node that cannot say: a moment for the signal to land
+            time.sleep(0.05)
+            return True
+        deadline = time.monotonic() + 10
+        while dead.alive and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return not dead.alive
+
     def _next_opening(self) -> tuple[str, str | None] | None:
         """A new opening (what opened it, its ``{n}``), or None for now."""
         pattern = re.compile(self.window.opens)
         if self.window.opens_in is None:
+            ident = self._incarnation()
+            if ident != self._ident:  # a new incarnation: its log starts over
+                self._ident, self._log_at = ident, 0
             text = self._log()
             self._chunk_at = self._log_at
             new, self._log_at = text[self._log_at :], len(text)
@@ -111,6 +135,7 @@ class Watch(threading.Thread):
         while not self.stop.is_set():
             opened = self._next_opening()
             if opened is not None:
+                self.killing.set()
                 self._kill(*opened)
                 return
             time.sleep(poll)
@@ -119,12 +144,12 @@ class Watch(threading.Thread):
         opened_at = time.monotonic()
         closing = self.window.closing(n)
         before = self._closes[0]
-        if self.delay_s:
-            time.sleep(self.delay_s)
+        if self.delay_s and self.stop.wait(self.delay_s):
+            return  # given up meanwhile: resolve kills
         nodes = self.target.nodes(SUT.name)
         killed = nodes[0].kill() if nodes else None
         after_ms = round((time.monotonic() - opened_at) * 1000, 1)
-        time.sleep(0.05)  # a dead process writes nothing more: what is there now was before
+        gone = self._gone(nodes[0] if nodes else None)
         closed = None
         if closing is not None and self.window.closes_in is not None:
             # the batch's own closing (``{n}``) counts whenever it was written; any other
@@ -132,12 +157,17 @@ class Watch(threading.Thread):
             own = "{n}" in str(self.window.closes)
             pool = _names(self.closes_in) - (set() if own else before)
             closed = next((f for f in sorted(pool) if closing.fullmatch(f)), None)
-        elif closing is not None:
-            m = closing.search(self._log()[self._chunk_at :])
+        elif closing is not None:  # the killed incarnation's own log, read once it is gone
+            dead = getattr(nodes[0], "last_killed", None) if nodes else None
+            log = dead.log_text() if dead is not None else self._log()
+            m = closing.search(log[self._chunk_at :])
             closed = m.group(0) if m else None
         where = f"{self.window.opens_in}/{what}" if self.window.opens_in else f"log line {what!r}"
         if killed is None:
             bit = effect(False, f"{where} opened {self.label}, but no incarnation was running")
+        elif not gone:
+            bit = effect(False, f"{killed} was sent SIGKILL {after_ms} ms after {where} but did "
+                         "not end within 10 s")  # fmt: skip
         elif closed is not None:
             shut = f"{self.window.closes_in}/{closed}" if self.window.closes_in else repr(closed)
             bit = effect(
@@ -158,13 +188,14 @@ class FromBelow:
     ``skip + 1``-th rename that puts an opening file in place kills the job inside that call —
     exactly at the opening, however narrow the window (a Delta commit before ``commits/N``)."""
 
-    def __init__(self, name: str, window: CrashWindow, root: Path, disk: Any, skip: int) -> None:
+    def __init__(
+        self, name: str, window: CrashWindow, root: Path, disk: Any, skip: int, only: int | None
+    ) -> None:
         self.label, self.window, self.disk = name, window, disk
         self.closes_in = root / window.closes_in if window.closes_in is not None else None
-        self.before = _names(self.closes_in)
         self.at = len(disk.counters().get("crashes", []))
         where = re.escape(str(window.opens_in).strip("/"))
-        disk.arm_crash("rename", skip + 1, f"^/{where}/{window.opens}$")
+        disk.arm_crash("rename", skip + 1, f"^/{where}/{window.opens}$", only=only)
         self.stop = threading.Event()
         self.result: dict[str, Any] | None = None
 
@@ -177,8 +208,10 @@ class FromBelow:
         name = str(c["path"]).rsplit("/", 1)[-1]
         m = re.fullmatch(self.window.opens, name)
         closing = self.window.closing(m.group(1) if m and m.re.groups else None)
+        # killed inside the very call that opened the window: only the batch's own closing
+        # (``{n}``), written before that (a replay), can show the window was not open
         own = "{n}" in str(self.window.closes)
-        pool = _names(self.closes_in) - (set() if own else self.before)
+        pool = _names(self.closes_in) if own else set()
         closed = next((f for f in sorted(pool) if closing and closing.fullmatch(f)), None)
         what = f"process group {c['pgid']} killed inside the rename of {c['path']}"
         bit = (
@@ -241,7 +274,7 @@ class CrashInWindow(Nemesis):
         skip = int(action.value.get("skip", 0))
         disk, root = target.disks().get("store"), target.files()
         if disk is not None and root is not None and window.opens_in is not None and not delay_s:
-            self._watch = FromBelow(name, window, root, disk, skip)
+            self._watch = FromBelow(name, window, root, disk, skip, running_group(target))
             return {"watching": f"renames into {window.opens_in} (in the filesystem)",
                     "outcome": "pending"}  # fmt: skip
         self._watch = Watch(name, window, root, target, skip, delay_s)
@@ -261,6 +294,8 @@ class CrashInWindow(Nemesis):
             if armed_s >= limit or (armed_s >= MIN_ARMED_S and target.sealed() >= needed):
                 break
             time.sleep(0.05)
+        if isinstance(watch, Watch) and watch.killing.is_set():
+            watch.join(30)  # the kill is under way (it may wait for an incarnation to start)
         watch.stop.set()
         watch.join(5)
         if watch.result is not None:

@@ -293,6 +293,9 @@ class SupervisedNode:
         self.supervisor, self.wait_s = supervisor, wait_s
         self._paused: Incarnation | None = None
         self._acted_on: Incarnation | None = None  # the last one paused or resumed
+        #: the last incarnation :meth:`kill` killed (its log and whether it is gone yet stay
+        #: readable after the supervisor started the next one)
+        self.last_killed: Incarnation | None = None
 
     @property
     def alive(self) -> bool:
@@ -322,7 +325,10 @@ class SupervisedNode:
     def kill(self) -> int | str | None:
         """SIGKILL the running incarnation (driver and JVM)."""
         cur = self.supervisor.wait_running(self.wait_s)
-        return cur.kill() if cur is not None else None
+        if cur is None:
+            return None
+        self.last_killed = cur
+        return cur.kill()
 
     def pause(self) -> int | str | None:
         """Freeze the running incarnation; returns once it is frozen."""

@@ -115,9 +115,10 @@ class Disk(Protocol):
         """What is un-fsynced now (``kept_bytes``, ``kept_files``), what drops lost so far, and
         the crash points that fired (``crashes``)."""
 
-    def arm_crash(self, op: str, k: int, path: str = "") -> dict[str, Any]:
+    def arm_crash(self, op: str, k: int, path: str = "", only: int | None = None) -> dict[str, Any]:
         """Kill whoever does the ``k``-th ``op`` (``fsync``, ``rename``) of one kind of file,
-        inside that call (:mod:`sealcheck.infra.crash_points`)."""
+        inside that call (:mod:`sealcheck.infra.crash_points`); with ``only``, only that
+        process group counts."""
 
     def disarm_crash(self) -> dict[str, Any]:
         """Disarm a crash point that has not fired."""

@@ -11,8 +11,9 @@ commits likewise, a SQLite WAL is one file. The call that makes some kind's coun
 is done first (the data is durable, the
 rename made), then the calling process's whole process group is SIGKILLed *before the call
 returns*: the writer never runs another instruction, and nothing races it. The page cache is
-left alone (a process crash, not a power cut: what was written but not fsynced stays). It fires
-once, then disarms.
+left alone (a process crash, not a power cut: what was written but not fsynced stays). With
+``only``, only those process groups are counted (the harness arms it for the running
+incarnation's). It fires once, then disarms.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class CrashPoint:
     path: str = ""
     #: process groups never killed (the harness's own, the daemon's)
     spare: tuple[int, ...] = ()
+    #: the only process groups counted (the system under test's incarnation); empty: any
+    only: tuple[int, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
     fired: dict[str, Any] | None = None
 
@@ -52,7 +55,8 @@ class CrashPoint:
         path = str(doc.get("path") or "")
         re.compile(path)
         spare = tuple(int(g) for g in doc.get("spare") or ())
-        return CrashPoint(op, k, path, (*spare, os.getpgid(0)))
+        only = tuple(int(g) for g in doc.get("only") or ())
+        return CrashPoint(op, k, path, (*spare, os.getpgid(0)), only)
 
     def passed(self, op: str, path: str, pid: int) -> bool:
         """Count one ``op`` on ``path`` done by ``pid``; at the ``k``-th on one file, kill
@@ -64,6 +68,8 @@ class CrashPoint:
         except OSError:  # the caller is already gone
             return False
         if group in self.spare or group <= 1:  # the harness's own fsync: not counted
+            return False
+        if self.only and group not in self.only:  # not the system under test
             return False
         kind = re.sub(r"\d+", "N", path)  # offsets/17 and offsets/18: one kind of file
         n = self.counts[kind] = self.counts.get(kind, 0) + 1

@@ -125,11 +125,14 @@ class LazyDisk:
         and which fired (``crashes``)."""
         return self._control(None)
 
-    def arm_crash(self, op: str, k: int, path: str = "") -> dict[str, Any]:
+    def arm_crash(self, op: str, k: int, path: str = "", only: int | None = None) -> dict[str, Any]:
         """Kill the process group of whoever does the ``k``-th ``op`` (``fsync``, ``rename``)
-        of one file whose mount path matches ``path``, inside that call
-        (:mod:`sealcheck.infra.crash_points`); the harness's own process group is spared."""
-        spec = {"op": op, "k": k, "path": path, "spare": [os.getpgid(0)]}
+        of one kind of file whose mount path matches ``path``, inside that call
+        (:mod:`sealcheck.infra.crash_points`); the harness's own process group is spared, and
+        with ``only`` only that process group is counted."""
+        spec: dict[str, Any] = {"op": op, "k": k, "path": path, "spare": [os.getpgid(0)]}
+        if only is not None:
+            spec["only"] = [only]
         return self._control("arm " + json.dumps(spec))
 
     def disarm_crash(self) -> dict[str, Any]:

@@ -22,8 +22,16 @@ def test_a_bad_spec_is_named():
 def test_files_of_one_kind_count_together_and_the_kth_kills_the_callers_group():
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                                start_new_session=True)  # fmt: skip
+    try:
+        _kills_at_the_second(sleeper)
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
+
+
+def _kills_at_the_second(sleeper: subprocess.Popen[bytes]) -> None:
     points = CrashPoints()
-    points.arm({"op": "rename", "k": 2, "path": "commits/"})
+    points.arm({"op": "rename", "k": 2, "path": "commits/", "only": [sleeper.pid]})
     points.passed("rename", "/checkpoint/offsets/7", sleeper.pid)  # another path: not counted
     points.passed("fsync", "/checkpoint/commits/7", sleeper.pid)  # another op: not counted
     points.passed("rename", "/checkpoint/commits/7", sleeper.pid)

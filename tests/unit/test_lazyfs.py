@@ -1,4 +1,4 @@
-"""The lazy filesystem's page bookkeeping (sealcheck.infra.lazyfs.LazyState) on plain files: what is
+"""The lazy filesystem's page bookkeeping (sealcheck.infra.lazy_pages.LazyState) on plain files: what is
 written is read back, fsync makes it durable, a drop loses exactly what was not fsynced."""
 
 from __future__ import annotations

@@ -23,11 +23,13 @@ import os, sys, time
 root, work, rest = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 for d in ("offsets", "commits"):
     os.makedirs(f"{root}/checkpoint/{d}", exist_ok=True)
+sys.stdin.readline()  # the window is armed: go
 for n in range(1000):
     open(f"{root}/checkpoint/offsets/{n}", "w").close()
     print(f"batch {n} planned", flush=True)
     time.sleep(work)
     open(f"{root}/checkpoint/commits/{n}", "w").close()
+    print(f"batch {n} written", flush=True)
     time.sleep(rest)
 """
 
@@ -36,10 +38,17 @@ class _Process:
     """The ``sut`` node: one real process."""
 
     def __init__(self, root: Path, work: float, rest: float) -> None:
+        root.mkdir(parents=True, exist_ok=True)
         self.log = root / "out.log"
         argv = [sys.executable, "-c", QUERY, str(root), str(work), str(rest)]
         with self.log.open("w") as out:
-            self.proc = subprocess.Popen(argv, stdout=out)
+            self.proc = subprocess.Popen(argv, stdout=out, stdin=subprocess.PIPE, text=True)
+
+    def go(self) -> None:
+        """Start the batches (once the window is armed: nothing here rests on timing)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
 
     def kill(self) -> int | None:
         if self.proc.poll() is not None:
@@ -67,6 +76,9 @@ class _Target:
     def files(self) -> Path:
         return self.root
 
+    def disks(self) -> dict[str, Any]:
+        return {}  # no lazy disk: the watcher (from below: test_crash_at_sync)
+
     def sealed(self) -> int:
         return len(list((self.root / "checkpoint" / "commits").glob("*")))
 
@@ -80,6 +92,7 @@ def _act(target: _Target, **value: Any) -> dict[str, Any]:
     action = Action(0.0, "window", "crash-in-window", value)
     started = nemesis.invoke(action, target)  # type: ignore[arg-type]
     assert started["outcome"] == "pending"
+    target.node.go()
     try:
         return nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
     finally:
@@ -108,10 +121,14 @@ def test_a_kill_after_the_window_closed_says_so(tmp_path):
 
 
 def test_a_log_line_opens_a_window_too(tmp_path):
-    windows = {"planned": CrashWindow(r"batch (\d+) planned", closes=r"batch {n} done")}
-    target = _Target(tmp_path, windows)
+    windows = {"planned": CrashWindow(r"batch (\d+) planned", closes=r"batch {n} written")}
+    target = _Target(tmp_path, windows, work=2.0)
     done = _act(target, window="planned", skip=2, delay_ms=0.0)
     assert done["opened_by"] == "batch 2 planned" and done["effect"]["effect"] is True
+    # and after it closed: the batch's own closing line was already in the log
+    target = _Target(tmp_path / "2", windows, work=0.0, rest=60.0)
+    done = _act(target, window="planned", skip=0, delay_ms=1500.0)
+    assert done["effect"]["effect"] is False and "batch 0 written" in done["effect"]["evidence"]
 
 
 def test_a_window_that_never_opens_is_replaced_by_a_kill(tmp_path):
@@ -120,6 +137,7 @@ def test_a_window_that_never_opens_is_replaced_by_a_kill(tmp_path):
     nemesis = _nemesis(windows)
     action = Action(0.0, "window", "crash-in-window", {"window": "never", "chance_s": 0.5})
     nemesis.invoke(action, target)  # type: ignore[arg-type]
+    target.node.go()
     done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
     assert done["killed"] == target.node.proc.pid and done["effect"]["effect"] is False
     assert nemesis.heal(target) == []  # type: ignore[arg-type]
