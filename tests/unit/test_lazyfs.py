@@ -1,5 +1,6 @@
-"""The lazy filesystem's page bookkeeping (sealcheck.infra.lazy_pages.LazyState) on plain files: what is
-written is read back, fsync makes it durable, a drop loses exactly what was not fsynced."""
+"""The lazy filesystem's page bookkeeping (sealcheck.infra.lazy_pages.LazyState) on plain
+files: what is written is read back, fsync makes it durable, a drop loses exactly what was not
+fsynced."""
 
 from __future__ import annotations
 
