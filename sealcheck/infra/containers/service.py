@@ -19,6 +19,8 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 
+from sealcheck.infra.procs import owner_token
+
 testcontainers_config.ryuk_disabled = True
 
 #: Label put on every container Sealcheck starts; its value is the run id.
@@ -61,9 +63,10 @@ class ContainerService:
         where: dict[str, Any] = {}
         if network is not None:  # a testcontainers Network; the aliases are its DNS names
             where = {"network": network, "network_aliases": list(aliases) or None}
-        self.container: Any = DockerContainer(
-            image, labels={RUN_LABEL: run_id, **(labels or {})}, **where
-        )
+        # every container names the process that owns it, so `sealcheck cleanup` removes it
+        # once that process is gone, whoever made it (a run, a test fixture)
+        owned = {RUN_LABEL: run_id, OWNER_LABEL: owner_token(), **(labels or {})}
+        self.container: Any = DockerContainer(image, labels=owned, **where)
         self.run_id, self.network = run_id, network
 
     @property
