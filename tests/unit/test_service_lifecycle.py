@@ -11,7 +11,8 @@ from sealcheck.infra import logwait
 from sealcheck.infra.containers import service
 from sealcheck.infra.containers.kafka import KafkaContainer
 from sealcheck.infra.containers.postgres import PostgresContainer
-from sealcheck.infra.containers.service import RUN_LABEL, ContainerService
+from sealcheck.infra.containers.service import OWNER_LABEL, RUN_LABEL, ContainerService
+from sealcheck.infra.procs import owner_token
 
 
 class _Wrapped:
@@ -72,7 +73,8 @@ class _Lines(ContainerService):
 def test_a_service_starts_waits_for_its_line_and_is_removed_on_exit(docker: type[_Docker]) -> None:
     with _Lines("echo:1", "run-1", network="net", aliases=("echo",)) as svc:
         box = docker.made[0]
-        assert box.kw["labels"] == {RUN_LABEL: "run-1"}
+        # the run, and the process that owns it (cleanup removes it once that is gone)
+        assert box.kw["labels"] == {RUN_LABEL: "run-1", OWNER_LABEL: owner_token()}
         assert box.kw["network_aliases"] == ["echo"]
         assert svc.wrapped is box.box and "ready to serve" in box.box.logs().decode()
         assert svc.ip() == "10.0.0.7"

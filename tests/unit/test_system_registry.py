@@ -227,4 +227,6 @@ def test_a_descriptor_for_another_sink_is_as_short(tmp_path: Path) -> None:
     deployment.export(tmp_path / "run")
     assert (tmp_path / "run" / "export" / "updates.parquet").is_file()
     assert FileJob().effect_mapping() is None  # it writes the records as they are
-    assert FileJob().offers("local") == {"spark-cluster"}  # no failpoints declared
+    # no failpoints or windows declared; locally its directory can go on a lazy disk
+    assert FileJob().offers("local") == {"spark-cluster", "lazy-disk"}
+    assert FileJob().offers("containers") == {"spark-cluster"}
