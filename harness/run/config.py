@@ -141,7 +141,7 @@ def _hostable(cfg: TestConfig) -> tuple[str, ...]:
         return cfg.nemeses  # building the test says what is wrong
     if cfg.backend not in NAMES:
         return cfg.nemeses
-    offered = capabilities(cfg.backend) | sut.offers(cfg.backend)
+    offered = (capabilities(cfg.backend) | sut.offers(cfg.backend)) - sut.opt_in
     if cfg.spark != "cluster":
         offered -= {"spark-cluster"}
     info = PlanInfo(roles=run_roles(sut, cfg.backend, cfg.brokers, cfg.spark))

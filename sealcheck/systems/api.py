@@ -197,6 +197,8 @@ class SystemUnderTest:
     #: backend capabilities it needs on every backend
     #: (``sealcheck.core.capabilities.CAPABILITIES``)
     requires: frozenset[str] = frozenset()
+    #: capabilities it offers only to nemeses named explicitly, never to the default mix
+    opt_in: frozenset[str] = frozenset()
 
     def offers(self, backend: str) -> frozenset[str]:
         """Capabilities it brings itself on ``backend`` (``failpoints``, ``lazy-disk``,

@@ -60,3 +60,11 @@ def test_the_old_name_of_the_upsert_source_still_loads() -> None:
     assert build_config({"system": "pipeline"}).system == "upsert-source"
     assert load_config(None, {"system": "pipeline"}).system == "upsert-source"
     assert system("pipeline").name == "upsert-source"
+
+
+def test_a_jobs_default_mix_leaves_its_lazy_disk_to_named_nemeses():
+    job = "tests.unit.test_system_registry:FileJob"  # a Job of the tests, not installed
+    cfg = load_config(None, {"system": job})
+    assert "lost-writes" not in cfg.nemeses and "crash-at-sync" not in cfg.nemeses
+    named = load_config(None, {"system": job, "nemeses": ["crash-at-sync"]})
+    assert named.nemeses == ("crash-at-sync",)

@@ -230,3 +230,4 @@ def test_a_descriptor_for_another_sink_is_as_short(tmp_path: Path) -> None:
     # no failpoints or windows declared; locally its directory can go on a lazy disk
     assert FileJob().offers("local") == {"spark-cluster", "lazy-disk"}
     assert FileJob().offers("containers") == {"spark-cluster"}
+    assert FileJob().opt_in == {"lazy-disk"}  # never in the default mix: named, it is there
