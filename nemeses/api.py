@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -133,17 +133,25 @@ def chance_s(window_s: float) -> float | None:
 
 
 def wait_fired(
-    target: Target, waited_s: float, sealed_at_arm: int, max_s: float | None = None
+    target: Target,
+    waited_s: float,
+    sealed_at_arm: int,
+    max_s: float | None = None,
+    pending: Callable[[], bool] | None = None,
+    more_steps: int = 0,
 ) -> float:
-    """Wait until the armed point fires, or it has been armed :data:`MIN_ARMED_S` and the
-    system has sealed :data:`ARMED_STEPS` steps since (``sealed_at_arm``: ``target.sealed()``
-    when it was armed), or ``max_s`` (default :data:`MAX_ARMED_S`) have passed; how long it
-    has been armed."""
+    """Wait until the armed point fires (``pending()`` is false; default: the failpoint is no
+    longer armed), or it has been armed :data:`MIN_ARMED_S` and the system has sealed
+    :data:`ARMED_STEPS` + ``more_steps`` steps since (``sealed_at_arm``: ``target.sealed()``
+    when it was armed; ``more_steps`` for a point that waits for several occurrences), or
+    ``max_s`` (default :data:`MAX_ARMED_S`) have passed; how long it has been armed. Every
+    fault that waits for the system to reach a point waits by this one rule."""
     start = time.monotonic() - waited_s
     limit = MAX_ARMED_S if max_s is None else max_s
-    while target.failpoints.armed():
+    still = pending if pending is not None else target.failpoints.armed
+    while still():
         armed_s = time.monotonic() - start
-        progressed = target.sealed() >= sealed_at_arm + ARMED_STEPS
+        progressed = target.sealed() >= sealed_at_arm + ARMED_STEPS + more_steps
         if armed_s >= limit or (armed_s >= MIN_ARMED_S and progressed):
             return armed_s
         time.sleep(0.05)

@@ -20,15 +20,11 @@ is disarmed and replaced by a kill, "happened, no effect".
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from sealcheck.core.roles import SUT
 from sealcheck.nemeses.api import (
-    ARMED_STEPS,
-    MAX_ARMED_S,
-    MIN_ARMED_S,
     Action,
     Mark,
     Nemesis,
@@ -36,6 +32,7 @@ from sealcheck.nemeses.api import (
     Target,
     chance_s,
     running_group,
+    wait_fired,
 )
 from sealcheck.nemeses.effects import effect
 
@@ -91,17 +88,14 @@ class CrashAtSync(Nemesis):
         disk = target.disks().get("store")
         if disk is None:
             return {"outcome": "skipped", "why": "no lazy disk"}
-        start = time.monotonic() - waited_s
-        limit = float(action.value.get("chance_s") or MAX_ARMED_S)
-        while True:
-            crashes = disk.counters().get("crashes", [])[self._crashes_at_arm :]
-            armed_s = time.monotonic() - start
-            # k calls of one kind take about k steps: wait for those and two more
-            needed = self._sealed_at_arm + ARMED_STEPS + int(action.value["k"])
-            progressed = target.sealed() >= needed
-            if crashes or armed_s >= limit or (armed_s >= MIN_ARMED_S and progressed):
-                break
-            time.sleep(0.05)
+
+        def fired() -> list[Any]:
+            return list(disk.counters().get("crashes", [])[self._crashes_at_arm :])
+
+        # k calls of one kind take about k steps: wait for those and two more
+        armed_s = wait_fired(target, waited_s, self._sealed_at_arm, action.value.get("chance_s"),
+                             lambda: not fired(), int(action.value["k"]))  # fmt: skip
+        crashes = fired()
         if not crashes:
             disk.disarm_crash()  # it may fire between the last look and this: look again
             crashes = disk.counters().get("crashes", [])[self._crashes_at_arm :]

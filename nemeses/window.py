@@ -35,9 +35,6 @@ from typing import Any
 from sealcheck.core.roles import SUT
 from sealcheck.core.windows import CrashWindow
 from sealcheck.nemeses.api import (
-    ARMED_STEPS,
-    MAX_ARMED_S,
-    MIN_ARMED_S,
     Action,
     Mark,
     Nemesis,
@@ -45,6 +42,7 @@ from sealcheck.nemeses.api import (
     Target,
     chance_s,
     running_group,
+    wait_fired,
 )
 from sealcheck.nemeses.effects import effect
 
@@ -287,13 +285,9 @@ class CrashInWindow(Nemesis):
         if watch is None:
             return {"outcome": "skipped", "why": "nothing was watched"}
         start = time.monotonic() - waited_s
-        limit = float(action.value.get("chance_s") or MAX_ARMED_S)
-        needed = self._sealed_at_arm + ARMED_STEPS + int(action.value.get("skip", 0))
-        while watch.is_alive():
-            armed_s = time.monotonic() - start
-            if armed_s >= limit or (armed_s >= MIN_ARMED_S and target.sealed() >= needed):
-                break
-            time.sleep(0.05)
+        skip = int(action.value.get("skip", 0))
+        wait_fired(target, waited_s, self._sealed_at_arm, action.value.get("chance_s"),
+                   watch.is_alive, skip)  # fmt: skip
         if isinstance(watch, Watch) and watch.killing.is_set():
             watch.join(30)  # the kill is under way (it may wait for an incarnation to start)
         watch.stop.set()
