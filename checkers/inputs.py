@@ -113,6 +113,9 @@ class RunData:
     #: collections the system says it does not keep (``"kept": false`` in the export's
     #: frontiers: an output observed from outside keeps no ``bindings``)
     unkept: frozenset[str] = frozenset()
+    #: collections whose states the export says are not aligned with ``data``'s (``"aligned":
+    #: false``: tables judged from untagged commits); ``prefix`` judges them alone
+    unaligned: frozenset[str] = frozenset()
 
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
     #: records bound at sealed steps (set by :meth:`winners`)

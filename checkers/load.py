@@ -94,6 +94,7 @@ def load_run(run_dir: Path) -> RunData:
             files.check_parquet(run_dir / EFFECTS, EFFECTS_SCHEMA.names())
         uppers, exported = files.read_frontiers(run_dir / export.frontiers)
         not_kept = files.unkept(run_dir / export.frontiers)
+        not_aligned = files.unaligned(run_dir / export.frontiers)
     except files.InputFileError as exc:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None
     topic = pl.scan_parquet(run_dir / files.TOPIC).cast(TOPIC_SCHEMA)
@@ -117,4 +118,5 @@ def load_run(run_dir: Path) -> RunData:
         steps,
         pl.scan_parquet(run_dir / EFFECTS).cast(EFFECTS_SCHEMA) if EFFECTS in recorded else None,
         not_kept,
+        not_aligned,
     )

@@ -9,7 +9,7 @@ The public API is deliberately small; everything not re-exported here is interna
   nemeses with their schedule, seeds, checkers), whose parts can be swapped in Python;
 * :func:`run_test`, :class:`Outcome`: run it (``sealcheck run`` does exactly this);
 * :class:`Job`, :class:`JobRun`, :class:`DeltaOutput`, :class:`SQLiteOutput`,
-  :class:`PostgresOutput`: your own job as a system under test (``docs/your-own-job.md``),
+  :class:`PostgresOutput`, :class:`TopicOutput`: your own job as a system under test (``docs/your-own-job.md``),
   :class:`SystemUnderTest` the base class of every descriptor;
 * :class:`Record`, :class:`Upsert`, :class:`Delete`, :func:`DeadLetter`, :data:`SKIP`: what one
   input record should do to the job's output (:mod:`sealcheck.core.effects`);
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from sealcheck.infra.jars import spark_connector_jars as spark_kafka_jars
     from sealcheck.systems.api import SystemUnderTest
     from sealcheck.systems.job import Job, JobRun
-    from sealcheck.systems.outputs import DeltaOutput, PostgresOutput, SQLiteOutput
+    from sealcheck.systems.outputs import DeltaOutput, PostgresOutput, SQLiteOutput, TopicOutput
 
 #: Where each public name lives. Imported on first use, so that ``import sealcheck.infra.keeper``
 #: (a process the harness starts) does not load the whole engine.
@@ -49,6 +49,7 @@ _HOMES = {
     "DeltaOutput": "sealcheck.systems.outputs",
     "SQLiteOutput": "sealcheck.systems.outputs",
     "PostgresOutput": "sealcheck.systems.outputs",
+    "TopicOutput": "sealcheck.systems.outputs",
     "Job": "sealcheck.systems.job",
     "JobRun": "sealcheck.systems.job",
     "SystemUnderTest": "sealcheck.systems.api",
@@ -90,6 +91,7 @@ __all__ = [
     "SystemUnderTest",
     "Test",
     "TestConfig",
+    "TopicOutput",
     "Upsert",
     "WorkloadConfig",
     "build_test",

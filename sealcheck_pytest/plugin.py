@@ -12,6 +12,10 @@ every pytest session of that environment).
   fixture (the factory uses it when ``seed``/``nemeses`` are not given);
 * fixture ``sealcheck_kafka``: a running local Kafka broker for the session (``.bootstrap``,
   ``.create_topic(name, partitions)``), for a user's own tests beside the chaos runs;
+* fixture ``sealcheck_postgres``: the DSN of an empty PostgreSQL database of the test's own,
+  on one server in a container for the session (the locally built ``sealcheck-postgres``
+  image; skipped, saying why, where no Docker engine can be started), for a job whose sink is
+  PostgreSQL;
 * JUnit XML (``pytest --junitxml``): every run records ``sealcheck_seed``,
   ``sealcheck_verdict``, ``sealcheck_report`` and ``sealcheck_reproduce`` properties — per
   test case under ``junit_family`` ``xunit1`` / ``legacy``; under ``xunit2`` (pytest's default,
@@ -217,3 +221,32 @@ def sealcheck_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def _sealcheck_postgres_server() -> Iterator[Any]:
+    from sealcheck.infra.containers.images import (
+        EngineUnavailableError,
+        ensure_engine,
+        postgres_image,
+    )
+    from sealcheck.infra.containers.postgres import PostgresContainer
+
+    try:
+        ensure_engine()
+    except EngineUnavailableError as exc:
+        pytest.skip(f"sealcheck_postgres needs a Docker engine: {exc}")
+    server = PostgresContainer(postgres_image(), run_id="sealcheck-pytest-postgres")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def sealcheck_postgres(_sealcheck_postgres_server: Any) -> str:
+    """The DSN of an empty PostgreSQL database of this test's own (one server in a container
+    for the session, stopped at its end)."""
+    dsn: str = _sealcheck_postgres_server.new_database("test")
+    return dsn

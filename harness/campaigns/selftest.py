@@ -7,7 +7,9 @@ caught (verdict invalid), by which checkers, and the time to first detection (fr
 of the fault phase to the sealing of the first step a checker found wrong, or to the observed
 uppers it found wrong; 0 when that was during the warm-up; the end of the run when the anomaly
 has no time, e.g. a pipeline that never caught up). The correct variant must
-never be flagged. The matrix is rewritten to ``selftest.json`` after every run, so an
+never be flagged. With chosen checkers (``-- --checkers prefix``) a run counts as valid when
+every checker that ran was (its verdict is unknown: the others did not run), so the matrix is
+that subset's. The matrix is rewritten to ``selftest.json`` after every run, so an
 interrupted self-test leaves its numbers, and every finished run is appended to the ledger
 ``selftest.jsonl`` (variant, seed, run flags, run directory): started again on the same archive
 with the same flags, the self-test takes the runs it already has from the ledger and runs only
@@ -66,8 +68,9 @@ def detection(run_dir: Path) -> tuple[bool | None, list[str], float | None]:
     except (OSError, ValueError):
         return None, [], None
     failed = [n for n, c in results.get("checkers", {}).items() if c.get("valid") is False]
-    if results.get("valid") is not False:
-        return results.get("valid"), failed, None
+    verdict = results.get("valid")
+    if verdict is not False:
+        return _chosen(results) if verdict == "unknown" else verdict, failed, None
     times = [
         t
         for c in results["checkers"].values()
@@ -85,6 +88,17 @@ def detection(run_dir: Path) -> tuple[bool | None, list[str], float | None]:
                     end = op["time"]
     first = min(times) if times else end
     return False, failed, None if first is None else max(0.0, (first - start) / 1e9)
+
+
+def _chosen(results: dict[str, Any]) -> bool | None:
+    """The verdict of a run whose checkers were chosen (``-- --checkers prefix``): valid when
+    every checker that ran and applied was valid on complete inputs — the self-test of that
+    subset — else None (unknown). A run of every checker that is unknown stays unknown."""
+    if not results.get("not_run") or not results.get("inputs", {}).get("complete"):
+        return None
+    ran = [c.get("valid") for c in results.get("checkers", {}).values()]
+    judged = [v for v in ran if v in (True, False, "unknown")]
+    return True if judged and all(v is True for v in judged) else None
 
 
 def _seen_ns(context: dict[str, Any]) -> int | None:

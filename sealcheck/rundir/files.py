@@ -278,6 +278,15 @@ def unkept(path: Path) -> frozenset[str]:
     return frozenset(n for n, f in doc.items() if isinstance(f, dict) and f.get("kept") is False)
 
 
+def unaligned(path: Path) -> frozenset[str]:
+    """The collections whose states :attr:`Export.frontiers` says are not aligned with
+    ``data``'s (``"aligned": false``: tables judged from their commits alone, whose commits do
+    not say which batch they belong to, so a state of one may fall between two commits of the
+    other); call after :func:`read_frontiers` has accepted the file."""
+    doc = json.loads(path.read_text())
+    return frozenset(n for n, f in doc.items() if isinstance(f, dict) and f.get("aligned") is False)
+
+
 def read_frontiers(path: Path) -> tuple[dict[str, int], dict[str, int]]:
     """The uppers and sinces of :attr:`Export.frontiers` (``{collection: {"upper": u, "since":
     s}}``); :class:`InputFileError` when it is unreadable, not JSON, or not of that shape."""

@@ -28,7 +28,7 @@ import dataclasses
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -148,7 +148,7 @@ def in_flight(root: Path, window: CrashWindow) -> bool:
     """Whether ``window`` is open now: the newest file that opens it (by its ``{n}``) has no
     closing file yet. Only windows told by files whose closing names its opening's ``{n}``
     (a checkpoint's ``offsets/N`` and ``commits/N``) can say."""
-    if window.opens_in is None or window.closes_in is None or "{n}" not in str(window.closes):
+    if not _paired(window) or window.opens_in is None or window.closes_in is None:
         return False
     try:
         opened = [
@@ -162,6 +162,49 @@ def in_flight(root: Path, window: CrashWindow) -> bool:
     newest = max(opened, key=lambda m: (len(m.group(1)), m.group(1)))
     closing = window.closing(newest.group(1))
     return closing is not None and not any(closing.fullmatch(f) for f in closed)
+
+
+def batch_boundary(root: Path, windows: Iterable[CrashWindow]) -> str | None:
+    """Which batch the job is between (the newest opening of each of ``windows`` that a
+    closing file names, joined: a token that changes when a batch is planned), or None while
+    a batch is in flight (:func:`in_flight`) — for an output that takes states only between
+    batches (``between_batches``)."""
+    told = [w for w in windows if _paired(w)]
+    if any(in_flight(root, w) for w in told):
+        return None
+    newest = []
+    for w in told:
+        assert w.opens_in is not None
+        try:
+            names = [m.group(1) for f in os.listdir(root / w.opens_in)
+                     if (m := re.fullmatch(w.opens, f)) and m.re.groups]  # fmt: skip
+        except OSError:
+            names = []
+        newest.append(max(names, key=lambda n: (len(n), n), default=""))
+    return "/".join(newest)
+
+
+def _paired(window: CrashWindow) -> bool:
+    """Whether ``window`` opens and closes on files whose closing names its opening's
+    ``{n}`` (a checkpoint's ``offsets/N`` and ``commits/N``)."""
+    return (
+        window.opens_in is not None and window.closes_in is not None and "{n}" in str(window.closes)
+    )
+
+
+def settling(
+    progress: Progress | None, root: Path, windows: Iterable[CrashWindow]
+) -> Progress | None:
+    """``progress`` of an output without bindings with its last change moved to the newest
+    write under the job's directory ``root`` — to *now* while one of ``windows`` is open (a
+    batch in flight); any other progress as it is (:meth:`Progress.settled`)."""
+    if progress is None or progress.settle_s is None:
+        return progress
+    age = time.time() - newest_write(root)
+    written = time.monotonic() - age
+    if any(in_flight(root, w) for w in windows):
+        written = time.monotonic()  # a batch opened its window and has not closed it
+    return dataclasses.replace(progress, changed_at=max(progress.changed_at, written))
 
 
 class JobDeployment:
@@ -193,6 +236,16 @@ class JobDeployment:
             None,
         )
         self.out = job.output(self.run)
+        watch = getattr(self.out, "watch_batches", None)
+        if watch is not None and getattr(self.out, "between_batches", False):
+            if not any(_paired(w) for w in job.windows.values()):
+                raise ValueError(
+                    f"{job.name}: its output takes states between batches (between_batches), "
+                    "but the descriptor declares no windows that tell a batch in flight: add "
+                    'windows = sealcheck.streaming_windows("checkpoint")'
+                )
+            root, windows = self.root, tuple(job.windows.values())
+            watch(lambda: batch_boundary(root, windows))
 
     @property
     def store(self) -> str:
@@ -244,14 +297,7 @@ class JobDeployment:
         when it or anything in the job's directory (its checkpoint: a batch under way) last
         changed, *now* while one of its crash windows is open (its newest ``offsets/N`` without
         ``commits/N``: a batch in flight) (:meth:`sealcheck.systems.api.Progress.settled`)."""
-        progress = self.out.progress()
-        if progress is None or progress.settle_s is None:
-            return progress
-        age = time.time() - newest_write(self.root)
-        written = time.monotonic() - age
-        if any(in_flight(self.root, w) for w in self.job.windows.values()):
-            written = time.monotonic()  # a batch opened its window and has not closed it
-        return dataclasses.replace(progress, changed_at=max(progress.changed_at, written))
+        return settling(self.out.progress(), self.root, self.job.windows.values())
 
     def capture(self, since_captured: dict[str, int]) -> Capture | None:
         """The states an output observed from outside took since the last capture (an

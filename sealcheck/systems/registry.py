@@ -25,13 +25,14 @@ from typing import Any
 
 from sealcheck.rundir.names import OLD_SYSTEMS
 from sealcheck.systems.api import SystemUnderTest
-from sealcheck.systems.delta_streaming import DeltaStreaming
+from sealcheck.systems.delta_streaming import DeltaStreaming, DeltaTables
 from sealcheck.systems.upsert_source import UpsertSource
 
 #: the built-in systems under test
 SYSTEMS: dict[str, Callable[[], SystemUnderTest]] = {
     "upsert-source": UpsertSource,
     "delta-streaming": DeltaStreaming,
+    "delta-streaming-tables": DeltaTables,
 }
 #: the entry-point group a user's package registers its systems in
 GROUP = "sealcheck.systems"

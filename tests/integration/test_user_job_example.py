@@ -4,8 +4,10 @@ Sealcheck, its 40-line descriptor and its pytest suite) installed from wheels in
 virtualenv — Sealcheck's wheel and the example's, every dependency from a local wheelhouse,
 no index — and run as its user would:
 
-* ``pytest -n 2`` over its four chaos tests: VALID for the job killed and paused, INVALID for
-  the one-line variant without the MERGE's delete clause, named at the batch and the key; and
+* ``pytest -n 2`` over its four chaos tests that need no Docker engine (the fifth, the job
+  writing into PostgreSQL in a container: ``tests/containers/test_user_job_postgres.py``):
+  VALID for the job killed and paused, INVALID for the one-line variant without the MERGE's
+  delete clause, named at the batch and the key; and
   the same job writing into SQLite (no bindings: judged from the harness's snapshots by
   ``prefix``), VALID killed and INVALID when a batch's first record of a key wins;
 * the reproduce line the INVALID run printed, in a new shell elsewhere: INVALID again;
@@ -62,6 +64,8 @@ def suite(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
             "2",
             "-p",
             "no:cacheprovider",
+            "-m",
+            "not containers",  # PostgreSQL in a container: tests/containers/
             "--sealcheck-runs",
             str(runs),
             xml,

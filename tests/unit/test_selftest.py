@@ -111,3 +111,18 @@ def test_a_harmless_variant_must_stay_valid_like_the_correct_one(
     assert selftest.run_selftest(args) == 0
     args.variants, args.runs = "no-idempotent-writes", str(tmp_path / "b")
     assert selftest.run_selftest(args) == 1
+
+
+def test_a_run_of_chosen_checkers_counts_by_the_checkers_that_ran(tmp_path: Path) -> None:
+    inputs = {"complete": True}
+    checkers = {"prefix": {"valid": True}, "sealed_state": {"valid": "not applicable"}}
+    doc = {"valid": "unknown", "not_run": ["unique_key"], "inputs": inputs, "checkers": checkers}
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    assert selftest.detection(tmp_path) == (True, [], None)
+    for unknown in (  # unknown stays unknown: a chosen checker unknown, incomplete inputs, or
+        {**doc, "checkers": {"prefix": {"valid": "unknown"}}},  # every checker ran
+        {**doc, "inputs": {"complete": False}},
+        {**doc, "not_run": []},
+    ):
+        (tmp_path / "results.json").write_text(json.dumps(unknown))
+        assert selftest.detection(tmp_path) == (None, [], None)

@@ -183,3 +183,44 @@ def test_a_row_the_encoding_cannot_take_is_one_line_at_the_export(tmp_path):
     out.uppers()  # the observer's sample: no exception escapes into its thread
     with pytest.raises(OutputError, match="a row of t cannot be compared"):
         out.export(tmp_path / "run")
+
+
+def test_a_job_of_several_transactions_per_batch_is_seen_only_between_batches(tmp_path):
+    from sealcheck.core.windows import streaming_windows
+    from sealcheck.systems.job import batch_boundary
+
+    windows = tuple(streaming_windows("checkpoint").values())
+    cp = tmp_path / "checkpoint"
+    for d in ("offsets", "commits"):
+        (cp / d).mkdir(parents=True)
+    db = _db(tmp_path / "x.db")
+    out = SQLiteOutput(tmp_path / "x.db", "t", "id", "bad", between_batches=True)
+    out.watch_batches(lambda: batch_boundary(tmp_path, windows))
+    assert batch_boundary(tmp_path, windows) == ""  # no batch yet
+    (cp / "offsets" / "0").touch()  # batch 0 planned: in flight
+    assert batch_boundary(tmp_path, windows) is None
+    db.execute("INSERT INTO t VALUES ('a', 1, 'now')")  # its first transaction
+    db.commit()
+    assert out.uppers() is None  # the half-written batch is no state of the job's
+    db.execute("INSERT INTO bad VALUES ('0:1', 'no key')")  # its second
+    db.commit()
+    (cp / "commits" / "0").touch()  # batch 0 done
+    assert batch_boundary(tmp_path, windows) == "0"
+    assert out.uppers() == {"data": 1, "errors": 1}  # one state: both transactions
+    (cp / "offsets" / "1").touch()
+    db.execute("UPDATE t SET v = 2 WHERE id = 'a'")
+    db.commit()
+    assert out.uppers() == {"data": 1, "errors": 1}
+    with pytest.raises(OutputError, match="a batch was in flight at the end"):
+        out.export(tmp_path / "run")
+    (cp / "commits" / "1").touch()
+    assert out.uppers() == {"data": 2, "errors": 2}
+    out.export(tmp_path / "run2")
+
+
+def test_the_harness_reads_postgres_with_the_connection_strings_own_options():
+    from sealcheck.systems.outputs.postgres import read_options
+
+    dsn = "postgresql://u@h:5432/db?options=-csearch_path%3Drun_1"
+    assert read_options(dsn) == "-csearch_path=run_1 -c statement_timeout=5000"
+    assert read_options("host=h dbname=db") == "-c statement_timeout=5000"

@@ -2,13 +2,16 @@
 nothing; with its MERGE's delete clause lost, Sealcheck names the batch and the key. Writing
 into SQLite instead (no bindings, no failpoints: judged from snapshots alone) it is VALID
 killed inside its batches (told from its checkpoint's files), and a batch's first record
-winning over its last is caught."""
+winning over its last is caught. Writing into PostgreSQL (a database in a container), it is
+VALID killed inside its batches."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
+from user_job_postgres_sealcheck import UserJobPostgres
 from user_job_sealcheck import UserJob
 from user_job_sqlite_sealcheck import UserJobSQLite
 
@@ -67,3 +70,12 @@ def test_a_first_record_winning_is_caught_from_the_tables_alone(sealcheck) -> No
     # a key shows a value its own later record overwrote, beside keys written after that
     first = next(a for a in result.anomalies if a.checker == "prefix")
     assert first.kind == "no-prefix" and "overwritten at offset" in first.detail
+
+
+@pytest.mark.containers
+def test_the_postgres_job_loses_nothing_when_killed_inside_its_batches(
+    sealcheck, sealcheck_postgres
+) -> None:
+    job = UserJobPostgres(dsn=sealcheck_postgres)
+    result = sealcheck(job, nemeses=["window"], duration=18, interval=6, **RUN)
+    result.assert_valid()  # prefix: valid only after judging two states or more

@@ -9,7 +9,9 @@ value that is not a JSON object) go to the table ``dead_letters``, once each.
 With ``--sink sqlite`` it writes the same two tables into the SQLite database
 ``accounts.db`` under ``--dir`` instead (WAL mode), one transaction per micro-batch (an upsert
 or a delete per key, the dead letters inserted once), and keeps nothing else: no change log, no
-offsets table.
+offsets table. With ``--sink postgres`` it writes them into the schema ``--schema`` of the
+PostgreSQL database ``--dsn``, the same way; with ``--sink kafka``, into the compacted topics
+``accounts-out`` and ``dead-letters-out`` of the same cluster (a tombstone for a delete).
 
 It knows nothing of any test harness: it is the job under test, as it would run in production.
 """
@@ -17,10 +19,11 @@ It knows nothing of any test harness: it is the job under test, as it would run 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 ACCOUNTS = """
@@ -139,14 +142,11 @@ class WriteBatchToSQLite:
     """``foreachBatch`` into SQLite: the batch's dead letters and its last record per key
     (upserted, or deleted for a tombstone), in one transaction."""
 
-    def __init__(self, root: str, variant: str | None) -> None:
-        import sqlite3
+    upsert, dead_letter = SQLITE_UPSERT, SQLITE_DEAD_LETTER
+    delete = "DELETE FROM accounts WHERE id = ?"
 
-        self.db = sqlite3.connect(f"{root}/accounts.db", timeout=60, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the job
-        for ddl in SQLITE_TABLES:
-            self.db.execute(ddl)
-        self.db.commit()
+    def __init__(self, root: str, variant: str | None) -> None:
+        self.db = self.connect(root)
         # the one-line bug: the batch's first record of a key wins instead of its last
         self.newest_first = variant != "first-record-wins"
         # the other: the upserts are committed apart from the deletes and dead letters
@@ -159,15 +159,96 @@ class WriteBatchToSQLite:
         dead = bad.select("id", "partition", "offset", "batch_id", "at").collect()
         upserts = [(r["id"], *r[2:6], r["at"].isoformat()) for r in rows if not r["deleted"]]
         if self.split:
-            with self.db:
-                self.db.executemany(SQLITE_UPSERT, upserts)
-        with self.db:  # one transaction: commits, or rolls back on an exception
-            self.db.executemany(SQLITE_DEAD_LETTER, [(*r[:4], r["at"].isoformat()) for r in dead])
-            self.db.executemany(
-                "DELETE FROM accounts WHERE id = ?", [(r["id"],) for r in rows if r["deleted"]]
-            )
+            with self.transaction() as db:
+                db.executemany(self.upsert, upserts)
+        with self.transaction() as db:  # one transaction: commits, or rolls back on an error
+            db.executemany(self.dead_letter, [(*r[:4], r["at"].isoformat()) for r in dead])
+            db.executemany(self.delete, [(r["id"],) for r in rows if r["deleted"]])
             if not self.split:
-                self.db.executemany(SQLITE_UPSERT, upserts)
+                db.executemany(self.upsert, upserts)
+        print(f"batch {batch_id} written", flush=True)
+
+    def connect(self, root: str) -> Any:
+        """``accounts.db`` under ``root``, in WAL mode (readers never wait for the job)."""
+        import sqlite3
+
+        db = sqlite3.connect(f"{root}/accounts.db", timeout=60, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        for ddl in SQLITE_TABLES:
+            db.execute(ddl)
+        db.commit()
+        return db
+
+    def transaction(self) -> Any:
+        """A transaction (a context manager giving something with ``executemany``)."""
+        return self.db
+
+
+class WriteBatchToPostgres(WriteBatchToSQLite):
+    """The same, into PostgreSQL: the schema ``--schema`` of the database ``--dsn``."""
+
+    upsert = SQLITE_UPSERT.replace("?", "%s")
+    dead_letter = SQLITE_DEAD_LETTER.replace(" OR IGNORE", "").replace("?", "%s")
+    dead_letter += "ON CONFLICT (id) DO NOTHING"
+    delete = "DELETE FROM accounts WHERE id = %s"
+
+    def __init__(self, dsn: str, schema: str, variant: str | None) -> None:
+        self.dsn, self.schema = dsn, schema
+        super().__init__("", variant)
+
+    def connect(self, root: str) -> Any:
+        import psycopg
+
+        db = psycopg.connect(self.dsn, options=f"-csearch_path={self.schema}")
+        with db.transaction():
+            db.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            for ddl in SQLITE_TABLES:
+                db.execute(ddl.replace("INTEGER", "BIGINT"))
+        return db
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        with self.db.transaction(), self.db.cursor() as cursor:
+            yield cursor
+
+
+class WriteBatchToKafka:
+    """``foreachBatch`` into Kafka: the batch's last record per key to the compacted topic
+    ``accounts-out`` (its fields as a JSON object, a tombstone for a delete) and its dead
+    letters to ``dead-letters-out``, with Spark's Kafka sink (at least once)."""
+
+    topics = ("accounts-out", "dead-letters-out")
+
+    def __init__(self, bootstrap: str, variant: str | None) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        self.bootstrap, self.newest_first = bootstrap, variant != "first-record-wins"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        compacted = {"cleanup.policy": "compact"}
+        new = [NewTopic(t, 1, 1, config=compacted) for t in self.topics]
+        for done in admin.create_topics(new).values():
+            try:
+                done.result(30)
+            except KafkaException as exc:  # there already: a restart
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+
+    def __call__(self, batch: Any, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        bad, latest = shaped(batch, batch_id, self.newest_first)
+        at = F.col("at")
+        keep = {"ignoreNullFields": "false"}  # a missing field is a null, as in the tables
+        row = F.to_json(F.struct("i", "w", "p", "batch_id", at.alias("updated_at")), keep)
+        value = F.when(F.col("deleted"), F.lit(None)).otherwise(row)
+        dead = F.to_json(F.struct("partition", "offset", "batch_id", at.alias("failed_at")), keep)
+        for frame, topic in (
+            (bad.select("id", dead.alias("value")), self.topics[1]),
+            (latest.select("id", value.alias("value")), self.topics[0]),
+        ):
+            writer = frame.withColumnRenamed("id", "key").write.format("kafka")
+            writer.option("kafka.bootstrap.servers", self.bootstrap).option("topic", topic).save()
         print(f"batch {batch_id} written", flush=True)
 
 
@@ -180,7 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--jars", default="", help="Kafka connector and Delta jars, ':'-separated")
     p.add_argument("--max-offsets", type=int, default=5000)
     p.add_argument("--variant", default=None)
-    p.add_argument("--sink", choices=("delta", "sqlite"), default="delta")
+    p.add_argument("--sink", choices=("delta", "sqlite", "postgres", "kafka"), default="delta")
+    p.add_argument("--dsn", default="", help="--sink postgres: the database")
+    p.add_argument("--schema", default="public", help="--sink postgres: the tables' schema")
     args = p.parse_args(argv)
     stop = {"asked": False}
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the JVM starts with SIGTERM ignored
@@ -188,6 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.update(asked=True))
     if args.sink == "sqlite":
         write: Any = WriteBatchToSQLite(args.dir, args.variant)
+    elif args.sink == "postgres":
+        write = WriteBatchToPostgres(args.dsn, args.schema, args.variant)
+    elif args.sink == "kafka":
+        write = WriteBatchToKafka(args.bootstrap, args.variant)
     else:
         spark.sql(ACCOUNTS.format(path=f"{args.dir}/accounts"))
         spark.sql(DEAD_LETTERS.format(path=f"{args.dir}/dead_letters"))

@@ -18,6 +18,10 @@
 * Variants: :data:`sealcheck_delta_streaming.variants.VARIANTS` (``--broken NAME``).
 * Progress and export: :class:`sealcheck.systems.outputs.DeltaOutput` — the checkpoint and
   the Delta logs read as files, the change data feed through delta-rs, never through Spark.
+
+``--system delta-streaming-tables`` (:class:`DeltaTables`) is the same job seen as a user's
+job is: judged from its Delta tables alone (no checkpoint read, no bindings: the ``prefix``
+checker) and crashed only from outside (crash windows, kills, pauses; no failpoint armed).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from sealcheck.core.nodes import Disk, Launch, Node
 from sealcheck.core.windows import streaming_windows
 from sealcheck.infra.node import Backend
 from sealcheck.systems.api import Progress, Settings, SystemUnderTest
+from sealcheck.systems.job import settling
 from sealcheck.systems.outputs import DeltaOutput
 from sealcheck.systems.spark_cluster import SparkCluster
 from sealcheck_delta_streaming.failpoints import FAILPOINTS, FILE_ENV_VAR
@@ -49,8 +54,8 @@ class DeltaStreaming(SystemUnderTest):
     startup_failpoints = frozenset({"start.before_query"})
     #: right after the data table's commit returned (``error`` there: a commit that happened
     #: but whose batch fails, so Spark runs it again)
-    commit_failpoints = ("batch.between_commits",)
-    stall_failpoint = "batch.before_merge"
+    commit_failpoints: tuple[str, ...] = ("batch.between_commits",)
+    stall_failpoint: str | None = "batch.before_merge"
     #: the same batch windows told from outside (the ``window`` nemesis: no failpoint)
     windows = streaming_windows("checkpoint", ("data", "errors"))
     broken_modes: Mapping[str, str] = MappingProxyType({n: v[0] for n, v in VARIANTS.items()})
@@ -79,7 +84,7 @@ class DeltaStreaming(SystemUnderTest):
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
         """The job's directory under ``work`` (and the cluster, with ``--spark cluster``)."""
-        return JobDeployment(backend, settings, work, logs)
+        return JobDeployment(backend, settings, work, logs, tables_alone=False)
 
     def images(self) -> Sequence[Callable[[], str]]:
         """The job's image (on top of the pipeline's)."""
@@ -88,13 +93,36 @@ class DeltaStreaming(SystemUnderTest):
         return [delta_streaming_image]
 
 
-def output(root: Path, topic: str, variant: str | None = None) -> DeltaOutput:
+class DeltaTables(DeltaStreaming):
+    """The job judged from its Delta tables alone and crashed only from outside: what
+    Sealcheck can do with a user's Delta job that it knows nothing of (no failpoint, no
+    checkpoint read, no bindings)."""
+
+    name = "delta-streaming-tables"
+    failpoints: Mapping[str, str] = MappingProxyType({})
+    startup_failpoints: frozenset[str] = frozenset()
+    commit_failpoints: tuple[str, ...] = ()
+    stall_failpoint = None
+
+    def offers(self, backend: str) -> frozenset[str]:
+        """Crash windows and a Spark standalone cluster; no failpoints."""
+        return frozenset({"spark-cluster", "crash-windows"})
+
+    def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
+        """The job's directory, its output seen as the tables alone."""
+        return JobDeployment(backend, settings, work, logs, tables_alone=True)
+
+
+def output(
+    root: Path, topic: str, variant: str | None = None, tables_alone: bool = False
+) -> DeltaOutput:
     """The job's output in its directory ``root``: ``checkpoint/``, the tables ``data/`` and
     ``errors/`` (columns ``key``, ``value``: the value as it is), and, where the variant runs
-    a dead-letter query of its own, that query's ``checkpoint-errors/``."""
-    own = variant == "unrelated-errors-query"
+    a dead-letter query of its own, that query's ``checkpoint-errors/``; with
+    ``tables_alone``, the tables without the checkpoints."""
+    own = variant == "unrelated-errors-query" and not tables_alone
     return DeltaOutput(
-        checkpoint=root / "checkpoint",
+        checkpoint=None if tables_alone else root / "checkpoint",
         data=root / "data",
         key="key",
         errors=root / "errors",
@@ -107,12 +135,14 @@ def output(root: Path, topic: str, variant: str | None = None) -> DeltaOutput:
 class JobDeployment:
     """The job on one backend for one run (:class:`sealcheck.systems.api.Deployment`)."""
 
-    def __init__(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> None:
+    def __init__(
+        self, backend: Backend, settings: Settings, work: Path, logs: Path, tables_alone: bool
+    ) -> None:
         from sealcheck.systems.delta_streaming.image import delta_streaming_image
 
         self.backend, self.settings = backend, settings
         self.root = (work / "delta-job").resolve()  # a bind mount needs an absolute path
-        self.out = output(self.root, settings.topic, settings.broken)
+        self.out = output(self.root, settings.topic, settings.broken, tables_alone)
         self.cluster = (
             SparkCluster(backend, logs, shared=(str(self.root),), image=delta_streaming_image)
             if settings.spark == "cluster"
@@ -182,8 +212,10 @@ class JobDeployment:
         return self.out.uppers()
 
     def progress(self) -> Progress | None:
-        """Uppers and the end offsets of the last batch both tables committed."""
-        return self.out.progress()
+        """Uppers and the end offsets of the last batch both tables committed; for the tables
+        alone, when the tables or the job's directory last changed
+        (:func:`sealcheck.systems.job.settling`)."""
+        return settling(self.out.progress(), self.root, DeltaStreaming.windows.values())
 
     def export(self, run_dir: Path) -> None:
         """The tables' change feeds and the offset log into the checkers' format

@@ -6,7 +6,9 @@ format, from outside the system (files, tables, logs), never through the engine 
   checkpoint and its Delta tables (change data feed).
 * :class:`~sealcheck.systems.outputs.sql.SQLiteOutput`: tables in a SQLite database that keep no
   bindings, snapshotted by the harness while the run goes on and judged by ``prefix``;
-* :class:`~sealcheck.systems.outputs.postgres.PostgresOutput`: the same for PostgreSQL tables.
+* :class:`~sealcheck.systems.outputs.postgres.PostgresOutput`: the same for PostgreSQL tables;
+* :class:`~sealcheck.systems.outputs.topic.TopicOutput`: Kafka topics of upserts (a compacted
+  output topic), their prefixes taken between the job's batches.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs.delta import DeltaOutput
 from sealcheck.systems.outputs.postgres import PostgresOutput
 from sealcheck.systems.outputs.sql import SQLiteOutput
+from sealcheck.systems.outputs.topic import TopicOutput
 
-__all__ = ["DeltaOutput", "Output", "PostgresOutput", "SQLiteOutput"]
+__all__ = ["DeltaOutput", "Output", "PostgresOutput", "SQLiteOutput", "TopicOutput"]
 
 
 class Output(Protocol):

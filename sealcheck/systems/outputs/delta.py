@@ -8,6 +8,13 @@ A job states where its output is and nothing else::
     DeltaOutput(checkpoint=dir / "checkpoint", data=dir / "accounts", key="id",
                 errors=dir / "dead_letters", exclude=("batch_id", "loaded_at"))
 
+With ``checkpoint=None`` the job is judged from its tables alone: no offset log is read, the
+export keeps no ``bindings`` (``"kept": false``), every table version is an observed state for
+the ``prefix`` checker — at the batches the commits name (Delta's ``txn`` or a ``batch=<id>``
+``userMetadata``), both tables together, or else in commit order, each table alone
+(``docs/architecture.md``, "Outputs without bindings") — and the job is caught up once its
+tables have settled (:attr:`settle_s`), as for a SQL table.
+
 The tables need the change data feed on (``delta.enableChangeDataFeed = true``). A row is
 compared as its key column(s) and, as JSON, its other columns without ``exclude`` (columns
 of run metadata) — or, with ``value``, that one column's text as it is — through the same
@@ -19,7 +26,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +35,21 @@ from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs import delta_log
 
 
+class _Seen:
+    """When the tables' versions last changed (an output judged from its tables alone settles
+    on it)."""
+
+    def __init__(self) -> None:
+        self.uppers: dict[str, int] | None = None
+        self.changed_at = 0.0
+
+
 @dataclass(frozen=True)
 class DeltaOutput:
     """Where a Structured Streaming job writes: its checkpoint and its Delta tables."""
 
-    #: the query's checkpoint (``checkpointLocation``)
-    checkpoint: Path
+    #: the query's checkpoint (``checkpointLocation``); None: judge the tables alone
+    checkpoint: Path | None
     #: the upserted table (change data feed on)
     data: Path
     #: its key column, or columns (a composite key)
@@ -49,10 +66,15 @@ class DeltaOutput:
     errors_checkpoint: Path | None = None
     #: the topic in the offset log (None: the one topic the query reads)
     topic: str | None = None
+    #: judged from the tables alone (no ``checkpoint``): how long the tables must stay
+    #: unchanged, with the job running, for the harness to call the job caught up
+    settle_s: float = 30.0
+    _seen: _Seen = field(default_factory=_Seen, init=False, repr=False, compare=False)
 
-    def tables(self) -> dict[str, tuple[Path, Path]]:
-        """Each collection's table and the checkpoint of the query that writes it."""
-        out = {"data": (self.data, self.checkpoint)}
+    def tables(self) -> dict[str, tuple[Path, Path | None]]:
+        """Each collection's table and the checkpoint of the query that writes it (None:
+        the tables alone)."""
+        out: dict[str, tuple[Path, Path | None]] = {"data": (self.data, self.checkpoint)}
         if self.errors is not None:
             out["errors"] = (self.errors, self.errors_checkpoint or self.checkpoint)
         return out
@@ -61,24 +83,44 @@ class DeltaOutput:
         """``bindings``: one past the newest ``offsets/N``; each table: one past the newer of
         its newest commit's batch and the newest ``commits/N`` of its query
         (:func:`~sealcheck.systems.outputs.delta_log.upper`); ``errors`` without a dead-letter
-        table follows ``data``. None before the query wrote anything."""
+        table follows ``data``. Judged from the tables alone: each table's version count and
+        no ``bindings``. None before the query wrote anything."""
+        if self.checkpoint is None:
+            return self._table_uppers()
         try:
             if not self.checkpoint.exists() and not self.data.exists():
                 return None
             planned = delta_log.checkpoint_batches(self.checkpoint)
             out = {"bindings": planned[-1] + 1 if planned else 0}
             for name, (table, checkpoint) in self.tables().items():
-                out[name] = delta_log.upper(table, checkpoint)
+                out[name] = delta_log.upper(table, checkpoint or self.checkpoint)
             out.setdefault("errors", out["data"])
             return out
         except (OSError, ValueError):
             return None  # a file being replaced as it was read: the next sample sees it
 
+    def _table_uppers(self) -> dict[str, int] | None:
+        try:
+            if not self.data.exists():
+                return None
+            tables = self.tables().items()
+            out = {name: len(delta_log.versions(table)) for name, (table, _) in tables}
+        except OSError:
+            return None
+        out.setdefault("errors", out["data"])
+        return out
+
     def progress(self) -> Progress | None:
-        """Uppers and the end offsets of the last batch every table sealed."""
+        """Uppers and the end offsets of the last batch every table sealed; judged from the
+        tables alone, the uppers and when they last changed (:attr:`settle_s`)."""
         ups = self.uppers()
         if ups is None:
             return None
+        if self.checkpoint is None:
+            seen = self._seen
+            if ups != seen.uppers:
+                seen.uppers, seen.changed_at = ups, time.monotonic()
+            return Progress(ups, {}, settle_s=self.settle_s, changed_at=seen.changed_at)
         t = min(ups.get("data", 0), ups.get("errors", 0))
         try:
             bound = delta_log.offsets(self.checkpoint, t - 1, self.topic) if t > 0 else {}
@@ -100,7 +142,8 @@ class DeltaOutput:
 
     def to_json(self) -> dict[str, Any]:
         """The spec as JSON (paths as text)."""
-        return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        return {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
 
     @staticmethod
     def from_json(doc: dict[str, Any]) -> DeltaOutput:

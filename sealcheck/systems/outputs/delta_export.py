@@ -19,6 +19,15 @@ from the checkpoint's offset log.
   read *as of* the last version of a sample of batches (``collection, ts, key, value``), which
   the ``as_of`` checker compares with the model.
 
+**The tables alone** (no checkpoint: :func:`export_tables`): no ``bindings`` (``"kept":
+false``), no ``versions.json``, no ``asof.parquet``; ``ts`` is the batch the commits name when
+every changing version names one and one writer (``txnAppId``) wrote them all — a state per
+batch, both tables together — and otherwise the version's place among both tables' changing
+versions in commit order: a state per commit, judged both tables together when distinct
+writers tagged them (two queries: nothing makes the tables move together), each table alone
+when commits are untagged (``"aligned": false`` on ``errors``: a batch's two commits cannot be
+told apart from two batches).
+
 Run as ``python -m sealcheck.systems.outputs.delta_export SPEC_JSON RUN_DIR`` (a child
 process: delta-rs's runtime may abort the interpreter at exit).
 """
@@ -28,7 +37,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +53,7 @@ from sealcheck.systems.outputs.rows import Encoder
 ASOF_SAMPLES = 12
 _DIFF = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
 _CDF = ("_change_type", "_commit_version", "_commit_timestamp")
+_TABLES = ("data", "errors")
 
 
 class ExportError(RuntimeError):
@@ -67,10 +77,10 @@ def bindings_rows(checkpoint: Path, topic: str | None) -> list[tuple[Any, ...]]:
     return rows
 
 
-def batch_of_versions(table: Path, checkpoint: Path) -> dict[int, dict[str, Any]]:
-    """Every version of ``table`` with its batch (and how it was told), operation and
-    transaction identifier."""
-    clock = Clock(checkpoint)
+def batch_of_versions(table: Path, checkpoint: Path | None) -> dict[int, dict[str, Any]]:
+    """Every version of ``table`` with its batch (and how it was told: by its tag, or by the
+    checkpoint's clock), operation, transaction identifier and commit time."""
+    clock = Clock(checkpoint) if checkpoint is not None else None
     out: dict[int, dict[str, Any]] = {}
     for v in versions(table):
         c = commit(table, v)
@@ -82,6 +92,7 @@ def batch_of_versions(table: Path, checkpoint: Path) -> dict[int, dict[str, Any]
             "operation": c.operation,
             "txn": None if c.txn_version is None else {"app": c.txn_app, "version": c.txn_version},
             "user_metadata": c.user_metadata,
+            "timestamp": c.timestamp,
         }
     return out
 
@@ -114,22 +125,29 @@ def _batch(table: Path, version: int, meta: dict[int, dict[str, Any]]) -> int:
 
 
 def table_rows(
-    name: str, table: Path, meta: dict[int, dict[str, Any]], encode: Encoder
+    name: str,
+    table: Path,
+    meta: dict[int, dict[str, Any]],
+    encode: Encoder,
+    ts_of: Callable[[int], int] | None = None,
 ) -> Iterator[list[tuple[Any, ...]]]:
     """The changes of ``table`` as ``(collection, key, value, ts, diff)`` batches: from its
     change data feed, or, for a table without one, from the difference of each version's
-    snapshot to the one before (delta-rs time travel)."""
+    snapshot to the one before (delta-rs time travel). ``ts_of``: a version's ``ts`` (None:
+    its batch)."""
     if not versions(table):
         return
+    if ts_of is None:
+        ts_of = lambda v: _batch(table, v, meta)  # noqa: E731
     if not _has_feed(table):
-        yield from _snapshot_rows(name, table, meta, encode)
+        yield from _snapshot_rows(name, table, meta, encode, ts_of)
         return
     counts: dict[int, int] = {}
     for chunk in _changes(table).to_batches(max_chunksize=100_000):
         rows: list[tuple[Any, ...]] = []
         for row in chunk.to_pylist():
             version = int(row["_commit_version"])
-            batch = _batch(table, version, meta)
+            batch = ts_of(version)
             counts[version] = counts.get(version, 0) + 1
             key, value = encode(row)
             rows.append((name, key, value, batch, _DIFF[row["_change_type"]]))
@@ -139,7 +157,11 @@ def table_rows(
 
 
 def _snapshot_rows(
-    name: str, table: Path, meta: dict[int, dict[str, Any]], encode: Encoder
+    name: str,
+    table: Path,
+    meta: dict[int, dict[str, Any]],
+    encode: Encoder,
+    ts_of: Callable[[int], int],
 ) -> Iterator[list[tuple[Any, ...]]]:
     """Version by version, what changed from the snapshot before (as a multiset of rows, so
     a row written twice is held twice)."""
@@ -151,7 +173,7 @@ def _snapshot_rows(
         now = Counter(encode(r) for r in snap.to_pylist())
         gone, came = before - now, now - before
         if gone or came:
-            batch = _batch(table, v, meta)
+            batch = ts_of(v)
             rows = [(name, k, val, batch, -n) for (k, val), n in sorted(gone.items())]
             rows += [(name, k, val, batch, n) for (k, val), n in sorted(came.items())]
             meta[v]["changes"] = len(rows)
@@ -181,18 +203,69 @@ def asof_rows(
     return rows
 
 
-def export(out: DeltaOutput, run_dir: Path) -> None:
-    """Write ``updates.parquet``, ``frontiers.json``, ``versions.json`` and ``asof.parquet``."""
-    tables = out.tables()
-    meta = {n: batch_of_versions(t, cp) for n, (t, cp) in tables.items()}
-    encoders = {
+def _encoders(out: DeltaOutput) -> dict[str, Encoder]:
+    return {
         "data": Encoder(out.key, out.value, (*out.exclude, *_CDF)),
         "errors": Encoder(out.errors_key or out.key, out.value, (*out.exclude, *_CDF)),
     }
+
+
+def states_of(
+    meta: dict[str, dict[int, dict[str, Any]]], changed: set[tuple[str, int]]
+) -> tuple[dict[tuple[str, int], int], bool]:
+    """For the tables alone: each changing ``(table, version)``'s ``ts``, and whether the two
+    tables' states are judged together (the module's docstring says how)."""
+    info = {tv: meta[tv[0]][tv[1]] for tv in changed}
+    tagged = all(m["batch"] is not None for m in info.values())
+    writers = {(m["txn"] or {}).get("app") for m in info.values()}
+    if tagged and len(writers) <= 1:
+        return {tv: int(m["batch"]) for tv, m in info.items()}, True
+    for (table, version), m in sorted(info.items()):
+        if m["timestamp"] is None:
+            raise ExportError(
+                f"{table} version {version} names no batch and no commit time: its place "
+                "among the tables' states cannot be told"
+            )
+    order = sorted(info, key=lambda tv: (info[tv]["timestamp"], tv))
+    return {tv: i for i, tv in enumerate(order)}, tagged
+
+
+def export_tables(out: DeltaOutput, run_dir: Path) -> None:
+    """The tables alone (no checkpoint): ``updates.parquet`` and ``frontiers.json`` with
+    ``bindings`` not kept (the module's docstring)."""
+    tables, encoders = out.tables(), _encoders(out)
+    meta = {n: batch_of_versions(t, None) for n, (t, _) in tables.items()}
+    rows = {
+        n: [r for chunk in table_rows(n, t, meta[n], encoders[n], lambda v: v) for r in chunk]
+        for n, (t, _) in tables.items()
+    }
+    changed = {(n, int(r[3])) for n, rs in rows.items() for r in rs}
+    ts, aligned = states_of(meta, changed)
+    updates = [(r[0], r[1], r[2], ts[(n, int(r[3]))], r[4]) for n, rs in rows.items() for r in rs]
+    # at least what the harness saw during the run (each table's version count), so the
+    # export's upper is never below one observed
+    upper = max([max(ts.values(), default=-1) + 1, *(len(versions(t)) for t, _ in tables.values())])
+    frontiers: dict[str, dict[str, Any]] = {c: {"upper": upper, "since": 0} for c in _TABLES}
+    frontiers["bindings"] = {"upper": 0, "since": 0, "kept": False}
+    if not aligned:
+        frontiers["errors"]["aligned"] = False
+    write_export(run_dir, frontiers, [updates] if updates else [])
+
+
+def export(out: DeltaOutput, run_dir: Path) -> None:
+    """Write ``updates.parquet``, ``frontiers.json``, ``versions.json`` and ``asof.parquet``
+    (the tables alone: :func:`export_tables`)."""
+    if out.checkpoint is None:
+        export_tables(out, run_dir)
+        return
+    checkpoint = out.checkpoint
+    tables = out.tables()
+    meta = {n: batch_of_versions(t, cp or checkpoint) for n, (t, cp) in tables.items()}
+    encoders = _encoders(out)
     frontiers = {name: {"upper": u, "since": 0} for name, u in (out.uppers() or {}).items()}
 
     def batches() -> Iterator[Sequence[tuple[Any, ...]]]:
-        rows = bindings_rows(out.checkpoint, out.topic)
+        rows = bindings_rows(checkpoint, out.topic)
         if rows:
             yield rows
         for name, (table, _) in tables.items():
@@ -213,8 +286,8 @@ def export(out: DeltaOutput, run_dir: Path) -> None:
     doc = {
         "tables": {n: {str(v): m for v, m in meta[n].items()} for n in tables},
         "batches": {
-            "planned": checkpoint_batches(out.checkpoint),
-            "committed": checkpoint_batches(out.checkpoint, "commits"),
+            "planned": checkpoint_batches(checkpoint),
+            "committed": checkpoint_batches(checkpoint, "commits"),
         },
     }
     (run_dir / VERSIONS).write_text(json.dumps(doc, indent=1, sort_keys=True))

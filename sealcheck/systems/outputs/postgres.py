@@ -22,6 +22,13 @@ from psycopg.rows import dict_row
 from sealcheck.systems.outputs.sql import COLLECTIONS, Snapshots, SnapshotStates
 
 
+def read_options(dsn: str) -> str:
+    """The server options of the harness's reads: the connection string's own (a
+    ``search_path`` that names the job's schema, say) and a statement timeout."""
+    given = str(psycopg.conninfo.conninfo_to_dict(dsn).get("options") or "")
+    return f"{given} -c statement_timeout=5000".strip()
+
+
 @dataclass(frozen=True)
 class PostgresOutput(Snapshots):
     """A job's tables in one PostgreSQL database, snapshotted by the harness."""
@@ -43,6 +50,9 @@ class PostgresOutput(Snapshots):
     #: how long the tables must stay unchanged, with the job running, for the harness to
     #: call the job caught up (:meth:`sealcheck.systems.api.Progress.settled`)
     settle_s: float = 30.0
+    #: the job commits one batch in several transactions: take states only between batches
+    #: (the job's declared windows tell when a batch is in flight)
+    between_batches: bool = False
     _states: SnapshotStates = field(
         default_factory=SnapshotStates, init=False, repr=False, compare=False
     )
@@ -60,7 +70,7 @@ class PostgresOutput(Snapshots):
         # a read blocked by a lock or a lost server gives up rather than hold the run
         return psycopg.connect(
             self.dsn, autocommit=True, row_factory=dict_row, connect_timeout=2,
-            options="-c statement_timeout=5000", keepalives_idle=5,
+            options=read_options(self.dsn), keepalives_idle=5,
         )  # fmt: skip
 
     def _version(self, conn: psycopg.Connection[dict[str, Any]]) -> Any:

@@ -24,6 +24,11 @@ A job states where its tables are and nothing else::
   (:meth:`sealcheck.systems.job.JobDeployment.progress`)
   (:meth:`sealcheck.systems.api.Progress.settled`), and the ``prefix`` checker then judges the
   last state as the whole input's.
+* **Batches of several transactions.** A job that commits one batch in several transactions
+  (``between_batches=True``) leaves states between them that no prefix explains; its states are
+  then taken only between batches — when the job's declared crash windows show no batch in
+  flight before and after the read, with no new batch planned meanwhile
+  (:func:`sealcheck.systems.job.batch_boundary`).
 * **Under-observed.** A state the job held for less than a sample's interval may never be
   seen; every state seen is judged. A run in which fewer than two states were seen judged
   nothing of the run's course: ``prefix`` says so (unknown).
@@ -39,6 +44,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +79,9 @@ class SnapshotStates:
         self.captured = 0  # rows handed to captures
         self.changed_at = 0.0
         self.error: str | None = None  # a row the encoding could not take
+        #: with ``between_batches``: the batch the job is between (a token), None while a
+        #: batch is in flight (:func:`sealcheck.systems.job.batch_boundary`)
+        self.boundary: Callable[[], str | None] | None = None
 
 
 class Snapshots:
@@ -87,7 +96,12 @@ class Snapshots:
     value: str | None
     exclude: tuple[str, ...]
     settle_s: float
+    between_batches: bool
     _states: SnapshotStates
+
+    def watch_batches(self, boundary: Callable[[], str | None]) -> None:
+        """Take states only between batches, as ``boundary`` tells (``between_batches``)."""
+        self._states.boundary = boundary
 
     def tables(self) -> dict[str, tuple[str, Encoder]]:
         """Each collection's table and how its rows are encoded."""
@@ -135,7 +149,14 @@ class Snapshots:
                 version = self._version(s.conn)
                 if version == s.version and s.exists and not strict:
                     return s.count
+                between = s.boundary() if s.boundary is not None else ""
+                if between is None:  # a batch in flight: not a state of the job's
+                    if strict:
+                        raise OutputError(f"{self.where()}: a batch was in flight at the end")
+                    return s.count if s.exists else None
                 read = self._read(s.conn)
+                if s.boundary is not None and s.boundary() != between:
+                    return s.count if s.exists else None  # a batch began during the read
             except self.errors_of_reading as exc:  # not created yet, locked, or the server gone
                 self._close()  # a new connection at the next sample
                 s.changed_at = time.monotonic()
@@ -237,6 +258,9 @@ class SQLiteOutput(Snapshots):
     #: how long the tables must stay unchanged, with the job running, for the harness to
     #: call the job caught up (:meth:`sealcheck.systems.api.Progress.settled`)
     settle_s: float = 30.0
+    #: the job commits one batch in several transactions: take states only between batches
+    #: (the job's declared windows tell when a batch is in flight)
+    between_batches: bool = False
     _states: SnapshotStates = field(
         default_factory=SnapshotStates, init=False, repr=False, compare=False
     )
