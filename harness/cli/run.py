@@ -35,7 +35,8 @@ _HELP = {
     "broken": "run the system under test with a deliberate bug or a variant people write "
     "(an unknown name lists the known ones)",
     "runs_dir": "the archive of runs, where this run is stored (default runs/)",
-    "system": "the system under test: a built-in name (upsert-source, delta-streaming), a name "
+    "system": "the system under test: a built-in name (upsert-source, delta-streaming, "
+    "delta-streaming-tables), a name "
     "an installed package registers (entry points sealcheck.systems) or package.module:Factory "
     "(default upsert-source)",
     "spark": "connect (one Spark Connect server per run, the default), local (a driver in "
