@@ -72,7 +72,7 @@ from measure import (  # noqa: E402
     wait,
 )
 
-from sealcheck import smoke  # noqa: E402
+from sealcheck.harness.cli import smoke  # noqa: E402
 from sealcheck.harness.run.workload import UpsertMix, records, upsert_records  # noqa: E402
 from sealcheck.infra.local import LocalBackend  # noqa: E402
 from sealcheck.infra.topic import log_end  # noqa: E402

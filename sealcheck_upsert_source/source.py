@@ -73,9 +73,18 @@ class KafkaSparkSource:
         parts = sorted(p for p in end if end[p] > start.get(p, 0))
         if not parts:
             return []
-        from pyspark.sql import functions as F
+        best = winners_frame(self.range_frame(start, end))
+        try:
+            table = best.toArrow()
+        except Exception as exc:  # Py4JJavaError and friends: Kafka went away mid-read
+            raise SourceUnavailable(f"Spark read of {parts} failed: {str(exc)[:500]}") from exc
+        return decode(table)
 
-        frame = (
+    def range_frame(self, start: dict[int, int], end: dict[int, int]) -> Any:
+        """The Spark DataFrame of exactly the records in ``[start, end)`` (the partitions
+        where the range is not empty; at least one must be)."""
+        parts = sorted(p for p in end if end[p] > start.get(p, 0))
+        return (
             self.spark.read.format("kafka")
             .option("kafka.bootstrap.servers", self.bootstrap)
             .option("assign", json.dumps({self.topic: parts}))
@@ -89,30 +98,36 @@ class KafkaSparkSource:
             .option("fetchOffset.numRetries", "3")
             .load()
         )
-        # One slot per raw key; null keys get one slot per partition (see
-        # sealcheck_upsert_source.upsert).
-        slot = F.when(F.col("key").isNull(), F.col("partition")).otherwise(F.lit(-1))
-        best = (
-            frame.groupBy("key", slot.alias("null_partition"))
-            .agg(
-                F.max_by(
-                    F.struct("partition", "offset", "value"), F.struct("offset", "partition")
-                ).alias("w")
-            )
-            .select("key", "w.partition", "w.offset", "w.value")
-        )
-        try:
-            table = best.toArrow()
-        except Exception as exc:  # Py4JJavaError and friends: Kafka went away mid-read
-            raise SourceUnavailable(f"Spark read of {parts} failed: {str(exc)[:500]}") from exc
-        cols = table.to_pydict()
-        return [
-            SourceRecord(int(p), int(o), k, v)
-            for k, p, o, v in zip(
-                cols["key"], cols["partition"], cols["offset"], cols["value"], strict=True
-            )
-        ]
 
     def close(self) -> None:
         """Close the watermark consumer."""
         self._consumer.close()
+
+
+def winners_frame(frame: Any) -> Any:
+    """Each raw key's winning record of ``frame`` (``key, partition, offset, value``): one
+    slot per raw key, null keys one slot per partition (see
+    :mod:`sealcheck_upsert_source.upsert`)."""
+    from pyspark.sql import functions as F
+
+    slot = F.when(F.col("key").isNull(), F.col("partition")).otherwise(F.lit(-1))
+    return (
+        frame.groupBy("key", slot.alias("null_partition"))
+        .agg(
+            F.max_by(
+                F.struct("partition", "offset", "value"), F.struct("offset", "partition")
+            ).alias("w")
+        )
+        .select("key", "w.partition", "w.offset", "w.value")
+    )
+
+
+def decode(table: Any) -> list[SourceRecord]:
+    """The winners' Arrow table as records."""
+    cols = table.to_pydict()
+    return [
+        SourceRecord(int(p), int(o), k, v)
+        for k, p, o, v in zip(
+            cols["key"], cols["partition"], cols["offset"], cols["value"], strict=True
+        )
+    ]
