@@ -9,7 +9,8 @@ The public API is deliberately small; everything not re-exported here is interna
   nemeses with their schedule, seeds, checkers), whose parts can be swapped in Python;
 * :func:`run_test`, :class:`Outcome`: run it (``sealcheck run`` does exactly this);
 * :class:`Job`, :class:`JobRun`, :class:`DeltaOutput`, :class:`SQLiteOutput`,
-  :class:`PostgresOutput`, :class:`TopicOutput`: your own job as a system under test (``docs/your-own-job.md``),
+  :class:`PostgresOutput`, :class:`TopicOutput`: your own job as a system under test
+  (``docs/your-own-job.md``),
   :class:`SystemUnderTest` the base class of every descriptor;
 * :class:`Record`, :class:`Upsert`, :class:`Delete`, :func:`DeadLetter`, :data:`SKIP`: what one
   input record should do to the job's output (:mod:`sealcheck.core.effects`);
