@@ -50,17 +50,10 @@ def kafka_image(docker_engine: None) -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(docker_engine: None) -> Iterator[Any]:
-    """One PostgreSQL container for the session (each test makes its own database)."""
-    from sealcheck.infra.containers.images import postgres_image
-    from sealcheck.infra.containers.postgres import PostgresContainer
-
-    server = PostgresContainer(postgres_image(), run_id="pytest-postgres")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+def postgres_server(docker_engine: None, _sealcheck_postgres_server: Any) -> Any:
+    """One PostgreSQL container for the session (each test makes its own database): the
+    plugin's, which ``sealcheck_postgres`` hands out databases of."""
+    return _sealcheck_postgres_server
 
 
 @pytest.fixture(scope="session")

@@ -144,24 +144,32 @@ def newest_write(root: Path) -> float:
     return newest
 
 
+def _newest_opening(root: Path, window: CrashWindow) -> str | None:
+    """The ``{n}`` of the newest file that opens ``window`` (None: none yet, or a window not
+    told by paired files)."""
+    if not _paired(window) or window.opens_in is None:
+        return None
+    try:
+        names = [m.group(1) for f in os.listdir(root / window.opens_in)
+                 if (m := re.fullmatch(window.opens, f)) and m.re.groups]  # fmt: skip
+    except OSError:
+        return None
+    return max(names, key=lambda n: (len(n), n), default=None)
+
+
 def in_flight(root: Path, window: CrashWindow) -> bool:
     """Whether ``window`` is open now: the newest file that opens it (by its ``{n}``) has no
     closing file yet. Only windows told by files whose closing names its opening's ``{n}``
     (a checkpoint's ``offsets/N`` and ``commits/N``) can say."""
-    if not _paired(window) or window.opens_in is None or window.closes_in is None:
+    newest = _newest_opening(root, window)
+    closing = window.closing(newest) if newest is not None else None
+    if closing is None or window.closes_in is None:
         return False
     try:
-        opened = [
-            m for f in os.listdir(root / window.opens_in) if (m := re.fullmatch(window.opens, f))
-        ]
-        closed = os.listdir(root / window.closes_in) if opened else []
+        closed = os.listdir(root / window.closes_in)
     except OSError:
         return False
-    if not opened or not opened[0].re.groups:
-        return False
-    newest = max(opened, key=lambda m: (len(m.group(1)), m.group(1)))
-    closing = window.closing(newest.group(1))
-    return closing is not None and not any(closing.fullmatch(f) for f in closed)
+    return not any(closing.fullmatch(f) for f in closed)
 
 
 def batch_boundary(root: Path, windows: Iterable[CrashWindow]) -> str | None:
@@ -172,16 +180,7 @@ def batch_boundary(root: Path, windows: Iterable[CrashWindow]) -> str | None:
     told = [w for w in windows if _paired(w)]
     if any(in_flight(root, w) for w in told):
         return None
-    newest = []
-    for w in told:
-        assert w.opens_in is not None
-        try:
-            names = [m.group(1) for f in os.listdir(root / w.opens_in)
-                     if (m := re.fullmatch(w.opens, f)) and m.re.groups]  # fmt: skip
-        except OSError:
-            names = []
-        newest.append(max(names, key=lambda n: (len(n), n), default=""))
-    return "/".join(newest)
+    return "/".join(_newest_opening(root, w) or "" for w in told)
 
 
 def _paired(window: CrashWindow) -> bool:
