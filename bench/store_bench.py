@@ -5,9 +5,12 @@ rehydration's snapshot cost (prints numbers; asserts nothing).
 
 A ``data`` collection holding one value for each of ``--keys`` keys (one append at ts 0), then
 one step that changes ``--step`` keys (a retraction and an insertion each, ts 1), then
-``compact(data, 2)`` (every update below 2 merged, as ``--retain-steps`` / ``--compact-every``
-do: it reads, deletes and rewrites every live key) and ``snapshot(data, 2)`` (what rehydration
-reads). Values are ~32-byte JSON, as in ``bench/scale.py``.
+``compact(data, 2)``: every key changed since the last compaction (here: all of them, the
+first compaction) has its updates below 2 merged. Then a second step changing another
+``--step`` keys (ts 2) and ``compact(data, 3)``: a compaction as the step loop runs it every
+``--compact-every`` steps, which touches only the keys changed since the last one (issue 28).
+Then ``snapshot(data, 3)``, what a rehydration reads. Values are ~32-byte JSON, as in
+``bench/scale.py``.
 """
 
 from __future__ import annotations
@@ -40,24 +43,29 @@ def main() -> None:
             "data", [Update(k, value(i, 0), 0, 1) for i, k in enumerate(keys)], 0, 1
         )
         fill = time.monotonic() - t
-        changed = range(min(args.step, args.keys))
-        step = [Update(keys[i], value(i, 0), 1, -1) for i in changed]
-        step += [Update(keys[i], value(i, 1), 1, 1) for i in changed]
+        steps, compactions, upper = [], [], 1
+        for n in (0, 1):  # a step at ts upper, sealed; then compaction to just below the upper
+            changed = range(n * args.step, min((n + 1) * args.step, args.keys))
+            step = [Update(keys[i], value(i, 0), upper, -1) for i in changed]
+            step += [Update(keys[i], value(i, 1), upper, 1) for i in changed]
+            began = time.monotonic()
+            store.compare_and_append("data", step, upper, upper + 1)
+            steps.append(time.monotonic() - began)
+            store.compare_and_append("data", [], upper + 1, upper + 2)  # since must be < upper
+            upper += 2
+            began = time.monotonic()
+            store.compact("data", upper - 1)
+            compactions.append(time.monotonic() - began)
         t = time.monotonic()
-        store.compare_and_append("data", step, 1, 2)
-        append = time.monotonic() - t
-        store.compare_and_append("data", [], 2, 3)  # compaction needs since < upper
-        t = time.monotonic()
-        store.compact("data", 2)
-        compact = time.monotonic() - t
-        t = time.monotonic()
-        live = store.snapshot("data", 2)
+        live = store.snapshot("data", upper - 1)
         snapshot = time.monotonic() - t
         size = sum(p.stat().st_size for p in Path(tmp).glob("store.db*"))
     print(
-        f"{args.keys:,} keys: first append {fill:.1f}s; a step of {len(step):,} updates "
-        f"{append:.2f}s; compaction {compact:.1f}s; snapshot ({len(live):,} keys) "
-        f"{snapshot:.1f}s; store {size / 2**20:,.0f} MiB on disk (with its WAL)"
+        f"{args.keys:,} keys: first append {fill:.1f}s; a step of {2 * args.step:,} updates "
+        f"{steps[0]:.2f}s, then {steps[1]:.2f}s; first compaction (every key) "
+        f"{compactions[0]:.1f}s; a compaction after one step {compactions[1]:.2f}s; snapshot "
+        f"({len(live):,} keys) {snapshot:.1f}s; store {size / 2**20:,.0f} MiB on disk (with "
+        "its WAL)"
     )
 
 

@@ -140,7 +140,15 @@ class Persist(Protocol):
         """Raw updates with ``lo <= ts < hi``, ordered by ``(ts, key, value)``."""
 
     def compact(self, collection: str, since: int) -> bool:
-        """Advance ``since`` (merging history below it); False if it was already there."""
+        """Advance ``since`` (merging history below it); False if it was already there.
+
+        Reads at or after ``since`` are unchanged; reads below it are refused. Below ``since``
+        the store keeps each key's consolidated ``(key, value, diff)`` once: a key with an
+        update since the last compaction has its updates below ``since`` merged into one per
+        value at ``since - 1``; a key without one keeps the update an earlier compaction left,
+        untouched, so a compaction costs what changed, not the whole state (issue 28). Readers
+        of the raw updates advance every time below ``since`` to ``since``.
+        """
 
     def uppers(self) -> dict[str, int]:
         """Every collection's upper (a collection never appended to has upper 0)."""

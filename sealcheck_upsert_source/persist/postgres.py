@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS updates (
     collection TEXT NOT NULL, key BYTEA NOT NULL, val BYTEA NOT NULL,
     ts BIGINT NOT NULL, diff BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS updates_by_ts ON updates (collection, ts);
+CREATE INDEX IF NOT EXISTS updates_by_key ON updates (collection, key);
 CREATE TABLE IF NOT EXISTS frontiers (
     collection TEXT PRIMARY KEY, upper BIGINT NOT NULL, since BIGINT NOT NULL);
 """
@@ -149,7 +150,10 @@ class PostgresPersist:
                 )
 
     def compact(self, collection: str, since: int) -> bool:
-        """Merge every update below ``since`` into ``ts = since``; ``since`` must be < upper."""
+        """Merge the updates below ``since`` of every key changed since the last compaction
+        into one per ``(key, value)`` at ``since - 1`` (see
+        :meth:`~sealcheck_upsert_source.persist.api.Persist.compact`); ``since`` must be < upper.
+        """
         db = self._db
         with db.transaction():
             upper, current = self._frontier(collection, lock=True)
@@ -160,18 +164,22 @@ class PostgresPersist:
                     f"collection {collection!r}: cannot compact to since {since} at or past its "
                     f"upper {upper}; the latest sealed state (ts {upper - 1}) must stay readable"
                 )
+            changed = "SELECT key FROM updates WHERE collection = %s AND ts >= %s AND ts < %s"
             merged = db.execute(
                 "SELECT key, val, SUM(diff) FROM updates WHERE collection = %s AND ts < %s "
-                "GROUP BY key, val HAVING SUM(diff) <> 0",
-                (collection, since),
+                f"AND key IN ({changed}) GROUP BY key, val HAVING SUM(diff) <> 0",
+                (collection, since, collection, current, since),
             ).fetchall()
-            db.execute("DELETE FROM updates WHERE collection = %s AND ts < %s", (collection, since))
+            db.execute(
+                f"DELETE FROM updates WHERE collection = %s AND ts < %s AND key IN ({changed})",
+                (collection, since, collection, current, since),
+            )
             failpoint("compact.mid")
             with db.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO updates (collection, key, val, ts, diff) "
                     "VALUES (%s, %s, %s, %s, %s)",
-                    [(collection, k, v, since, int(d)) for k, v, d in merged],
+                    [(collection, k, v, since - 1, int(d)) for k, v, d in merged],
                 )
             db.execute("UPDATE frontiers SET since = %s WHERE collection = %s", (since, collection))
         return True

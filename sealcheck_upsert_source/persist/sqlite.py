@@ -45,6 +45,13 @@ def _busy(exc: BaseException) -> bool:
     )
 
 
+#: The keys with an update in ``[since, new since)`` of a collection: what a compaction merges.
+#: A key merged before keeps its one update per value below the old since, untouched.
+CHANGED = "SELECT key FROM updates WHERE collection = ? AND ts >= ? AND ts < ?"
+#: Their updates below the new since, found in ``updates_by_ts`` alone (an index-only scan of
+#: one entry per live key: cheaper than keeping an index by key up to date at every append).
+MERGED = f"SELECT rowid FROM updates WHERE collection = ? AND ts < ? AND key IN ({CHANGED})"
+
 _retry_busy = Retrying(
     retry=retry_if_exception(_busy),
     stop=stop_after_delay(60),
@@ -122,7 +129,10 @@ class SqlitePersist:
             raise
 
     def compact(self, collection: str, since: int) -> bool:
-        """Merge every update below ``since`` into ``ts = since``; ``since`` must be < upper."""
+        """Merge the updates below ``since`` of every key changed since the last compaction
+        into one update per ``(key, value)`` at ``since - 1`` (see
+        :meth:`~sealcheck_upsert_source.persist.api.Persist.compact`); ``since`` must be < upper.
+        """
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -136,15 +146,18 @@ class SqlitePersist:
                     f"upper {upper}; the latest sealed state (ts {upper - 1}) must stay readable"
                 )
             merged = db.execute(
-                "SELECT key, val, SUM(diff) FROM updates WHERE collection = ? AND ts < ? "
+                f"SELECT key, val, SUM(diff) FROM updates WHERE rowid IN ({MERGED}) "
                 "GROUP BY key, val HAVING SUM(diff) <> 0",
-                (collection, since),
+                (collection, since, collection, current, since),
             ).fetchall()
-            db.execute("DELETE FROM updates WHERE collection = ? AND ts < ?", (collection, since))
+            db.execute(
+                f"DELETE FROM updates WHERE rowid IN ({MERGED})",
+                (collection, since, collection, current, since),
+            )
             failpoint("compact.mid")
             db.executemany(
                 "INSERT INTO updates (collection, key, val, ts, diff) VALUES (?, ?, ?, ?, ?)",
-                [(collection, k, v, since, d) for k, v, d in merged],
+                [(collection, k, v, since - 1, d) for k, v, d in merged],
             )
             db.execute("UPDATE frontiers SET since = ? WHERE collection = ?", (since, collection))
             db.execute("COMMIT")

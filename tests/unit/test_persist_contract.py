@@ -151,9 +151,33 @@ def test_compaction_keeps_reads_at_or_after_since(store: Persist) -> None:
         assert store.snapshot("data", t) == before[t]
     with pytest.raises(ReadBelowSince):
         store.snapshot("data", 2)
-    assert all(u.ts >= 3 for u in store.updates("data", 0, 5))
+    below = store.updates("data", 0, 3)  # merged: the state at 2, once
+    assert [(u.key, u.value, u.diff) for u in below] == [(b"a", b"2", 1)]
     with pytest.raises(ValueError, match="must stay readable"):
         store.compact("data", 5)
+
+
+def test_compaction_touches_only_the_keys_changed_since_the_last_one(store: Persist) -> None:
+    """A compaction costs what changed, not the state: a key unchanged since the last
+    compaction keeps its merged update as it was, and reads stay the same (issue 28)."""
+    store.compare_and_append("data", [U("a", "a0", 0, 1), U("b", "b0", 0, 1)], 0, 1)
+    store.compare_and_append("data", [U("a", "a0", 1, -1), U("a", "a1", 1, 1)], 1, 2)
+    store.compare_and_append("data", [], 2, 3)
+    assert store.compact("data", 2) is True
+    merged_b = [u for u in store.updates("data", 0, 2) if u.key == b"b"]
+    store.compare_and_append("data", [U("a", "a1", 3, -1), U("a", "a2", 3, 1)], 3, 4)
+    store.compare_and_append("data", [U("c", "c0", 4, 1)], 4, 5)
+    before = {t: store.snapshot("data", t) for t in (4,)}
+    assert store.compact("data", 4) is True
+    below = store.updates("data", 0, 4)
+    assert [u for u in below if u.key == b"b"] == merged_b  # untouched
+    assert sorted((u.key, u.value, u.diff) for u in below) == [(b"a", b"a2", 1), (b"b", b"b0", 1)]
+    assert store.snapshot("data", 4) == before[4] == {b"a": b"a2", b"b": b"b0", b"c": b"c0"}
+    store.compare_and_append("data", [U("b", "b0", 5, -1)], 5, 6)  # a delete, then merged away
+    store.compare_and_append("data", [], 6, 7)
+    assert store.compact("data", 6) is True
+    assert sorted(u.key for u in store.updates("data", 0, 6)) == [b"a", b"c"]
+    assert store.snapshot("data", 6) == {b"a": b"a2", b"c": b"c0"}
 
 
 def test_error_mid_compaction_rolls_back(store: Persist) -> None:
