@@ -18,8 +18,11 @@ checkers — times, the store's size, memory, and the verdict.
    its ``rehydrated`` event timed (the state of every live key read back from the store).
 3. **run directory**, laid out as the harness lays out a run: ``topic.parquet`` (the topic
    read back from Kafka, partition by partition), ``export/`` (the descriptor's export) and
-   ``history.jsonl`` (an ``ok`` op per acknowledged write, the observer's uppers, ``log-end``,
-   ``caught-up`` and the final ``inputs`` manifest).
+   ``history.jsonl`` (an ``ok`` op per acknowledged write, the observer's uppers and
+   ``captured`` ops, ``log-end``, ``caught-up`` and the final ``inputs`` manifest), and
+   ``captures.arrows``: every sealed step captured while catching up, right after its upper
+   was seen, before compaction could merge it (as a chaos run's observer does), so that
+   ``sealed_state`` judges every step one by one.
 4. **checkers**: in a child process (its peak RSS is theirs alone): reading the inputs
    (``load_run`` + ``prepare``) and judging (``run_checkers``) — ``sealcheck.checkers.check_run``
    in two
@@ -58,9 +61,10 @@ from scale_run import dump_topic, write_history  # noqa: E402
 
 from sealcheck.infra.local import LocalBackend  # noqa: E402
 from sealcheck.infra.topic import log_end  # noqa: E402
-from sealcheck.rundir.files import UPDATES  # noqa: E402
+from sealcheck.rundir.captures import CaptureWriter  # noqa: E402
+from sealcheck.rundir.files import CAPTURES, UPDATES  # noqa: E402
 from sealcheck.systems import system  # noqa: E402
-from sealcheck.systems.api import Settings  # noqa: E402
+from sealcheck.systems.api import CapturesSteps, Settings  # noqa: E402
 
 TOPIC = "scale"
 PARTITIONS = 3
@@ -143,9 +147,13 @@ def produce(bootstrap: str, frame: pl.DataFrame, t0_ns: int) -> tuple[np.ndarray
     return offsets, acked, failed + left
 
 
-def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Catch up from an empty store, then restart once (rehydration); numbers and the
-    observer's samples (``observed``: ``(ns since start, uppers)``)."""
+def run_pipeline(
+    backend: LocalBackend, work: Path, run_dir: Path, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Catch up from an empty store, then restart once (rehydration); numbers, the
+    observer's samples (``observed``: ``(ns, uppers)``) and its captures (``captured``:
+    ``(ns, captured op's value)``; every sealed step captured into ``run_dir/captures.arrows``
+    right after its upper is seen, as the harness's observer does)."""
     ends = log_end(backend.bootstrap, TOPIC)
     settings = Settings(TOPIC, args.max_records_per_step, args.retain_steps, args.compact_every)
     logs = work / "logs"
@@ -159,6 +167,24 @@ def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) ->
     out["spark_server_ready_s"] = time.monotonic() - t
     incs: list[Any] = []
     observed: list[tuple[int, dict[str, int]]] = []
+    captured: list[tuple[int, dict[str, Any]]] = []
+    captures = CaptureWriter(run_dir / CAPTURES)
+    since_captured: dict[str, int] = {}
+
+    def capture() -> None:  # sealcheck.harness.run.observer.Observer._capture, unthreaded
+        if not isinstance(dep, CapturesSteps):
+            return
+        t = time.monotonic()
+        got = dep.capture(dict(since_captured))
+        if got is None or not (got.ranges or got.missed):
+            return
+        if got.ranges:
+            captures.write(got)
+        captured.append((time.monotonic_ns(), got.op_value()))
+        for c, (_, hi) in [*got.missed.items(), *got.ranges.items()]:
+            since_captured[c] = max(since_captured.get(c, 0), hi)
+        out["capture_s"] = out.get("capture_s", 0.0) + time.monotonic() - t
+
     try:
         inc = backend.incarnation(dep.launch(0), "pipeline-0", logs / "0.log", work / "fp")
         clock = StepClock(lambda: sealed(dep.uppers()))
@@ -168,6 +194,7 @@ def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) ->
         def caught_up() -> bool:
             if (u := dep.uppers()) and (not observed or observed[-1][1] != u):
                 observed.append((time.monotonic_ns(), u))
+                capture()
                 return (p := dep.progress()) is not None and p.covers(ends)
             return False
 
@@ -180,6 +207,8 @@ def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) ->
         out["catch_up_rss"] = {"peak_rss_mib": round(rss.peak / MIB, 1)}
         out["catch_up_rss"]["each_mib"] = {k: round(v / MIB, 1) for k, v in rss.each.items()}
         out["stop_exit"] = inc.stop(60)  # its log now holds the last step's event
+        capture()  # the last steps, as the observer's last sample does
+        captures.close()
         events = log_events(inc.log_text())
         seals = [e for e in events if e.get("event") == "sealed"]
         out["steps"] = len(seals)
@@ -208,6 +237,7 @@ def run_pipeline(backend: LocalBackend, work: Path, args: argparse.Namespace) ->
         dep.stop()
         out["rss"] = rss.stop()
     out["observed"] = observed
+    out["captured"] = captured
     out["deployment"] = dep
     return out
 
@@ -287,7 +317,7 @@ def main() -> int:
             f" generating them {out['generate_s']:.1f}s)",
             flush=True,
         )
-        pipe = run_pipeline(backend, args.work, args)
+        pipe = run_pipeline(backend, args.work, run_dir, args)
         print_pipeline(pipe, args)
         t = time.monotonic()
         rows = dump_topic(backend.bootstrap, TOPIC, pipe["log_end"], run_dir / "topic.parquet")
@@ -305,10 +335,18 @@ def main() -> int:
     )
     t = time.monotonic()
     frame = frame.with_columns(pl.Series("offset", offsets), pl.Series("acked_ns", acked))
-    write_history(run_dir, frame, pipe.pop("observed"), pipe["log_end"], pipe["catch_up_s"], t0_ns)
+    observed, captured = pipe.pop("observed"), pipe.pop("captured")
+    write_history(run_dir, frame, observed, pipe["log_end"], pipe["catch_up_s"], t0_ns, captured)
     out["history_s"] = time.monotonic() - t
     out["history_mb"] = (run_dir / "history.jsonl").stat().st_size / 1e6
-    print(f"history: {out['history_mb']:,.0f} MB in {out['history_s']:.1f}s", flush=True)
+    caught = run_dir / CAPTURES
+    out["captures_mb"] = caught.stat().st_size / 1e6 if caught.exists() else 0.0
+    print(
+        f"history: {out['history_mb']:,.0f} MB in {out['history_s']:.1f}s; captures of the "
+        f"sealed steps: {len(captured)} reads taking {pipe.get('capture_s', 0.0):.1f}s, "
+        f"{out['captures_mb']:,.0f} MB",
+        flush=True,
+    )
     del frame
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         judged = pool.apply(judge, (run_dir,))

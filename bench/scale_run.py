@@ -16,6 +16,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sealcheck.rundir.captures import CAPTURED_OP
 from sealcheck.rundir.files import describe
 
 _SCHEMA = pa.schema(
@@ -85,10 +86,12 @@ def write_history(
     ends: dict[int, int],
     catch_up_s: float,
     t0_ns: int,
+    captured: list[tuple[int, dict[str, Any]]] | None = None,
 ) -> None:
     """``history.jsonl``: an ``ok`` op per acknowledged record of ``frame`` (``offset`` >= 0,
     in the order of ``acked_ns``), the observer's ``uppers`` (``observed``: monotonic ns and
-    uppers), ``log-end``, ``caught-up`` and, after the topic dump and export already in
+    uppers) and its ``captured`` ops (``captured``: monotonic ns and the op's value), in the
+    order they happened, ``log-end``, ``caught-up`` and, after the topic dump and export already in
     ``run_dir``, the ``inputs`` manifest. Times are ns since ``t0_ns``."""
     acks = frame.filter(pl.col("offset") >= 0).sort("acked_ns")
     writes = acks.select(
@@ -107,9 +110,11 @@ def write_history(
     )
     last = int(acks.select(pl.col("acked_ns").max()).item() or 0)
     ops: list[dict[str, Any]] = []
-    for mono_ns, uppers in observed:
+    seen = [(ns, "uppers", v) for ns, v in observed]
+    seen += [(ns, CAPTURED_OP, v) for ns, v in captured or []]
+    for mono_ns, f, value in sorted(seen, key=lambda e: e[0]):
         last = max(last, mono_ns - t0_ns)
-        ops.append({"process": "observer", "f": "uppers", "value": uppers, "time": last})
+        ops.append({"process": "observer", "f": f, "value": value, "time": last})
     ops.append(
         {"process": "harness", "f": "log-end", "value": {str(p): o for p, o in ends.items()}}
     )

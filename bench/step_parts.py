@@ -11,16 +11,22 @@ size reads about the first ``size`` records (each partition's share of them). Ea
 timed ``--reps`` times after one warm-up; the table gives the median in ms:
 
 * **empty query**: ``SELECT 1`` to Arrow — the round trip of any query (the floor);
-* **plan**: the range's DataFrame and its winners built and analysed (``.schema``: Connect's
-  AnalyzePlan; local: the analyser), nothing run;
+* **plan**: the range's DataFrame built and analysed (``.schema``: Connect's AnalyzePlan;
+  local: the analyser), nothing run;
 * **3 tasks**: ``spark.range(3, numPartitions=3).count()`` — scheduling a job of as many
   tasks as the read has partitions, with no Kafka;
 * **fetch**: ``count()`` of the range — the job, a Kafka consumer per task, the fetch;
-* **winners**: ``count()`` of the winners — the fetch and the aggregation, one row back;
-* **to Arrow**: the winners to Arrow in Python — the whole read as the pipeline runs it;
-* **decode**: the Arrow table to the pipeline's Python records.
+* **to Arrow**: the range's records to Arrow in Python (what the pipeline's job returns);
+* **winners**: each raw key's winner chosen from that Arrow table, column-wise
+  (:func:`~sealcheck_upsert_source.source.winners_table`);
+* **decode**: the winners to the pipeline's Python records;
+* **read**: :meth:`~sealcheck_upsert_source.source.KafkaSparkSource.read_winners`, the whole
+  read as the pipeline runs it;
+* **Spark winners**: the read as it was before issue 28 — the winners chosen in Spark
+  (``groupBy`` + ``max_by``, one more stage: a shuffle) and only they sent as Arrow — the peer
+  the read is compared with, timed in the same session.
 
-**transfer** is ``to Arrow - winners``. Each mode runs in a child process of its own (a
+Each mode runs in a child process of its own (a
 Connect client and a local driver do not share an interpreter). Prints the table; asserts
 nothing.
 """
@@ -48,7 +54,17 @@ from sealcheck.infra.local import LocalBackend  # noqa: E402
 from sealcheck.infra.topic import log_end  # noqa: E402
 
 TOPIC = "parts"
-PARTS = ("empty query", "plan", "3 tasks", "fetch", "winners", "to Arrow", "decode")
+PARTS = (
+    "empty query",
+    "plan",
+    "3 tasks",
+    "fetch",
+    "to Arrow",
+    "winners",
+    "decode",
+    "read",
+    "Spark winners",
+)
 
 
 def timed(fn: Callable[[], Any], reps: int) -> float:
@@ -86,29 +102,47 @@ def child(
 
 def parts(spark: Any, source: Any, end: dict[int, int], reps: int) -> dict[str, Any]:
     """Every part's median time (ms) for the range from offset 0 to ``end``."""
-    from sealcheck_upsert_source.source import decode, winners_frame
+    from sealcheck_upsert_source.source import decode, winners_table
 
-    def best() -> Any:
-        return winners_frame(source.range_frame({}, end))
+    def records() -> Any:
+        return source.range_frame({}, end).select("key", "partition", "offset", "value")
 
-    table = best().toArrow()
+    fetched = records().toArrow()
+    best = winners_table(fetched)
     got: dict[str, Any] = {
         "empty query": timed(lambda: spark.sql("SELECT 1 AS x").toArrow(), reps),
-        "plan": timed(lambda: best().schema, reps),
+        "plan": timed(lambda: records().schema, reps),
         "3 tasks": timed(lambda: spark.range(0, 3, 1, 3).count(), reps),
         "fetch": timed(lambda: source.range_frame({}, end).count(), reps),
-        "winners": timed(lambda: best().count(), reps),
-        "to Arrow": timed(lambda: best().toArrow(), reps),
-        "decode": timed(lambda: decode(table), reps),
+        "to Arrow": timed(lambda: records().toArrow(), reps),
+        "winners": timed(lambda: winners_table(fetched), reps),
+        "decode": timed(lambda: decode(best), reps),
+        "read": timed(lambda: source.read_winners({}, end), reps),
+        "Spark winners": timed(lambda: spark_winners(source.range_frame({}, end)).toArrow(), reps),
     }
-    got["transfer"] = got["to Arrow"] - got["winners"]
-    got["winners kept"] = table.num_rows
+    got["winners kept"] = best.num_rows
     return got
+
+
+def spark_winners(frame: Any) -> Any:
+    """The winners chosen in Spark, as the read did before issue 28 (the peer)."""
+    from pyspark.sql import functions as F
+
+    slot = F.when(F.col("key").isNull(), F.col("partition")).otherwise(F.lit(-1))
+    return (
+        frame.groupBy("key", slot.alias("null_partition"))
+        .agg(
+            F.max_by(
+                F.struct("partition", "offset", "value"), F.struct("offset", "partition")
+            ).alias("w")
+        )
+        .select("key", "w.partition", "w.offset", "w.value")
+    )
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
     """The results as a Markdown table: one row per mode and size."""
-    cols = [*PARTS, "transfer"]
+    cols = list(PARTS)
     lines = ["| mode | records | winners | " + " | ".join(cols) + " |"]
     lines.append("| --- " * (len(cols) + 3) + "|")
     for mode, by_size in results.items():

@@ -2,8 +2,14 @@
 
 :class:`Source` is the small interface the step loop needs; :class:`KafkaSparkSource` is the
 real one: it asks Kafka for high watermarks and reads an exact offset range with Spark's Kafka
-*batch* reader (``assign`` + ``startingOffsets``/``endingOffsets`` JSON), keeping per raw key
-the record with the highest ``(offset, partition)`` inside Spark (null keys: per partition).
+*batch* reader (``assign`` + ``startingOffsets``/``endingOffsets`` JSON), the range's records
+back as one Arrow table; :func:`winners_table` keeps per raw key the record with the highest
+``(offset, partition)`` (null keys: per partition), column-wise, before any Python record is
+built.
+
+Why the winners are chosen in the client and not in Spark: a ``groupBy`` in Spark adds a
+shuffle stage to every step's job, which cost more than sending every record of the range as
+Arrow (``bench/step_parts.py``, ``docs/scale.md``, issue 28).
 """
 
 from __future__ import annotations
@@ -73,12 +79,12 @@ class KafkaSparkSource:
         parts = sorted(p for p in end if end[p] > start.get(p, 0))
         if not parts:
             return []
-        best = winners_frame(self.range_frame(start, end))
+        frame = self.range_frame(start, end).select("key", "partition", "offset", "value")
         try:
-            table = best.toArrow()
+            table = frame.toArrow()
         except Exception as exc:  # Py4JJavaError and friends: Kafka went away mid-read
             raise SourceUnavailable(f"Spark read of {parts} failed: {str(exc)[:500]}") from exc
-        return decode(table)
+        return decode(winners_table(table))
 
     def range_frame(self, start: dict[int, int], end: dict[int, int]) -> Any:
         """The Spark DataFrame of exactly the records in ``[start, end)`` (the partitions
@@ -107,22 +113,38 @@ class KafkaSparkSource:
         self._consumer.close()
 
 
-def winners_frame(frame: Any) -> Any:
-    """Each raw key's winning record of ``frame`` (``key, partition, offset, value``): one
-    slot per raw key, null keys one slot per partition (see
-    :mod:`sealcheck_upsert_source.upsert`)."""
-    from pyspark.sql import functions as F
+def winners_table(table: Any) -> Any:
+    """Each raw key's winning record of the Arrow ``table`` (``key, partition, offset,
+    value``): the highest ``(offset, partition)`` per raw key, null keys one slot per partition
+    (see :mod:`sealcheck_upsert_source.upsert`). Column-wise: a sort, then the first row of
+    each slot."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    slot = F.when(F.col("key").isNull(), F.col("partition")).otherwise(F.lit(-1))
-    return (
-        frame.groupBy("key", slot.alias("null_partition"))
-        .agg(
-            F.max_by(
-                F.struct("partition", "offset", "value"), F.struct("offset", "partition")
-            ).alias("w")
-        )
-        .select("key", "w.partition", "w.offset", "w.value")
+    if table.num_rows == 0:
+        return table
+    partition = table["partition"].cast(pa.int64())
+    null_key = pc.is_null(table["key"])
+    slot = pa.table(
+        {
+            # a null key and an empty key differ by their slot: the partition, or -1
+            "k": pc.fill_null(table["key"], b""),
+            "s": pc.if_else(null_key, partition, pa.scalar(-1, pa.int64())),
+            "o": table["offset"],
+            "p": partition,
+        }
     )
+    order = pc.sort_indices(
+        slot, [("k", "ascending"), ("s", "ascending"), ("o", "descending"), ("p", "descending")]
+    )
+    ranked = slot.take(order)
+    k, s = ranked["k"].combine_chunks(), ranked["s"].combine_chunks()
+    n = len(k)
+    new_slot = pc.or_(
+        pc.not_equal(k.slice(1), k.slice(0, n - 1)), pc.not_equal(s.slice(1), s.slice(0, n - 1))
+    )
+    first = pa.concat_arrays([pa.array([True]), new_slot])
+    return table.take(pc.filter(order, first))
 
 
 def decode(table: Any) -> list[SourceRecord]:
