@@ -232,6 +232,7 @@ def run_pipeline(
         out["rehydrate"] = {k: done[0].get(k) for k in ("took_s", "keys", "errors", "t")}
         inc.stop(60)
     finally:
+        captures.close()
         for i in incs:
             i.stop(10)
         dep.stop()

@@ -4,13 +4,13 @@ rehydration's snapshot cost (prints numbers; asserts nothing).
     .venv/bin/python bench/store_bench.py [--keys 1000000] [--step 100000]
 
 A ``data`` collection holding one value for each of ``--keys`` keys (one append at ts 0), then
-one step that changes ``--step`` keys (a retraction and an insertion each, ts 1), then
-``compact(data, 2)``: every key changed since the last compaction (here: all of them, the
-first compaction) has its updates below 2 merged. Then a second step changing another
-``--step`` keys (ts 2) and ``compact(data, 3)``: a compaction as the step loop runs it every
-``--compact-every`` steps, which touches only the keys changed since the last one (issue 28).
-Then ``snapshot(data, 3)``, what a rehydration reads. Values are ~32-byte JSON, as in
-``bench/scale.py``.
+one step that changes ``--step`` keys (a retraction and an insertion each, ts 1, sealed with an
+empty step at ts 2), then ``compact(data, 2)``: every key changed since the last compaction
+(here: all of them, the first compaction) has its updates below 2 merged. Then a second step
+changing another ``--step`` keys (ts 3, sealed with ts 4) and ``compact(data, 4)``: a
+compaction as the step loop runs it every ``--compact-every`` steps, which rewrites only the
+keys changed since the last one (issue 28). Then ``snapshot(data, 4)``, what a rehydration
+reads. Values are ~32-byte JSON, as in ``bench/scale.py``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Every sealed step, one by one: the export's updates with the steps compaction merged filled
 in from the harness's captures (:mod:`sealcheck.rundir.captures`).
 
-A store that compacts to ``since`` keeps the steps up to ``since`` only merged into step
-``since``; judged from the export alone they are judged as one, and a wrong step that healed
-before compaction is invisible. The observer captured each step right after it was sealed, so:
+A store that compacts to ``since`` keeps the steps below ``since`` only merged (at times
+below ``since``, each read as ``since``), so from the export alone steps up to ``since`` are
+judged as one merged step, and a wrong step that healed before compaction is invisible. The
+observer captured each step right after it was sealed, so:
 
 * where the export holds a step apart (above ``since``, or every step of a collection never
   compacted) the export is used, and a captured copy of that step must fingerprint the same;

@@ -121,9 +121,10 @@ def key_story(run: RunData, ranges: pl.DataFrame, key: str, why: str, step: int 
         .collect()
     )
     for u in updates.iter_rows(named=True):
-        upper = run.uppers.get(u["collection"], 0)
+        upper, since = run.uppers.get(u["collection"], 0), run.sinces.get(u["collection"], 0)
+        step = max(int(u["ts"]), since)  # merged by compaction: shown as step ``since``
         story.updates.append(
-            StoryUpdate(u["collection"], _text(u["value"]), int(u["ts"]), int(u["diff"]), upper)
+            StoryUpdate(u["collection"], _text(u["value"]), step, int(u["diff"]), upper)
         )
     _highlight(story, run, raw, updates)
     story.more_records = max(0, len(story.records) - MAX_ROWS)

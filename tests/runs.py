@@ -148,21 +148,32 @@ def stored_run(tmp_path: Path, seed: int = 11, records: int = 400) -> Path:
     return finish_run_dir(tmp_path / "run", src.records(), str(tmp_path / "s.db"), uppers)
 
 
-def compacted(run: RunData, since: int, collections: Sequence[str]) -> RunData:
+def compacted(
+    run: RunData, since: int, collections: Sequence[str], spread: Sequence[bytes] = ()
+) -> RunData:
     """``run`` as the pipeline leaves it after compacting ``collections`` (in that order, one
-    transaction each, possibly cut short by a crash) to ``since``: their updates at or below
-    ``since`` merged into ``since``."""
+    transaction each, possibly cut short by a crash) to ``since``: as the store does it (issue
+    28), their updates below ``since`` merged into one per ``(key, value)`` at ``since - 1``,
+    and for ``spread`` keys at ``since - 2`` instead — where an earlier compaction left them,
+    as for a key unchanged since — while step ``since`` stays apart."""
     chosen = pl.col("collection").is_in(list(collections))
+    below = chosen & (pl.col("ts") < since)
     merged = (
-        run.updates.filter(chosen)
-        .with_columns(pl.max_horizontal(pl.col("ts"), pl.lit(since)).alias("ts"))
-        .group_by("collection", "key", "value", "ts")
+        run.updates.filter(below)
+        .group_by("collection", "key", "value")
         .agg(pl.col("diff").sum())
         .filter(pl.col("diff") != 0)
+        .with_columns(
+            pl.when(pl.col("key").is_in(list(spread)) & pl.lit(since >= 2))
+            .then(pl.lit(since - 2))
+            .otherwise(pl.lit(since - 1))
+            .cast(run.updates.schema["ts"])
+            .alias("ts")
+        )
         .select(run.updates.columns)
     )
     sinces = {c: (since if c in collections else s) for c, s in run.sinces.items()}
-    updates = pl.concat([merged, run.updates.filter(~chosen)])
+    updates = pl.concat([merged, run.updates.filter(~below)])
     return RunData(run.topic, updates, run.uppers, sinces, run.history)
 
 

@@ -59,9 +59,11 @@ def plan(
     """Which steps of each collection a read of the store at ``uppers``/``sinces`` can still
     return one by one, given that every step below ``since_captured[c]`` was captured before.
 
-    Compaction to ``since`` moves every update below it *into* step ``since``, so once a
-    collection has been compacted (``since > 0``) its steps up to ``since`` are merged: steps
-    ``[lo, since]`` not captured yet are missed, the rest ``(since, upper)`` can be read.
+    Compaction to ``since`` merges the updates below it (into times below ``since``, which
+    every reader takes as ``since``), so once a collection has been compacted (``since > 0``)
+    its steps below ``since`` are no longer apart. Step ``since`` itself still is, but it is
+    counted with the merged ones: steps ``[lo, since]`` not captured yet are missed (an
+    under-claim, never an over-claim), the rest ``(since, upper)`` can be read.
     Returns ``(ranges, missed)``; a collection with nothing new is left out of both.
     """
     ranges: dict[str, tuple[int, int]] = {}

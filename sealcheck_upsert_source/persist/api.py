@@ -146,8 +146,10 @@ class Persist(Protocol):
         the store keeps each key's consolidated ``(key, value, diff)`` once: a key with an
         update since the last compaction has its updates below ``since`` merged into one per
         value at ``since - 1``; a key without one keeps the update an earlier compaction left,
-        untouched, so a compaction costs what changed, not the whole state (issue 28). Readers
-        of the raw updates advance every time below ``since`` to ``since``.
+        untouched. So a compaction rewrites what changed since the last one, not the whole
+        state; finding those keys' merged rows still scans one index entry per live key, but
+        reads and writes no other row (issue 28). Readers of the raw updates must treat every
+        time below ``since`` as ``since``.
         """
 
     def uppers(self) -> dict[str, int]:

@@ -32,7 +32,6 @@ CREATE TABLE IF NOT EXISTS updates (
     collection TEXT NOT NULL, key BYTEA NOT NULL, val BYTEA NOT NULL,
     ts BIGINT NOT NULL, diff BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS updates_by_ts ON updates (collection, ts);
-CREATE INDEX IF NOT EXISTS updates_by_key ON updates (collection, key);
 CREATE TABLE IF NOT EXISTS frontiers (
     collection TEXT PRIMARY KEY, upper BIGINT NOT NULL, since BIGINT NOT NULL);
 """

@@ -48,8 +48,9 @@ def _busy(exc: BaseException) -> bool:
 #: The keys with an update in ``[since, new since)`` of a collection: what a compaction merges.
 #: A key merged before keeps its one update per value below the old since, untouched.
 CHANGED = "SELECT key FROM updates WHERE collection = ? AND ts >= ? AND ts < ?"
-#: Their updates below the new since, found in ``updates_by_ts`` alone (an index-only scan of
-#: one entry per live key: cheaper than keeping an index by key up to date at every append).
+#: Their updates below the new since, found in ``updates_by_ts`` alone: an index-only scan of
+#: one entry per live key, no row read, cheaper than keeping an index by key up to date at
+#: every append (which made appends ~50% slower, ``bench/store_bench.py``).
 MERGED = f"SELECT rowid FROM updates WHERE collection = ? AND ts < ? AND key IN ({CHANGED})"
 
 _retry_busy = Retrying(

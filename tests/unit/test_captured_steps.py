@@ -34,10 +34,17 @@ def _with_captures(run: RunData, full: RunData, captured_below: int | None = Non
     return RunData(run.topic, updates, run.uppers, sinces, run.history, steps=steps)
 
 
-def test_a_compacted_export_is_judged_step_by_step_through_the_captures() -> None:
+@pytest.mark.parametrize("spread", [(), (b"k1", b"k2")], ids=["merged-at-one-time", "spread"])
+def test_a_compacted_export_is_judged_step_by_step_through_the_captures(
+    spread: tuple[bytes, ...],
+) -> None:
+    """Also when the merged updates sit at several times below ``since`` (keys an earlier
+    compaction merged and nothing changed since keep theirs where they were)."""
     full = build_run(PAIRS, step_size=6)
     since = 8
-    export = compacted(full, since, ["bindings", "data", "errors"])
+    export = compacted(full, since, ["bindings", "data", "errors"], spread)
+    if spread:
+        assert export.updates.filter(pl.col("ts") == since - 2).height > 0
     alone = run_checkers(export)
     assert alone.valid is None  # steps 0-8 only merged: not every sealed step was judged
     res = run_checkers(_with_captures(export, full))

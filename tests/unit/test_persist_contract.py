@@ -180,6 +180,16 @@ def test_compaction_touches_only_the_keys_changed_since_the_last_one(store: Pers
     assert store.snapshot("data", 6) == {b"a": b"a2", b"c": b"c0"}
 
 
+def test_compaction_keeps_a_violation_visible(store: Persist) -> None:
+    """A key with two live values stays so through compaction: merging must not hide it."""
+    store.compare_and_append("data", [U("k", "v1", 0, 1), U("k", "v2", 0, 1)], 0, 1)
+    store.compare_and_append("data", [U("j", "w", 1, 1)], 1, 2)
+    store.compare_and_append("data", [], 2, 3)
+    assert store.compact("data", 2) is True
+    with pytest.raises(InvariantViolation, match="b'k'"):
+        store.snapshot("data", 2)
+
+
 def test_error_mid_compaction_rolls_back(store: Persist) -> None:
     for t in range(3):
         store.compare_and_append("data", [U(f"k{t}", "v", t, 1)], t, t + 1)
