@@ -86,6 +86,16 @@ def consolidate(collection: str, updates: Iterable[Update], as_of: int) -> dict[
     return check_consolidated(collection, ((k, v, d) for (k, v), d in sums.items()), as_of)
 
 
+def merged(rows: Iterable[tuple[bytes, bytes, int]]) -> list[tuple[bytes, bytes, int]]:
+    """``(key, value, diff)`` rows summed per ``(key, value)``, zeros dropped: what a
+    compaction writes back for the rows it deleted (no invariant is checked here, so a
+    violation stays in the store for a read to report)."""
+    sums: dict[tuple[bytes, bytes], int] = {}
+    for k, v, d in rows:
+        sums[(bytes(k), bytes(v))] = sums.get((bytes(k), bytes(v)), 0) + int(d)
+    return [(k, v, d) for (k, v), d in sums.items() if d != 0]
+
+
 def check_consolidated(
     collection: str, rows: Iterable[tuple[bytes, bytes, int]], as_of: int
 ) -> dict[bytes, bytes]:

@@ -25,6 +25,7 @@ from sealcheck_upsert_source.persist.api import (
     UpperMismatch,
     check_batch,
     check_consolidated,
+    merged,
 )
 
 SCHEMA = """
@@ -164,21 +165,17 @@ class PostgresPersist:
                     f"upper {upper}; the latest sealed state (ts {upper - 1}) must stay readable"
                 )
             changed = "SELECT key FROM updates WHERE collection = %s AND ts >= %s AND ts < %s"
-            merged = db.execute(
-                "SELECT key, val, SUM(diff) FROM updates WHERE collection = %s AND ts < %s "
-                f"AND key IN ({changed}) GROUP BY key, val HAVING SUM(diff) <> 0",
+            deleted = db.execute(  # one scan: the rows go and come back summed
+                f"DELETE FROM updates WHERE collection = %s AND ts < %s AND key IN ({changed}) "
+                "RETURNING key, val, diff",
                 (collection, since, collection, current, since),
             ).fetchall()
-            db.execute(
-                f"DELETE FROM updates WHERE collection = %s AND ts < %s AND key IN ({changed})",
-                (collection, since, collection, current, since),
-            )
             failpoint("compact.mid")
             with db.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO updates (collection, key, val, ts, diff) "
                     "VALUES (%s, %s, %s, %s, %s)",
-                    [(collection, k, v, since - 1, int(d)) for k, v, d in merged],
+                    [(collection, k, v, since - 1, d) for k, v, d in merged(deleted)],
                 )
             db.execute("UPDATE frontiers SET since = %s WHERE collection = %s", (since, collection))
         return True

@@ -26,6 +26,7 @@ from sealcheck_upsert_source.persist.api import (
     UpperMismatch,
     check_batch,
     check_consolidated,
+    merged,
 )
 
 SCHEMA = """
@@ -146,19 +147,14 @@ class SqlitePersist:
                     f"collection {collection!r}: cannot compact to since {since} at or past its "
                     f"upper {upper}; the latest sealed state (ts {upper - 1}) must stay readable"
                 )
-            merged = db.execute(
-                f"SELECT key, val, SUM(diff) FROM updates WHERE rowid IN ({MERGED}) "
-                "GROUP BY key, val HAVING SUM(diff) <> 0",
+            deleted = db.execute(  # one scan: the rows go and come back summed
+                f"DELETE FROM updates WHERE rowid IN ({MERGED}) RETURNING key, val, diff",
                 (collection, since, collection, current, since),
             ).fetchall()
-            db.execute(
-                f"DELETE FROM updates WHERE rowid IN ({MERGED})",
-                (collection, since, collection, current, since),
-            )
             failpoint("compact.mid")
             db.executemany(
                 "INSERT INTO updates (collection, key, val, ts, diff) VALUES (?, ?, ?, ?, ?)",
-                [(collection, k, v, since - 1, d) for k, v, d in merged],
+                [(collection, k, v, since - 1, d) for k, v, d in merged(deleted)],
             )
             db.execute("UPDATE frontiers SET since = ? WHERE collection = ?", (since, collection))
             db.execute("COMMIT")
