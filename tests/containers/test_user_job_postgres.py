@@ -17,7 +17,9 @@ import pytest
 
 from tests.product import ROOT
 
-pytestmark = pytest.mark.containers
+# nightly: ~2 minutes; CI keeps PostgreSQL in the containers chaos run (the pipeline's store)
+# and in the persist contract, and the example's other sinks in the integration suite
+pytestmark = [pytest.mark.containers, pytest.mark.nightly]
 
 EXAMPLE = ROOT / "examples" / "user_job"
 
