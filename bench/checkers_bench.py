@@ -19,7 +19,8 @@ import numpy as np
 import polars as pl
 
 from sealcheck.checkers import load_run, run_checkers
-from sealcheck.rundir.files import FRONTIERS, UPDATES, describe
+from sealcheck.rundir.acks import AckWriter
+from sealcheck.rundir.files import ACKS, FRONTIERS, UPDATES, describe
 
 
 def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> int:
@@ -95,19 +96,16 @@ def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> i
     all_updates.write_parquet(run_dir / UPDATES)
     frontiers = {c: {"upper": steps, "since": 0} for c in ("data", "errors", "bindings")}
     (run_dir / FRONTIERS).write_text(json.dumps(frontiers))
-    hist = rec.select(
-        pl.col("n").alias("index"),
-        (pl.col("n") * 1000).alias("time"),
-        pl.lit("w0").alias("process"),
-        pl.lit("ok").alias("type"),
-        pl.lit("write").alias("f"),
-        pl.struct(
-            pl.col("key").cast(pl.String), pl.col("value").cast(pl.String), "partition", "offset"
-        ).alias("value"),
+    writer = AckWriter(run_dir / ACKS)  # the acknowledgements, as the harness writes them
+    writer.extend(
+        rec.select(
+            (pl.col("n") * 1000).alias("time"), "partition", "offset", "key", "value"
+        ).to_arrow()
     )
+    writer.close()
     obs = [
         {
-            "index": records + s,
+            "index": s,
             "time": (s + 1) * records * 1000 // steps,
             "process": "observer",
             "type": "info",
@@ -123,11 +121,10 @@ def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> i
         ("inputs", {"files": describe(run_dir), "writes": {"ok": records}}),
     ]
     with open(run_dir / "history.jsonl", "wb") as fh:
-        hist.write_ndjson(fh)
         for op in obs:
             fh.write(json.dumps(op).encode() + b"\n")
         for i, (f, value) in enumerate(final):
-            index, time_ns = records + steps + i, records * 1000 + i
+            index, time_ns = steps + i, records * 1000 + i
             op = {"index": index, "time": time_ns, "process": "harness", "type": "info"}
             fh.write(json.dumps({**op, "f": f, "value": value}).encode() + b"\n")
     return all_updates.filter(pl.col("collection") == "data").height
@@ -158,10 +155,12 @@ def main() -> None:
         run.prepare()  # parse and hash every input now, so judging is timed on its own
         load_s = time.monotonic() - t0
         history_mb = (run_dir / "history.jsonl").stat().st_size / 1e6
+        acks_mb = (run_dir / ACKS).stat().st_size / 1e6
         print(
             f"load: {load_s:.1f}s, of which opening {open_s:.1f}s (history lines checked, "
             f"input digests verified) ({run.classified().height:,} records, "
-            f"{run.acked().height:,} acknowledged writes in a {history_mb:,.0f} MB history)"
+            f"{run.acked().height:,} acknowledged writes in {acks_mb:,.0f} MB of acks.arrows "
+            f"beside a {history_mb:,.1f} MB history)"
         )
         t0 = time.monotonic()
         result = run_checkers(run)

@@ -18,8 +18,8 @@ checkers — times, the store's size, memory, and the verdict.
    its ``rehydrated`` event timed (the state of every live key read back from the store).
 3. **run directory**, laid out as the harness lays out a run: ``topic.parquet`` (the topic
    read back from Kafka, partition by partition), ``export/`` (the descriptor's export) and
-   ``history.jsonl`` (an ``ok`` op per acknowledged write, the observer's uppers and
-   ``captured`` ops, ``log-end``, ``caught-up`` and the final ``inputs`` manifest), and
+   ``acks.arrows`` (a row per acknowledged write), ``history.jsonl`` (the observer's uppers
+   and ``captured`` ops, ``log-end``, ``caught-up`` and the final ``inputs`` manifest), and
    ``captures.arrows``: every sealed step captured while catching up, right after its upper
    was seen, before compaction could merge it (as a chaos run's observer does), so that
    ``sealed_state`` judges every step one by one.
@@ -62,7 +62,7 @@ from scale_run import dump_topic, write_history  # noqa: E402
 from sealcheck.infra.local import LocalBackend  # noqa: E402
 from sealcheck.infra.topic import log_end  # noqa: E402
 from sealcheck.rundir.captures import CaptureWriter  # noqa: E402
-from sealcheck.rundir.files import CAPTURES, UPDATES  # noqa: E402
+from sealcheck.rundir.files import ACKS, CAPTURES, UPDATES  # noqa: E402
 from sealcheck.systems import system  # noqa: E402
 from sealcheck.systems.api import CapturesSteps, Settings  # noqa: E402
 
@@ -340,10 +340,12 @@ def main() -> int:
     write_history(run_dir, frame, observed, pipe["log_end"], pipe["catch_up_s"], t0_ns, captured)
     out["history_s"] = time.monotonic() - t
     out["history_mb"] = (run_dir / "history.jsonl").stat().st_size / 1e6
+    out["acks_mb"] = (run_dir / ACKS).stat().st_size / 1e6 if (run_dir / ACKS).exists() else 0.0
     caught = run_dir / CAPTURES
     out["captures_mb"] = caught.stat().st_size / 1e6 if caught.exists() else 0.0
     print(
-        f"history: {out['history_mb']:,.0f} MB in {out['history_s']:.1f}s; captures of the "
+        f"history: {out['history_mb']:,.1f} MB and acknowledgements {out['acks_mb']:,.0f} MB "
+        f"in {out['history_s']:.1f}s; captures of the "
         f"sealed steps: {len(captured)} reads taking {pipe.get('capture_s', 0.0):.1f}s, "
         f"{out['captures_mb']:,.0f} MB",
         flush=True,

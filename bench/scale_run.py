@@ -1,9 +1,9 @@
 """The run directory of ``bench/scale.py``, laid out as the harness lays out a run
 (``harness/session.py``), at a size where the harness's own helpers would hold every record as
 a Python object: the topic read back from Kafka partition by partition straight into
-``topic.parquet``, and ``history.jsonl`` written by polars (one ``ok`` op per acknowledged
-write, as ``bench/checkers_bench.py`` writes it), then the observer's, the final phase's and the
-final ``inputs`` ops in the history's format (``rundir/history.py``).
+``topic.parquet``, the acknowledged writes into ``acks.arrows`` in one go (the harness's
+writer appends them as they arrive: ``sealcheck/rundir/acks.py``), then the observer's, the
+final phase's and the final ``inputs`` ops in the history's format (``rundir/history.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sealcheck.rundir.acks import AckWriter
 from sealcheck.rundir.captures import CAPTURED_OP
-from sealcheck.rundir.files import describe
+from sealcheck.rundir.files import ACKS, describe
 
 _SCHEMA = pa.schema(
     [
@@ -88,26 +89,21 @@ def write_history(
     t0_ns: int,
     captured: list[tuple[int, dict[str, Any]]] | None = None,
 ) -> None:
-    """``history.jsonl``: an ``ok`` op per acknowledged record of ``frame`` (``offset`` >= 0,
-    in the order of ``acked_ns``), the observer's ``uppers`` (``observed``: monotonic ns and
-    uppers) and its ``captured`` ops (``captured``: monotonic ns and the op's value), in the
-    order they happened, ``log-end``, ``caught-up`` and, after the topic dump and export already in
-    ``run_dir``, the ``inputs`` manifest. Times are ns since ``t0_ns``."""
+    """``acks.arrows``: a row per acknowledged record of ``frame`` (``offset`` >= 0, in the
+    order of ``acked_ns``), as the harness's writer leaves it
+    (:mod:`sealcheck.rundir.acks`); ``history.jsonl``: the observer's ``uppers``
+    (``observed``: monotonic ns and uppers) and its ``captured`` ops (``captured``: monotonic
+    ns and the op's value), in the order they happened, ``log-end``, ``caught-up`` and, after
+    the topic dump and export already in ``run_dir``, the ``inputs`` manifest. Times are ns
+    since ``t0_ns``."""
     acks = frame.filter(pl.col("offset") >= 0).sort("acked_ns")
-    writes = acks.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("index"),
-        pl.col("acked_ns").alias("time"),
-        pl.lit("w0").alias("process"),
-        pl.lit("ok").alias("type"),
-        pl.lit("write").alias("f"),
-        pl.struct(
-            pl.col("key_s").alias("key"),
-            pl.col("value_s").alias("value"),
-            "value_hex",
-            "partition",
-            "offset",
-        ).alias("value"),
+    writer = AckWriter(run_dir / ACKS)
+    writer.extend(
+        acks.select(
+            pl.col("acked_ns").alias("time"), "partition", "offset", "key", "value"
+        ).to_arrow()
     )
+    writer.close()
     last = int(acks.select(pl.col("acked_ns").max()).item() or 0)
     ops: list[dict[str, Any]] = []
     seen = [(ns, "uppers", v) for ns, v in observed]
@@ -119,7 +115,7 @@ def write_history(
         {"process": "harness", "f": "log-end", "value": {str(p): o for p, o in ends.items()}}
     )
     ops.append({"process": "harness", "f": "caught-up", "value": {"took_s": catch_up_s}})
-    files = describe(run_dir)  # topic.parquet and export/, already there
+    files = describe(run_dir)  # topic.parquet, acks.arrows and export/, already there
     ops.append(
         {
             "process": "harness",
@@ -128,9 +124,8 @@ def write_history(
         }
     )
     with open(run_dir / "history.jsonl", "wb") as fh:
-        writes.write_ndjson(fh)
         for i, op in enumerate(ops):
             last = max(last, int(op.pop("time", last)))
-            head = {"index": acks.height + i, "time": last, "process": op.pop("process")}
+            head = {"index": i, "time": last, "process": op.pop("process")}
             line = {**head, "type": "info", **op}
             fh.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")

@@ -37,8 +37,9 @@ def load_run(run_dir: Path) -> RunData:
 
     Raises :class:`RunInputError` (one line naming the file and the cause) when the topic or
     the store's export is missing or cannot be read as its format says. The manifest is the
-    closed list of what checkers read: a required input it does not list refuses the run
-    (:attr:`RunData.refusals`, nothing read); an optional one (``export/asof.parquet``,
+    closed list of what checkers read: a required input it does not list (the topic, the
+    export, and ``acks.arrows`` when it exists) refuses the run (:attr:`RunData.refusals`,
+    nothing read); an optional one (``export/asof.parquet``,
     ``export/versions.json``, ``effects.parquet``: :mod:`sealcheck.rundir.effects`) is read only
     when listed; any other file of the export is
     only named in :attr:`RunData.notes`. The big inputs stay lazy scans;
@@ -75,7 +76,7 @@ def load_run(run_dir: Path) -> RunData:
         refusals += [
             f"{rel} is not in the manifest of the history's final op: it cannot be proven to "
             "be the run's, so nothing is judged; re-run the test"
-            for rel in export.inputs
+            for rel in (*export.inputs, *([files.ACKS] if (run_dir / files.ACKS).exists() else []))
             if rel not in recorded
         ]
         notes += [

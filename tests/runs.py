@@ -90,19 +90,29 @@ def final_ops(index: int, time: int, end: dict[int, int], acks: int) -> list[dic
 
 
 def write_history(
-    run_dir: Path, records: Sequence[Any], uppers: dict[str, int], h: Any = None
+    run_dir: Path,
+    records: Sequence[Any],
+    uppers: dict[str, int],
+    h: Any = None,
+    ack_lines: bool = False,
 ) -> Path:
     """A complete ``history.jsonl`` for a run directory holding its topic and store: every
-    record acknowledged, one observation of ``uppers``, the final ops — written through the
-    harness's own writer (``h``, one already open, e.g. an observer's), so its final op
-    records the files exactly as a run does."""
+    record acknowledged (rows of ``acks.arrows``, as the harness writes them), one observation
+    of ``uppers``, the final ops — written through the harness's own writer (``h``, one
+    already open, e.g. an observer's), so its final op records the files exactly as a run
+    does. ``ack_lines``: every acknowledgement an ``ok`` line instead, as in a run stored
+    before ``acks.arrows``."""
     from sealcheck.rundir.history import HistoryWriter, encode_bytes, record_inputs
 
     path = run_dir / "history.jsonl"
     h = HistoryWriter(path) if h is None else h
     for r in records:
-        value = {**encode_bytes("key", r.key), **encode_bytes("value", r.value)}
-        h.append("w0", "ok", "write", {**value, "partition": r.partition, "offset": r.offset})
+        if ack_lines:
+            value = {**encode_bytes("key", r.key), **encode_bytes("value", r.value)}
+            where = {"partition": r.partition, "offset": r.offset}
+            h.append("w0", "ok", "write", {**value, **where})
+        else:
+            h.ack("w0", r.key, r.value, r.partition, r.offset)
     h.append("observer", "info", "uppers", uppers)
     ends: dict[int, int] = {}
     for r in records:
@@ -115,23 +125,30 @@ def write_history(
 
 
 def finish_run_dir(
-    run_dir: Path, records: Sequence[Any], store: str, uppers: dict[str, int], h: Any = None
+    run_dir: Path,
+    records: Sequence[Any],
+    store: str,
+    uppers: dict[str, int],
+    h: Any = None,
+    ack_lines: bool = False,
 ) -> Path:
     """What the harness leaves at the end of a run: the topic dump, the store's export (by
     the pipeline's descriptor) and a complete history whose final op records both (written
-    on with ``h`` when the run's history is already open)."""
+    on with ``h`` when the run's history is already open; ``ack_lines``: as
+    :func:`write_history`)."""
     from sealcheck.rundir.files import write_topic
     from sealcheck.systems.upsert_source.store import export
 
     write_topic(list(records), run_dir / "topic.parquet")
     export(store, run_dir)
-    write_history(run_dir, records, uppers, h)
+    write_history(run_dir, records, uppers, h, ack_lines)
     return run_dir
 
 
-def stored_run(tmp_path: Path, seed: int = 11, records: int = 400) -> Path:
+def stored_run(tmp_path: Path, seed: int = 11, records: int = 400, ack_lines: bool = False) -> Path:
     """A finished run directory as the harness leaves it, over a real SQLite store written by
-    the step loop."""
+    the step loop (``ack_lines``: its acknowledgements in the history, as a run stored before
+    ``acks.arrows`` keeps them)."""
     import random
 
     from sealcheck.harness.run.workload import UpsertMix, upsert_records
@@ -145,7 +162,8 @@ def stored_run(tmp_path: Path, seed: int = 11, records: int = 400) -> Path:
     catch_up(store, src, LoopConfig(max_records_per_step=40))
     uppers = store.uppers()
     store.close()
-    return finish_run_dir(tmp_path / "run", src.records(), str(tmp_path / "s.db"), uppers)
+    db = str(tmp_path / "s.db")
+    return finish_run_dir(tmp_path / "run", src.records(), db, uppers, ack_lines=ack_lines)
 
 
 def compacted(

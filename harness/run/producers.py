@@ -1,5 +1,6 @@
 """The workload's producers: seeded upserts written with acks=all and idempotence, every
-send recorded in the history (invoke, then ok / fail / info).
+send recorded in the history (invoke, then fail / info there, or ok as a row of
+``acks.arrows`` beside it: :meth:`sealcheck.rundir.history.HistoryWriter.ack`).
 
 Each producer process ``w<i>`` is a thread with its own confluent-kafka producer and its own
 seeded record stream, paced to its share of the target rate. A send whose outcome is unknown
@@ -145,9 +146,8 @@ class Producers:
 
         def delivered(err: KafkaError | None, msg: Any) -> None:
             done = w.pending.pop(n, op)
-            if err is None:
-                where = {"partition": msg.partition(), "offset": msg.offset()}
-                self.history.append(w.process, "ok", "write", {**done, **where})
+            if err is None:  # a row of acks.arrows, beside the history
+                self.history.ack(w.process, key, value, msg.partition(), msg.offset())
             else:
                 kind = "fail" if err.code() in DEFINITE else "info"
                 self.history.append(w.process, kind, "write", {**done, "error": err.name()})

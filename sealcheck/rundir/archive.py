@@ -2,7 +2,8 @@
 the newest one (``runs/`` is the default of ``--runs``; older checkouts used ``store/``).
 
 A run directory holds ``test.json`` (config, seed, schedule, versions, the command that
-repeats it), ``history.jsonl``, ``results.json``, ``report.html``, ``logs/`` (Kafka and each
+repeats it), ``history.jsonl`` (with the acknowledged writes beside it in ``acks.arrows``),
+``results.json``, ``report.html``, ``logs/`` (Kafka and each
 incarnation of the system under test: ``sut-N.log``), ``topic.parquet`` (the topic dump) and
 ``export/`` (the system's state as the checkers read it, with a copy of a SQLite store), so
 ``sealcheck check <dir>`` re-judges it offline. Runs stored before these names keep

@@ -30,6 +30,8 @@ from sealcheck.rundir.names import EXPORT_DIR, export_dir
 TOPIC = "topic.parquet"
 #: the sealed steps the harness captured during the run (:mod:`sealcheck.rundir.captures`)
 CAPTURES = "captures.arrows"
+#: the acknowledged writes, beside the history (:mod:`sealcheck.rundir.acks`)
+ACKS = "acks.arrows"
 #: what each record should do to the output, by the system's own mapping
 #: (:mod:`sealcheck.rundir.effects`)
 EFFECTS = "effects.parquet"
@@ -135,7 +137,7 @@ def _rows(path: Path) -> int | None:
         if path.suffix == ".json":
             doc = json.loads(path.read_text())
             return len(doc) if isinstance(doc, dict | list) else 1
-        if path.suffix == ".arrows":  # an Arrow IPC stream (the captured steps)
+        if path.suffix == ".arrows":  # an Arrow IPC stream (captured steps, acknowledgements)
             with pa.OSFile(str(path), "rb") as source:
                 return int(pa.ipc.open_stream(source).read_all().num_rows)
     except (OSError, ValueError, pa.ArrowException):  # ArrowInvalid is a ValueError too
@@ -155,11 +157,12 @@ def why_unreadable(exc: BaseException) -> str:
 def describe(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Rows, bytes and SHA-256 of the topic dump, the effects (when the system states its
     own mapping: :mod:`sealcheck.rundir.effects`), the captured steps (when the system offers
-    them: :mod:`sealcheck.rundir.captures`) and every file of the export in ``run_dir`` (the
-    manifest
+    them: :mod:`sealcheck.rundir.captures`), the acknowledged writes (when any:
+    :mod:`sealcheck.rundir.acks`) and every file of the export in ``run_dir`` (the manifest
     the history's final op records)."""
     folder = run_dir / Export.of(run_dir).folder
-    paths = [run_dir / TOPIC, run_dir / EFFECTS, run_dir / CAPTURES, *sorted(folder.glob("*"))]
+    paths = [run_dir / TOPIC, run_dir / EFFECTS, run_dir / CAPTURES, run_dir / ACKS]
+    paths += sorted(folder.glob("*"))
     out: dict[str, dict[str, Any]] = {}
     for path in paths:
         if path.is_file() and not path.name.endswith(".tmp"):

@@ -6,6 +6,10 @@ Writing: :class:`HistoryWriter` appends one op per line, flushed to the kernel a
 harness killed mid-run leaves a history whose every complete line can be checked; the final op
 (:func:`record_inputs`) proves the history reached the end of the run.
 
+Acknowledged writes (``ok``) go to ``acks.arrows`` beside the history instead, column-wise
+(:mod:`sealcheck.rundir.acks`, through :meth:`HistoryWriter.ack`); :meth:`History.load` reads
+them from there and, for runs stored before that file existed, from ``ok`` write lines.
+
 Reading: :meth:`History.load`. One behaviour on a bad line: a line that is not a JSON op, or
 whose ``index`` is not its line number minus one (a line cut out, repeated or overwritten), is
 a :class:`HistoryError` naming the file and the line. Only a torn *last* line — the line being
@@ -38,7 +42,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import polars as pl
+import pyarrow as pa
 
+from sealcheck.rundir import acks as ack_file
+from sealcheck.rundir.files import why_unreadable
 from sealcheck.rundir.lines import complete_prefix, count_lines, numbered_lines, offset_after_line
 from sealcheck.rundir.names import LAST_EXIT, LAST_START, SUT_EXIT, SUT_START, current
 from sealcheck.rundir.schema import (
@@ -97,6 +104,8 @@ class History:
     unusable: str | None = None
     #: bytes after the final op (lines or a torn line): the file changed after the run ended
     after_final: int = 0
+    #: bytes of ``acks.arrows`` after its last complete record batch, not read
+    acks_torn: int = 0
 
     def __post_init__(self) -> None:
         for op in self.ops:  # a run stored under the old names reads as a new one
@@ -164,12 +173,17 @@ class History:
             if _is_final(op):
                 final_at = n
         if final_at is not None and (final_at < total or complete < size):
-            return _up_to_final(path, [op for op in ops if int(op["index"]) < final_at], final_at)
-        if isinstance(source, io.BytesIO):
-            acked: pl.DataFrame | pl.LazyFrame = _read_acked(path, source.getvalue())
+            history = _up_to_final(
+                path, [op for op in ops if int(op["index"]) < final_at], final_at
+            )
+        elif isinstance(source, io.BytesIO):
+            history = History(
+                _read_acked(path, source.getvalue()), ops, path, total, size - complete
+            )
         else:
-            acked = acked_writes(pl.scan_ndjson(path, schema=WRITE_SCHEMA))
-        return History(acked, ops, path, total, size - complete)
+            lazy = acked_writes(pl.scan_ndjson(path, schema=WRITE_SCHEMA))
+            history = History(lazy, ops, path, total, size - complete)
+        return _with_ack_file(history, path.parent / ack_file.ACKS)
 
     def collect(self, query: pl.LazyFrame) -> pl.DataFrame:
         """Collect a query over :attr:`acked`; a line polars cannot read against the schema
@@ -215,6 +229,14 @@ class History:
             ]
         failed = self.harness_failures()
         where = f"{self.path}" if self.path is not None else "the history"
+        torn = []
+        if self.acks_torn:
+            acks = self.path.parent / ack_file.ACKS if self.path is not None else ack_file.ACKS
+            torn.append(
+                f"{acks}: {self.acks_torn:,} bytes after its last complete record batch were "
+                "not read (the harness died writing it, or the file was changed): writes "
+                "acknowledged there cannot be judged; re-run the test"
+            )
         if self.after_final:
             changed = (
                 f"{where}: {self.after_final:,} bytes after the final op: the file changed "
@@ -222,7 +244,7 @@ class History:
             )
             failed = [changed, *failed]
         if self.final() is not None or failed:
-            return failed
+            return [*failed, *torn]
         last = self.ops[-1] if self.ops else None
         said = (
             f"its last non-write op is #{last.get('index')} {last.get('process')} "
@@ -234,7 +256,8 @@ class History:
             f"{where} ends after {self.lines if self.lines is not None else '?'} lines without "
             f"the harness's final {FINAL_OP!r} op ({said}): the run did not finish or the file "
             "was cut, so writes acknowledged after its end and the final state cannot be "
-            "judged"
+            "judged",
+            *torn,
         ]
 
     def written_acks(self) -> int | None:
@@ -305,6 +328,26 @@ def _up_to_final(path: Path, ops: list[dict[str, Any]], final_at: int) -> Histor
     return History(_read_acked(path, prefix), ops, path, final_at, 0, after_final=after)
 
 
+def _with_ack_file(history: History, path: Path) -> History:
+    """``history`` with the acknowledged writes of ``path`` (``acks.arrows``) after those of
+    its own lines, when that file exists; a file that is not such a stream is a
+    :class:`HistoryError` naming it."""
+    if not path.exists():
+        return history
+    try:
+        table, torn = ack_file.read(path)
+    except (OSError, pa.ArrowException) as exc:  # ArrowInvalid is a ValueError too
+        raise HistoryError(
+            f"{path}: not a stream of acknowledged writes ({why_unreadable(exc)}): restore it "
+            "from the run, or re-run the test"
+        ) from None
+    rows = pl.from_arrow(table)
+    assert isinstance(rows, pl.DataFrame)  # a table gives a frame
+    history.acked = pl.concat([history.acked.lazy(), rows.lazy()], how="vertical")
+    history.acks_torn = torn
+    return history
+
+
 def _read_acked(path: Path, data: bytes) -> pl.DataFrame:
     """The acknowledged writes of ``data`` (the readable part of ``path``); a line that does
     not fit the schema is a :class:`HistoryError` naming it."""
@@ -333,6 +376,8 @@ class HistoryWriter:
         self._lock = threading.Lock()
         self._index = 0
         self._fh: TextIO | None = open(path, "a", encoding="utf-8")  # noqa: SIM115 - long-lived
+        #: the acknowledged writes, beside the history (:meth:`ack`)
+        self.acks = ack_file.AckWriter(path.parent / ack_file.ACKS)
         #: ops written, per ``(f, type)`` (for progress displays)
         self.counts: Counter[tuple[str, str]] = Counter()
 
@@ -359,9 +404,36 @@ class HistoryWriter:
             self.counts[(f, type_)] += 1
             return op
 
-    def close(self) -> None:
-        """Flush and close (idempotent)."""
+    def ack(
+        self, process: str, key: bytes | None, value: bytes | None, partition: int, offset: int
+    ) -> None:
+        """Record that a write was acknowledged at ``partition``/``offset``: a row of
+        ``acks.arrows`` (:mod:`sealcheck.rundir.acks`), stamped now on the history's clock.
+        After :meth:`close_acks` (the run has ended), an ``ok`` op in the history instead,
+        which the reader finds after the final op."""
         with self._lock:
+            if not self.acks.closed:
+                self.acks.append(self.now_ns(), partition, offset, key, value)
+                self.counts[("write", "ok")] += 1
+                return
+        where = {"partition": partition, "offset": offset}
+        self.append(
+            process,
+            "ok",
+            "write",
+            {**encode_bytes("key", key), **encode_bytes("value", value), **where},
+        )
+
+    def close_acks(self) -> None:
+        """Write the buffered acknowledgements and end ``acks.arrows`` (idempotent): before
+        the final op lists it."""
+        with self._lock:
+            self.acks.close()
+
+    def close(self) -> None:
+        """Flush and close both files (idempotent)."""
+        with self._lock:
+            self.acks.close()
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
@@ -374,6 +446,7 @@ def record_inputs(history: HistoryWriter, run_dir: Path) -> dict[str, Any]:
     history without it is judged incomplete."""
     from sealcheck.rundir.files import describe
 
+    history.close_acks()
     writes = {t: history.counts[("write", t)] for t in ("invoke", "ok", "info", "fail")}
     return history.append(
         "harness", "info", FINAL_OP, {"files": describe(run_dir), "writes": writes}

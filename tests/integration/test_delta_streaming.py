@@ -122,6 +122,7 @@ def batches_of(run_dir: Path, table: str) -> list[int]:
     return [b for _, b, _ in versions(run_dir, table) if b is not None]
 
 
+@pytest.mark.nightly  # ~100 s; CI runs a MERGE-into-Delta job killed and paused (the example's)
 def test_correct_job_replays_a_batch_without_changing_anything(kafka: Any, tmp_path: Path) -> None:
     """Killed after both Delta commits of batch 1 but before Spark's commit log: the next
     incarnation runs batch 1 again, Delta skips both MERGEs (same app id and batch id), and
@@ -140,7 +141,7 @@ def test_correct_job_replays_a_batch_without_changing_anything(kafka: Any, tmp_p
     assert '"batch": 1,' in second  # the replayed batch ran again in the next incarnation
 
 
-@pytest.mark.nightly  # a harmless variant; CI replays a batch of the correct job
+@pytest.mark.nightly  # a harmless variant, beside the correct job's replayed batch
 def test_without_idempotent_writes_a_replayed_merge_commits_again_and_is_still_valid(
     kafka: Any, tmp_path: Path
 ) -> None:

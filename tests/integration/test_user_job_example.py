@@ -4,13 +4,12 @@ Sealcheck, its 40-line descriptor and its pytest suite) installed from wheels in
 virtualenv — Sealcheck's wheel and the example's, every dependency from a local wheelhouse,
 no index — and run as its user would:
 
-* ``pytest -n 2`` over its four chaos tests that need no Docker engine (the fifth, the job
-  writing into PostgreSQL in a container: ``tests/containers/test_user_job_postgres.py``,
-  nightly):
-  VALID for the job killed and paused, INVALID for the one-line variant without the MERGE's
-  delete clause, named at the batch and the key; and
-  the same job writing into SQLite (no bindings: judged from the harness's snapshots by
-  ``prefix``), VALID killed and INVALID when a batch's first record of a key wins;
+* ``pytest -n 2`` over its chaos tests of the Delta job: VALID for the job killed and
+  paused, INVALID for the one-line variant without the MERGE's delete clause, named at the
+  batch and the key; nightly, over the same job writing into SQLite (no bindings: judged
+  from the harness's snapshots by ``prefix``), VALID killed and INVALID when a batch's first
+  record of a key wins (and the one writing into PostgreSQL in a container:
+  ``tests/containers/test_user_job_postgres.py``);
 * the reproduce line the INVALID run printed, in a new shell elsewhere: INVALID again;
 * ``sealcheck run --replay`` of that run (nightly): INVALID again;
 * ``sealcheck shrink`` of it (nightly: it rebuilds the user's system from the saved reference,
@@ -49,11 +48,9 @@ def venv(installed: Installed) -> Path:
     return installed.bin
 
 
-@pytest.fixture(scope="module")
-def suite(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """The example's own suite, run as its user runs it (two workers): the archive of its
-    runs and pytest's output."""
-    where = tmp_path_factory.mktemp("project")
+def run_suite(venv: Path, where: Path, select: str, passed: int) -> tuple[Path, str]:
+    """The example's own suite, run as its user runs it (two workers), its tests chosen by
+    ``-k select``: the archive of its runs and pytest's output."""
     project = where / "user_job"
     shutil.copytree(EXAMPLE, project)
     runs = where / "runs"
@@ -67,6 +64,8 @@ def suite(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
             "no:cacheprovider",
             "-m",
             "not containers",  # PostgreSQL in a container: tests/containers/
+            "-k",
+            select,
             "--sealcheck-runs",
             str(runs),
             xml,
@@ -80,8 +79,35 @@ def suite(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
-    assert "4 passed" in output, output[-3000:]
+    assert f"{passed} passed" in output, output[-3000:]
     return runs, output
+
+
+@pytest.fixture(scope="module")
+def suite(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The example's Delta job's tests (killed and paused: VALID; without the MERGE's delete
+    clause: INVALID), one per worker (the SQLite job's: nightly, below)."""
+    delta = "killed_and_paused or lost_delete_clause"
+    return run_suite(venv, tmp_path_factory.mktemp("project"), delta, 2)
+
+
+def verdicts_told(runs: Path) -> dict[tuple[str, str | None], bool]:
+    """Each run's (system, broken variant) and verdict, checking what pytest's JUnit XML says
+    of each case first."""
+    # under xdist each test case carries its run's properties (workers cannot record the
+    # suite's: pytest issue 7767)
+    cases = {
+        c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
+        for c in ET.parse(runs.parent / "chaos.xml").iter("testcase")
+    }
+    assert sorted(c["sealcheck_verdict"] for c in cases.values()) == ["INVALID", "VALID"], cases
+    assert all(Path(c["sealcheck_report"]).is_file() for c in cases.values())
+    assert all(c["sealcheck_reproduce"].startswith("sealcheck run ") for c in cases.values())
+    verdicts = {}
+    for results in runs.glob("*/*/results.json"):
+        config = json.loads((results.parent / "test.json").read_text())["config"]
+        verdicts[config["system"], config["broken"]] = json.loads(results.read_text())["valid"]
+    return verdicts
 
 
 def invalid_run(runs: Path) -> Path:
@@ -95,29 +121,24 @@ def invalid_run(runs: Path) -> Path:
 
 
 def test_the_examples_suite_passes_under_two_workers(suite: tuple[Path, str]) -> None:
-    runs, _ = suite
-    # under xdist each test case carries its run's properties (workers cannot record the
-    # suite's: pytest issue 7767)
-    cases = {
-        c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
-        for c in ET.parse(runs.parent / "chaos.xml").iter("testcase")
-    }
-    verdicts_told = sorted(c["sealcheck_verdict"] for c in cases.values())
-    assert verdicts_told == ["INVALID", "INVALID", "VALID", "VALID"], cases
-    assert all(Path(c["sealcheck_report"]).is_file() for c in cases.values())
-    assert all(c["sealcheck_reproduce"].startswith("sealcheck run ") for c in cases.values())
-    verdicts = {}
-    for results in runs.glob("*/*/results.json"):
-        config = json.loads((results.parent / "test.json").read_text())["config"]
-        verdicts[config["system"], config["broken"]] = json.loads(results.read_text())["valid"]
-    assert verdicts == {
+    assert verdicts_told(suite[0]) == {
         ("user_job_sealcheck:UserJob", None): True,
         ("user_job_sealcheck:UserJob", "keeps-deleted-rows"): False,
-        # the SQLite sink: no bindings, judged from the harness's snapshots by prefix
+    }
+
+
+@pytest.mark.nightly  # two more runs of the example; CI runs its Delta job's two
+def test_the_examples_sqlite_job_is_judged_from_its_tables_alone(
+    venv: Path, tmp_path: Path
+) -> None:
+    """The same job writing into SQLite (no bindings: judged from the harness's snapshots by
+    ``prefix``): VALID killed inside its batches (told from its checkpoint's files alone),
+    INVALID when a batch's first record of a key wins."""
+    runs, _ = run_suite(venv, tmp_path, "sqlite_job or first_record_winning", 2)
+    assert verdicts_told(runs) == {
         ("user_job_sqlite_sealcheck:UserJobSQLite", None): True,
         ("user_job_sqlite_sealcheck:UserJobSQLite", "first-record-wins"): False,
     }
-    # the SQLite job was killed inside a batch's window, told from its checkpoint's files alone
     [sqlite_valid] = [
         r.parent
         for r in runs.glob("*/*/test.json")

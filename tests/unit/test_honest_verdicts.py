@@ -28,6 +28,13 @@ def run_dir(tmp_path: Path) -> Path:
     return stored_run(tmp_path)
 
 
+@pytest.fixture
+def lines_run(tmp_path: Path) -> Path:
+    """A run stored before ``acks.arrows``: its 400 acknowledgements are lines of the
+    history (a crash that cuts both files: ``tests/unit/test_acks.py``)."""
+    return stored_run(tmp_path, ack_lines=True)
+
+
 def cut(path: Path, keep: float) -> None:
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[: int(len(lines) * keep)]))
@@ -47,7 +54,8 @@ def test_a_complete_run_is_valid_and_says_how_much_was_judged(run_dir: Path) -> 
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.44])
-def test_a_history_cut_short_is_unknown_not_valid(run_dir: Path, keep: float) -> None:
+def test_a_history_cut_short_is_unknown_not_valid(lines_run: Path, keep: float) -> None:
+    run_dir = lines_run
     cut(run_dir / "history.jsonl", keep)
     res = check_run(run_dir)
     assert res.valid is None
@@ -75,8 +83,9 @@ def test_a_deleted_history_is_unknown_with_every_history_checker_saying_why(
 
 @pytest.mark.parametrize("garbage", ["not json at all", '{"index": 5, "time": 1, broken'])
 def test_a_garbage_line_names_the_file_and_line_for_checkers_and_report(
-    run_dir: Path, garbage: str
+    lines_run: Path, garbage: str
 ) -> None:
+    run_dir = lines_run
     path = run_dir / "history.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     lines[5] = garbage + "\n"
@@ -93,8 +102,8 @@ def test_a_garbage_line_names_the_file_and_line_for_checkers_and_report(
     assert "history.jsonl line 6" in render(run_dir)
 
 
-def test_a_removed_line_in_the_middle_is_found_by_its_index(run_dir: Path) -> None:
-    path = run_dir / "history.jsonl"
+def test_a_removed_line_in_the_middle_is_found_by_its_index(lines_run: Path) -> None:
+    path = lines_run / "history.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:100] + lines[101:]))
     with pytest.raises(HistoryError, match="line 101: expected op index 100, found 101"):

@@ -352,13 +352,14 @@ def test_a_line_cut_out_is_the_reason_printed_first(
 ) -> None:
     path = run_dir / "history.jsonl"
     lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:100] + lines[101:]))
+    assert '"f":"uppers"' in lines[0]  # the observer's only op (the acks are beside)
+    path.write_text("".join(lines[1:]))
     code, out = check(run_dir, capsys)
     assert code == cli.EXIT_UNKNOWN
     reason = results(run_dir)["inputs"]["problems"][0]
-    assert "history.jsonl line 101: expected op index 100, found 101" in reason
+    assert "history.jsonl line 1: expected op index 0, found 1" in reason
     assert reason in verdict_line(out)
-    assert out.index("line 101") < out.index("no observed uppers")
+    assert out.index("line 1:") < out.index("no observed uppers")
 
 
 def test_a_report_that_cannot_be_drawn_after_a_run_leaves_a_plain_page(
