@@ -225,7 +225,7 @@ def _note(
 
 def _judge_final(out: Judgement, t: Table, shown: np.ndarray, limit: int) -> None:
     """After catch-up every input key holds its last record's effect."""
-    kids = np.unique(t.kid)
+    kids = np.flatnonzero(t.part_of >= 0)  # the keys with an input record (np.unique: ~10x)
     off = kids[t.whole(kids) != shown[kids]]
     out.behind_count += len(off)
     told = off[: max(0, limit - len(out.behind))].tolist()
