@@ -58,6 +58,10 @@ class Judgement:
     partitions: dict[int, Partition] = field(default_factory=dict)
     conflicts: list[Conflict] = field(default_factory=list)
     conflict_count: int = 0
+    #: ``reach[state][partition]``: how many records past its cut still explain the state
+    #: (``-1`` before the first state: the empty table); with :attr:`cuts`, a range of cuts
+    #: that all explain it (:func:`sealcheck.checkers.prefix_check.one_cut`)
+    reach: dict[int, dict[int, int]] = field(default_factory=dict)
     #: ``(state, kh)``: a key the state holds that no input record of the table has
     invented: list[tuple[int, int]] = field(default_factory=list)
     invented_count: int = 0
@@ -157,6 +161,20 @@ def _scan(t: Table, p: int, cut: int, mismatch: int, shown: np.ndarray) -> int |
     return None
 
 
+def _reach(t: Table, p: int, cut: int, shown: np.ndarray) -> int:
+    """How many records of partition ``p`` right after ``cut`` each leave the state shown
+    explained (their value is what the state shows for their key)."""
+    s, e = t.bounds[p]
+    pos, chunk = s + cut, 64
+    while pos < e:
+        end = min(e, pos + chunk)
+        off = np.flatnonzero(t.val[pos:end] != shown[t.kid[pos:end]])
+        if len(off):
+            return pos + int(off[0]) - s - cut
+        pos, chunk = end, min(chunk * 4, _MAX_CHUNK)
+    return e - s - cut
+
+
 def judge(
     effects: pl.DataFrame, observed: pl.DataFrame, *, final: bool = True, limit: int = 10
 ) -> Judgement:
@@ -183,6 +201,7 @@ def judge(
     ends = np.searchsorted(state_of, states, side="right")
     for p, (s, e) in t.bounds.items():
         out.partitions[p] = Partition(p, e - s, t.offset[s:e])
+    out.reach[-1] = {p: _reach(t, p, 0, shown) for p in t.bounds}
     for state, a, b in zip(states, starts, ends, strict=True):
         kid, value = kid_all[a:b], value_all[a:b]
         part = t.part_of[kid]
@@ -210,6 +229,7 @@ def judge(
             t.apply(held, t.bounds[p][0] + cuts[p], t.bounds[p][0] + cut)
             cuts[p], mismatch[p] = cut, 0
         out.cuts[state] = found
+        out.reach[state] = {p: _reach(t, p, c, shown) for p, c in found.items() if c is not None}
     if final:
         _judge_final(out, t, shown, limit)
     return out

@@ -96,15 +96,21 @@ def _tagged(frame: pl.DataFrame, name: str) -> pl.DataFrame:
     return frame.with_columns(pair_hash(pl.lit(TABLES.index(name), pl.UInt64), "kh").alias("kh"))
 
 
-def _aligned(run: RunData, res: CheckResult) -> None:
+def _aligned(run: RunData, res: CheckResult, judged: dict[str, Judgement]) -> None:
     """Both tables at each step are explained by *one* cut per partition (a step is a batch
-    of both: every system today commits them together, as ``sealed_state`` assumes)."""
+    of both: every system today commits them together, as ``sealed_state`` assumes).
+
+    Proven from each table's own cuts (``judged``) when it can be (:func:`one_cut`);
+    otherwise both tables are judged again as one."""
+    since = max(run.sinces.get(n, 0) for n in TABLES)  # steps one table merged: merged in both
+    upper = min(run.uppers.get(n, 0) for n in TABLES)  # a step one table has not sealed yet
+    if one_cut(judged, since, upper):
+        res.counts["tables_aligned_by_their_cuts"] = 1
+        return
     both = [_inputs(run, name) for name in TABLES]
     effects = pl.concat([_tagged(e, n) for (e, _), n in zip(both, TABLES, strict=True)])
     observed = pl.concat([_tagged(o, n) for (_, o), n in zip(both, TABLES, strict=True)])
-    since = max(run.sinces.get(n, 0) for n in TABLES)  # steps one table merged: merged in both
     observed = observed.with_columns(pl.max_horizontal("state", pl.lit(since)).alias("state"))
-    upper = min(run.uppers.get(n, 0) for n in TABLES)  # a step one table has not sealed yet
     observed = observed.filter(pl.col("state") < upper)
     j = judge(effects, observed, final=False, limit=MAX_EXAMPLES)  # each table's end: judged
     if not j.conflict_count:
@@ -138,6 +144,44 @@ def _aligned(run: RunData, res: CheckResult) -> None:
     res.add_bulk("tables-not-aligned", j.conflict_count, found)
 
 
+def one_cut(judged: dict[str, Judgement], since: int, upper: int) -> bool:
+    """Whether each table's own cuts already prove that one cut per partition explains every
+    table at every state of ``[since, upper)`` (a state below ``since`` is taken at
+    ``since``). False means only "not proven this way".
+
+    A table's state is explained by its cut of ``c`` of its records and by the ``reach``
+    records after it (:attr:`Judgement.reach`), so by every offset cut ``x`` (records below
+    offset ``x`` applied) from one past its ``c``-th record's offset up to its
+    ``c + reach + 1``-th's. Where those ranges of every table meet, at each state and
+    partition, the smallest common ``x`` explains all of them, and it never goes back, since
+    each table's cuts never do. A partition where a table has no record puts no bound on it."""
+    states = sorted({max(s, since) for j in judged.values() for s in j.states})
+    parts = {p for j in judged.values() for p in j.partitions}
+    at: dict[str, int] = dict.fromkeys(judged, -1)  # index of each table's state in effect
+    for state in (s for s in states if s < upper):
+        for name, j in judged.items():
+            while at[name] + 1 < len(j.states) and max(j.states[at[name] + 1], since) <= state:
+                at[name] += 1
+        for p in parts:
+            lo, hi = 0, None
+            for name, j in judged.items():
+                part = j.partitions.get(p)
+                if part is None:
+                    continue
+                now = j.states[at[name]] if at[name] >= 0 else None
+                c = j.cuts[now].get(p) if now is not None else 0
+                reach = j.reach.get(-1 if now is None else now, {}).get(p)
+                if c is None or reach is None:
+                    return False
+                lo = max(lo, part.offset(c - 1) + 1 if c > 0 else 0)
+                if c + reach < part.records:
+                    end = part.offset(c + reach)
+                    hi = end if hi is None else min(hi, end)
+            if hi is not None and lo > hi:
+                return False
+    return True
+
+
 def _untagged(effects: pl.DataFrame, row: int) -> int:
     return int(effects.filter(pl.col("row") == row)["kh"][0])
 
@@ -149,8 +193,9 @@ def check(run: RunData) -> CheckResult:
     res = CheckResult(NAME, True)
     final = run.history.caught_up()
     split: list[str] = []
+    judged: dict[str, Judgement] = {}
     for name in TABLES:
-        j = judge(*_inputs(run, name), final=final, limit=MAX_EXAMPLES)
+        j = judged[name] = judge(*_inputs(run, name), final=final, limit=MAX_EXAMPLES)
         res.counts[f"{name}_states_judged"] = len(j.states)
         res.counts[f"{name}_states_explained"] = sum(
             all(c is not None for c in j.cuts[s].values()) for s in j.states
@@ -161,7 +206,7 @@ def check(run: RunData) -> CheckResult:
     if "errors" in run.unaligned:
         res.counts["tables_aligned_judged"] = 0  # states of one table fall between the other's
     elif res.valid is True and not split and run.effects("errors").height:
-        _aligned(run, res)
+        _aligned(run, res, judged)
     if split and res.valid is not False:
         res.valid = None
         res.error = (
