@@ -8,11 +8,12 @@ or ``info``, everything else) in ``history.jsonl``:
 * ``acks.arrows``: an Arrow IPC *stream* of ``time, partition, offset, key, value`` rows (the
   frame :attr:`sealcheck.rundir.history.History.acked` is: ``time`` on the history's clock,
   binary key and value, null for null), in the order the acknowledgements arrived. Rows are
-  written as a record batch at least every :data:`FLUSH_S` seconds while they arrive, and at
-  the end; a harness killed mid-run leaves every complete batch readable (:func:`read` keeps
-  them and counts the bytes of a torn last one). The rows of the last
-  :data:`FLUSH_S` seconds before such a kill are not in the file; such a run never reaches
-  its final op, so its verdict is UNKNOWN whatever the checkers find.
+  written as a record batch once the oldest has waited :data:`FLUSH_S` seconds — at the next
+  acknowledgement or history op after that (the observer writes one at least every 5 s) —
+  and at the end; a harness killed mid-run leaves every complete batch readable
+  (:func:`read` keeps them and counts the bytes of a torn last one). The rows still buffered
+  at such a kill are not in the file; such a run never reaches its final op, so its verdict
+  is UNKNOWN whatever the checkers find.
 * The history's final op lists the file in its manifest like every other input
   (:func:`sealcheck.rundir.files.describe`) and counts its rows (``writes.ok``), so a file
   changed, cut or swapped after the run makes the verdict UNKNOWN.
@@ -93,6 +94,12 @@ class AckWriter:
         self.flush()
         self._write(table.cast(SCHEMA).combine_chunks())
         self.count += table.num_rows
+
+    def flush_if_due(self) -> None:
+        """Write the buffered rows if the oldest has waited :data:`FLUSH_S` (the history's
+        writer calls it with every op, so rows do not wait for the next acknowledgement)."""
+        if self._rows[0] and self._clock() >= self._due:
+            self.flush()
 
     def flush(self) -> None:
         """Write the buffered rows as one record batch, to the kernel."""

@@ -55,6 +55,19 @@ def test_a_row_waits_at_most_the_flush_interval_before_it_is_in_the_file(tmp_pat
         writer.append(*ROWS[2])
 
 
+def test_a_row_is_written_at_the_next_history_op_once_it_has_waited(tmp_path: Path) -> None:
+    now = [0.0]
+    h = HistoryWriter(tmp_path / "history.jsonl")
+    h.acks = acks.AckWriter(tmp_path / ACKS, clock=lambda: now[0])
+    h.ack("w0", b"a", b"1", 0, 0)
+    h.append("observer", "info", "uppers", {"data": 0})
+    assert not (tmp_path / ACKS).exists()  # not due yet
+    now[0] += acks.FLUSH_S
+    h.append("observer", "info", "uppers", {"data": 1})  # no acknowledgement since: still due
+    assert acks.read(tmp_path / ACKS)[0].num_rows == 1
+    h.close()
+
+
 def test_a_stream_cut_anywhere_reads_its_complete_batches_and_counts_the_rest(
     tmp_path: Path,
 ) -> None:
