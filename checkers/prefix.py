@@ -154,7 +154,7 @@ def _scan(t: Table, p: int, cut: int, mismatch: int, shown: np.ndarray) -> int |
         want = shown[t.kid[pos:end]]
         delta = (t.val[pos:end] != want).astype(np.int64) - (t.prev[pos:end] != want)
         running = mismatch + np.cumsum(delta)
-        zero = np.flatnonzero(running == 0)
+        zero = np.flatnonzero((running == 0) & t.last_of_offset[pos:end])  # whole records
         if len(zero):
             return pos + int(zero[0]) + 1 - s
         mismatch, pos, chunk = int(running[-1]), end, min(chunk * 2, _MAX_CHUNK)
@@ -166,13 +166,17 @@ def _reach(t: Table, p: int, cut: int, shown: np.ndarray) -> int:
     explained (their value is what the state shows for their key)."""
     s, e = t.bounds[p]
     pos, chunk = s + cut, 64
+    reach = e - s - cut
     while pos < e:
         end = min(e, pos + chunk)
         off = np.flatnonzero(t.val[pos:end] != shown[t.kid[pos:end]])
         if len(off):
-            return pos + int(off[0]) - s - cut
+            reach = pos + int(off[0]) - s - cut
+            break
         pos, chunk = end, min(chunk * 4, _MAX_CHUNK)
-    return e - s - cut
+    # a cut falls only after a record's last row (rows of one record share an offset)
+    whole = np.flatnonzero(t.last_of_offset[s + cut : s + cut + reach])
+    return int(whole[-1]) + 1 if len(whole) else 0
 
 
 def judge(

@@ -42,6 +42,10 @@ class Table:
     bounds: dict[int, tuple[int, int]]  # partition -> [start, end) of its records
     part_of: np.ndarray  # per key id: its partition (-1: no input record)
     by_key: np.ndarray  # record indices sorted by (key, position)
+    #: per record: the last of its offset in its partition. Rows of one input record (its
+    #: effects on several tables judged as one) share an offset: a cut falls only after the
+    #: last of them, never between them
+    last_of_offset: np.ndarray
 
     def apply(self, held: np.ndarray, start: int, end: int) -> None:
         """Set ``held`` (a value id per key id) to what records ``[start, end)`` (global
@@ -117,15 +121,18 @@ def index(effects: pl.DataFrame, observed_keys: pl.Series) -> tuple[Table, list[
         prev[by_key] = np.where(same, shifted, ABSENT)
     part_of = np.full(len(keys), -1, dtype=np.int64)
     part_of[kid] = part
+    offsets = eff["offset"].to_numpy().astype(np.int64)
+    last = np.r_[(part[1:] != part[:-1]) | (offsets[1:] != offsets[:-1]), True] if n else part
     table = Table(
         keys,
         kid,
         val,
         prev,
-        eff["offset"].to_numpy().astype(np.int64),
+        offsets,
         eff["row"].to_numpy().astype(np.int64),
         bounds,
         part_of,
         by_key,
+        np.asarray(last, dtype=bool),
     )
     return table, split
