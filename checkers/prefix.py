@@ -58,10 +58,12 @@ class Judgement:
     partitions: dict[int, Partition] = field(default_factory=dict)
     conflicts: list[Conflict] = field(default_factory=list)
     conflict_count: int = 0
-    #: ``reach[state][partition]``: how many records past its cut still explain the state
-    #: (``-1`` before the first state: the empty table); with :attr:`cuts`, a range of cuts
-    #: that all explain it (:func:`sealcheck.checkers.prefix_check.one_cut`)
+    #: ``reach[state][partition]``: how many records past its cut still explain the state;
+    #: with :attr:`cuts`, a range of cuts that all explain it
+    #: (:func:`sealcheck.checkers.prefix_check.one_cut`)
     reach: dict[int, dict[int, int]] = field(default_factory=dict)
+    #: the same for the empty table before the first state (its cut: 0)
+    reach_before: dict[int, int] = field(default_factory=dict)
     #: ``(state, kh)``: a key the state holds that no input record of the table has
     invented: list[tuple[int, int]] = field(default_factory=list)
     invented_count: int = 0
@@ -205,7 +207,7 @@ def judge(
     ends = np.searchsorted(state_of, states, side="right")
     for p, (s, e) in t.bounds.items():
         out.partitions[p] = Partition(p, e - s, t.offset[s:e])
-    out.reach[-1] = {p: _reach(t, p, 0, shown) for p in t.bounds}
+    out.reach_before = {p: _reach(t, p, 0, shown) for p in t.bounds}
     for state, a, b in zip(states, starts, ends, strict=True):
         kid, value = kid_all[a:b], value_all[a:b]
         part = t.part_of[kid]

@@ -170,7 +170,7 @@ def one_cut(judged: dict[str, Judgement], since: int, upper: int) -> bool:
                     continue
                 now = j.states[at[name]] if at[name] >= 0 else None
                 c = j.cuts[now].get(p) if now is not None else 0
-                reach = j.reach.get(-1 if now is None else now, {}).get(p)
+                reach = (j.reach_before if now is None else j.reach.get(now, {})).get(p)
                 if c is None or reach is None:
                     return False
                 lo = max(lo, part.offset(c - 1) + 1 if c > 0 else 0)

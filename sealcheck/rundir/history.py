@@ -400,9 +400,9 @@ class HistoryWriter:
                 raise ValueError(f"history {self.path} is closed; op {op!r} was not written")
             self._fh.write(json.dumps(op, separators=(",", ":")) + "\n")
             self._fh.flush()
-            self.acks.flush_if_due()
             self._index += 1
             self.counts[(f, type_)] += 1
+            self.acks.flush_if_due()
             return op
 
     def ack(
