@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pytest
 
@@ -209,3 +210,11 @@ def test_a_harness_killed_mid_run_is_unknown_judging_the_batches_it_wrote(
     completeness = res.checkers["completeness"]
     assert completeness.counts["acknowledged_writes_checked"] == 200
     assert completeness.valid is None
+
+
+def test_the_file_s_columns_are_the_frame_the_checkers_read() -> None:
+    """``acks.SCHEMA`` is spelled in Arrow beside the polars ``BYTES_SCHEMA`` the checkers
+    read (Arrow's ``binary``, not the ``large_binary`` polars would write): kept equal here."""
+    from sealcheck.rundir.schema import BYTES_SCHEMA
+
+    assert pl.from_arrow(acks.SCHEMA.empty_table()).schema == BYTES_SCHEMA
