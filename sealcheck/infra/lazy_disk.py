@@ -1,9 +1,8 @@
 """A directory that can lose its un-fsynced writes: the :mod:`sealcheck.infra.lazyfs` daemon
 mounted over a backing directory, started, driven and unmounted from the harness.
 
-The daemon is an owned child (:func:`sealcheck.infra.procs.spawn`: it dies with the harness), and
-its
-mount's source names the harness (``sealcheck-lazyfs@<owner token>``), so
+The daemon is an owned child (:func:`sealcheck.infra.procs.spawn`: it dies with the harness),
+and its mount's source names the harness (``sealcheck-lazyfs@<owner token>``), so
 :func:`stale_mounts` finds — and :func:`unmount_stale` removes — the mount a dead harness left.
 """
 
@@ -21,6 +20,9 @@ from typing import Any
 
 from sealcheck.infra import procs
 from sealcheck.infra.lazyfs import CONTROL, FSNAME
+
+DESTROY_WAIT_S = 20.0
+"""How long :meth:`LazyDisk.stop` lets the daemon write kept pages back after the unmount."""
 
 FUSE_HINT = (
     "the lost-writes nemesis needs FUSE: /dev/fuse and Debian's fuse3 and libfuse3-3 "
@@ -144,6 +146,11 @@ class LazyDisk:
         the daemon."""
         unmount(self.mountpoint)
         if self._proc is not None:
+            # the daemon writes the kept pages back in ``destroy``, after the kernel has
+            # already dropped the mount: let it finish and exit on its own before any SIGTERM
+            # (terminating at once lost a file's contents now and then)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=DESTROY_WAIT_S)
             procs.terminate(self._proc, 10.0)
             self._proc = None
 
