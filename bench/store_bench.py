@@ -10,12 +10,16 @@ empty step at ts 2), then ``compact(data, 2)``: every key changed since the last
 changing another ``--step`` keys (ts 3, sealed with ts 4) and ``compact(data, 4)``: a
 compaction as the step loop runs it every ``--compact-every`` steps, which rewrites only the
 keys changed since the last one (issue 28). Then ``snapshot(data, 4)``, what a rehydration
-reads. Values are ~32-byte JSON, as in ``bench/scale.py``.
+reads. Then ``--retained`` more steps of ``--step`` changed keys each (seeded random keys),
+not compacted, and the snapshot again: a rehydration with the history a compaction keeps
+(the harness retains 20 steps), whose ``GROUP BY`` sorts every retained row. Values are ~32-byte
+JSON, as in ``bench/scale.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import tempfile
 import time
 from pathlib import Path
@@ -33,6 +37,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--step", type=int, default=100_000, help="keys changed by the step")
+    ap.add_argument(
+        "--retained", type=int, default=20, help="steps retained before the second snapshot"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="sealcheck-store-bench-") as tmp:
         db = Path(tmp) / "store.db"
@@ -59,13 +66,27 @@ def main() -> None:
         t = time.monotonic()
         live = store.snapshot("data", upper - 1)
         snapshot = time.monotonic() - t
+        version = [1 if i < 2 * args.step else 0 for i in range(args.keys)]
+        rng = random.Random(1)
+        for _ in range(args.retained):
+            step = []
+            for i in sorted(set(rng.randrange(args.keys) for _ in range(args.step))):
+                step.append(Update(keys[i], value(i, version[i]), upper, -1))
+                version[i] += 1
+                step.append(Update(keys[i], value(i, version[i]), upper, 1))
+            store.compare_and_append("data", step, upper, upper + 1)
+            upper += 1
+        t = time.monotonic()
+        retained = store.snapshot("data", upper - 1)
+        retained_s = time.monotonic() - t
+        assert len(retained) == args.keys
         size = sum(p.stat().st_size for p in Path(tmp).glob("store.db*"))
     print(
         f"{args.keys:,} keys: first append {fill:.1f}s; a step of {2 * args.step:,} updates "
         f"{steps[0]:.2f}s, then {steps[1]:.2f}s; first compaction (every key) "
         f"{compactions[0]:.1f}s; a compaction after one step {compactions[1]:.2f}s; snapshot "
-        f"({len(live):,} keys) {snapshot:.1f}s; store {size / 2**20:,.0f} MiB on disk (with "
-        "its WAL)"
+        f"({len(live):,} keys) {snapshot:.1f}s; with {args.retained} steps retained "
+        f"{retained_s:.1f}s; store {size / 2**20:,.0f} MiB on disk (with its WAL)"
     )
 
 

@@ -191,6 +191,9 @@ class LocalBackend:
 
     def __init__(self, brokers: int, work: Path, run_id: str = "") -> None:
         self.cluster = KafkaCluster(work / "kafka", size=brokers)
+        # Spark's scratch (``blockmgr-*``, ``spark-*``) under the run's work directory, which
+        # the run removes: a JVM killed with SIGKILL never deletes its own from /tmp
+        self.scratch = work / "spark-local"
         self.brokers = [LocalBroker(self.cluster, n) for n in self.cluster.nodes]
         self._disks: dict[str, LazyDisk] = {}
 
@@ -239,14 +242,25 @@ class LocalBackend:
     ) -> LocalProcess:
         """``launch`` as a local process: its program and arguments, its environment plus
         where its failpoint file is."""
-        env = {**launch.env, **launch.local_env, launch.failpoint_env: str(failpoint_file)}
+        env = {
+            **self._scratch_env(name),
+            **launch.env,
+            **launch.local_env,
+            launch.failpoint_env: str(failpoint_file),
+        }
         cwd = Path(launch.workdir) if launch.workdir else None
         return LocalProcess(name, [*launch.program, *launch.args], env, log_path, cwd)
 
     def service(self, launch: Launch, name: str, log_path: Path) -> LocalProcess:
         """``launch`` as a long-lived local process."""
-        env = {**launch.env, **launch.local_env}
+        env = {**self._scratch_env(name), **launch.env, **launch.local_env}
         return LocalProcess(name, [*launch.program, *launch.args], env, log_path)
+
+    def _scratch_env(self, name: str) -> dict[str, str]:
+        """``SPARK_LOCAL_DIRS`` for the process ``name`` (a launch that sets it wins)."""
+        directory = self.scratch / name
+        directory.mkdir(parents=True, exist_ok=True)
+        return {"SPARK_LOCAL_DIRS": str(directory)}
 
     def address(self, name: str) -> str:
         """Every local process listens on loopback."""

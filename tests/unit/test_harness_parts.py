@@ -11,7 +11,9 @@ import threading
 import time
 from pathlib import Path
 
+from sealcheck.core.nodes import Launch
 from sealcheck.infra import cleanup, procs
+from sealcheck.infra.local import LocalBackend
 from sealcheck.report.report import render
 from sealcheck.report.timeline import build_timeline
 from sealcheck.rundir.history import History, HistoryWriter
@@ -189,3 +191,18 @@ def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_local_processes_keep_sparks_scratch_in_the_runs_work_directory(tmp_path: Path) -> None:
+    """A JVM killed with SIGKILL never deletes its ``blockmgr-*``/``spark-*`` directories: each
+    local process gets ``SPARK_LOCAL_DIRS`` under ``work/`` (which the run removes), unless its
+    launch sets its own."""
+    backend = LocalBackend(1, tmp_path / "work")
+    plain = Launch(program=("true",), args=())
+    own = Launch(program=("true",), args=(), local_env={"SPARK_LOCAL_DIRS": "/elsewhere"})
+    service = backend.service(plain, "spark", tmp_path / "s.log")
+    incarnation = backend.incarnation(plain, "sut-0", tmp_path / "i.log", tmp_path / "fp")
+    assert service.env["SPARK_LOCAL_DIRS"] == str(tmp_path / "work" / "spark-local" / "spark")
+    assert incarnation.env["SPARK_LOCAL_DIRS"] == str(tmp_path / "work" / "spark-local" / "sut-0")
+    assert Path(incarnation.env["SPARK_LOCAL_DIRS"]).is_dir()
+    assert backend.service(own, "x", tmp_path / "x.log").env["SPARK_LOCAL_DIRS"] == "/elsewhere"
