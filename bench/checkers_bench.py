@@ -44,7 +44,10 @@ def generate(run_dir: Path, updates: int, keys: int, steps: int, seed: int) -> i
         )
         .alias("value"),
     )
-    rec.select("partition", "offset", "key", "value").write_parquet(run_dir / "topic.parquet")
+    # by partition, then offset: as the harness's topic dump writes it
+    rec.sort("partition", "offset").select("partition", "offset", "key", "value").write_parquet(
+        run_dir / "topic.parquet"
+    )
     win = rec.sort("kid", "step", "n").unique(
         subset=["kid", "step"], keep="last", maintain_order=True
     )

@@ -110,10 +110,10 @@ def observed_values(observed: pl.DataFrame) -> pl.DataFrame:
     if observed.height == 0:
         return pl.DataFrame(schema={"state": pl.Int64, "kh": pl.UInt64, "value": pl.Int64})
     per = observed.select("kh", "state", "vh", "diff").sort("kh", "state")
-    kh = per["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64)
-    state = per["state"].to_numpy().astype(np.int64)
-    diff = per["diff"].to_numpy().astype(np.int64)
-    vh = per["vh"].cast(pl.UInt64).to_numpy().astype(np.uint64)
+    kh = per["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64, copy=False)
+    state = per["state"].to_numpy().astype(np.int64, copy=False)
+    diff = per["diff"].to_numpy().astype(np.int64, copy=False)
+    vh = per["vh"].cast(pl.UInt64).to_numpy().astype(np.uint64, copy=False)
     d = diff.astype(np.uint64)  # wrapping: -1 is 2**64 - 1
     with np.errstate(over="ignore"):
         one, two = vh * d, _mix(vh) * d
@@ -199,9 +199,9 @@ def judge(
     held = np.full(len(t.keys), ABSENT, dtype=np.int64)  # what each key holds at its cut
     cuts = {p: 0 for p in t.bounds}
     mismatch = {p: 0 for p in t.bounds}
-    state_of = shown_changes["state"].to_numpy().astype(np.int64)
+    state_of = shown_changes["state"].to_numpy().astype(np.int64, copy=False)
     kid_all = key_ids(t.keys, shown_changes["kh"])
-    value_all = shown_changes["value"].to_numpy().astype(np.int64)
+    value_all = shown_changes["value"].to_numpy().astype(np.int64, copy=False)
     states = sorted(set(state_of.tolist()))
     starts = np.searchsorted(state_of, states, side="left")
     ends = np.searchsorted(state_of, states, side="right")

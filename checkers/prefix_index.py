@@ -75,45 +75,66 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def _in_order(effects: pl.DataFrame) -> bool:
+    """Whether ``effects`` are already by partition, then offset (as the topic dump writes
+    them): the sort is then skipped."""
+    if effects.height < 2:
+        return True
+    part = effects["partition"].to_numpy().astype(np.int64)
+    off = effects["offset"].to_numpy()
+    step_part, step_off = part[1:] - part[:-1], off[1:] - off[:-1]
+    return bool(np.all((step_part > 0) | ((step_part == 0) & (step_off >= 0))))
+
+
 def key_ids(keys: np.ndarray, kh: pl.Series) -> np.ndarray:
     """The position of every hash of ``kh`` in the sorted ``keys`` (each must be there)."""
     ids = pl.Series("kh", keys, dtype=pl.UInt64)
     dense = kh.cast(pl.UInt64).replace_strict(ids, pl.int_range(len(keys), eager=True))
-    return dense.to_numpy().astype(np.int64)
+    return dense.to_numpy().astype(np.int64, copy=False)
 
 
 def index(effects: pl.DataFrame, observed_keys: pl.Series) -> tuple[Table, list[int]]:
     """Index one table's effects (``partition, offset, kh, vh, row``); the key hashes whose
     records span partitions are dropped and returned."""
-    spans = (
-        effects.lazy()
-        .group_by("kh")
-        .agg(pl.col("partition").n_unique().alias("n"))
-        .filter(pl.col("n") > 1)
-        .collect()["kh"]
-    )
-    split = sorted(int(k) for k in spans.to_list())
-    if split:
-        effects = effects.filter(~pl.col("kh").is_in(spans.implode()))
-    eff = effects.sort("partition", "offset")
+    eff = effects if _in_order(effects) else effects.sort("partition", "offset")
+    table = _table(eff, observed_keys)
+    # a key whose records span partitions has a record outside the partition it was given
+    astray = _partition_of_each(table) != table.part_of[table.kid]
+    if not astray.any():
+        return table, []
+    spans = pl.Series("kh", sorted_unique(table.keys[table.kid[astray]]), dtype=pl.UInt64)
+    kept = eff.filter(~pl.col("kh").is_in(spans.implode()))
+    return _table(kept, observed_keys), [int(k) for k in spans.to_list()]
+
+
+def _partition_of_each(table: Table) -> np.ndarray:
+    """Each record's partition (from the bounds)."""
+    out = np.empty(len(table.kid), dtype=np.int64)
+    for p, (s, e) in table.bounds.items():
+        out[s:e] = p
+    return out
+
+
+def _table(eff: pl.DataFrame, observed_keys: pl.Series) -> Table:
+    """The index of effects already by partition and offset."""
     keys = sorted_unique(
         np.concatenate(
             [
-                eff["kh"].cast(pl.UInt64).unique().to_numpy().astype(np.uint64),
-                observed_keys.cast(pl.UInt64).unique().to_numpy().astype(np.uint64),
+                eff["kh"].cast(pl.UInt64).unique().to_numpy().astype(np.uint64, copy=False),
+                observed_keys.cast(pl.UInt64).unique().to_numpy().astype(np.uint64, copy=False),
             ]
         )
     )
     kid = key_ids(keys, eff["kh"])
     val = as_ids(eff["vh"])
-    part = eff["partition"].to_numpy().astype(np.int64)
+    part = eff["partition"].to_numpy().astype(np.int64, copy=False)
     n = len(kid)
     change = np.flatnonzero(np.r_[True, part[1:] != part[:-1]]) if n else np.array([], int)
     ends = np.r_[change[1:], n] if n else np.array([], int)
     bounds = {int(part[s]): (int(s), int(e)) for s, e in zip(change, ends, strict=True)}
     # records are in partition, offset order: a stable sort by key keeps that within a key
     order = pl.DataFrame({"k": kid}).with_row_index("i").sort("k", maintain_order=True)
-    by_key = order["i"].to_numpy().astype(np.int64)
+    by_key = order["i"].to_numpy().astype(np.int64, copy=False)
     prev = np.full(n, ABSENT, dtype=np.int64)
     if n:
         same = np.r_[False, kid[by_key][1:] == kid[by_key][:-1]]
@@ -121,18 +142,17 @@ def index(effects: pl.DataFrame, observed_keys: pl.Series) -> tuple[Table, list[
         prev[by_key] = np.where(same, shifted, ABSENT)
     part_of = np.full(len(keys), -1, dtype=np.int64)
     part_of[kid] = part
-    offsets = eff["offset"].to_numpy().astype(np.int64)
+    offsets = eff["offset"].to_numpy().astype(np.int64, copy=False)
     last = np.r_[(part[1:] != part[:-1]) | (offsets[1:] != offsets[:-1]), True] if n else part
-    table = Table(
+    return Table(
         keys,
         kid,
         val,
         prev,
         offsets,
-        eff["row"].to_numpy().astype(np.int64),
+        eff["row"].to_numpy().astype(np.int64, copy=False),
         bounds,
         part_of,
         by_key,
         np.asarray(last, dtype=bool),
     )
-    return table, split
