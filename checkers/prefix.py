@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from sealcheck.checkers.frames import sort_runs
 from sealcheck.checkers.prefix_explain import (
     Conflict,
     KeyStory,
@@ -109,7 +110,7 @@ def observed_values(observed: pl.DataFrame) -> pl.DataFrame:
     nothing is held."""
     if observed.height == 0:
         return pl.DataFrame(schema={"state": pl.Int64, "kh": pl.UInt64, "value": pl.Int64})
-    per = observed.select("kh", "state", "vh", "diff").sort("kh", "state")
+    per = sort_runs(observed.select("kh", "state", "vh", "diff"), "kh", "state")
     kh = per["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64, copy=False)
     state = per["state"].to_numpy().astype(np.int64, copy=False)
     diff = per["diff"].to_numpy().astype(np.int64, copy=False)
