@@ -257,7 +257,10 @@ class LocalBackend:
         return LocalProcess(name, [*launch.program, *launch.args], env, log_path)
 
     def _scratch_env(self, name: str) -> dict[str, str]:
-        """``SPARK_LOCAL_DIRS`` for the process ``name`` (a launch that sets it wins)."""
+        """``SPARK_LOCAL_DIRS`` for the process ``name``; a launch that sets it wins, and so
+        does the harness's own environment (the user chose a place)."""
+        if "SPARK_LOCAL_DIRS" in os.environ:
+            return {}
         directory = self.scratch / name
         directory.mkdir(parents=True, exist_ok=True)
         return {"SPARK_LOCAL_DIRS": str(directory)}

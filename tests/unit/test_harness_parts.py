@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from sealcheck.core.nodes import Launch
 from sealcheck.infra import cleanup, procs
 from sealcheck.infra.local import LocalBackend
@@ -193,10 +195,13 @@ def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
         server.server_close()
 
 
-def test_local_processes_keep_sparks_scratch_in_the_runs_work_directory(tmp_path: Path) -> None:
+def test_local_processes_keep_sparks_scratch_in_the_runs_work_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A JVM killed with SIGKILL never deletes its ``blockmgr-*``/``spark-*`` directories: each
     local process gets ``SPARK_LOCAL_DIRS`` under ``work/`` (which the run removes), unless its
-    launch sets its own."""
+    launch or the harness's own environment sets one."""
+    monkeypatch.delenv("SPARK_LOCAL_DIRS", raising=False)
     backend = LocalBackend(1, tmp_path / "work")
     plain = Launch(program=("true",), args=())
     own = Launch(program=("true",), args=(), local_env={"SPARK_LOCAL_DIRS": "/elsewhere"})
@@ -206,3 +211,5 @@ def test_local_processes_keep_sparks_scratch_in_the_runs_work_directory(tmp_path
     assert incarnation.env["SPARK_LOCAL_DIRS"] == str(tmp_path / "work" / "spark-local" / "sut-0")
     assert Path(incarnation.env["SPARK_LOCAL_DIRS"]).is_dir()
     assert backend.service(own, "x", tmp_path / "x.log").env["SPARK_LOCAL_DIRS"] == "/elsewhere"
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", "/users/choice")
+    assert "SPARK_LOCAL_DIRS" not in backend.service(plain, "y", tmp_path / "y.log").env
