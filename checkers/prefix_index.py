@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from sealcheck.checkers.frames import sort_runs
+
 #: the value id of "no value" (never written, deleted, or a key the state does not hold)
 ABSENT = np.int64(-(2**63))
 #: the value id of a key a state shows with several values, or one value more than once
@@ -75,17 +77,6 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _in_order(effects: pl.DataFrame) -> bool:
-    """Whether ``effects`` are already by partition, then offset (as the topic dump writes
-    them): the sort is then skipped."""
-    if effects.height < 2:
-        return True
-    part = effects["partition"].to_numpy().astype(np.int64)
-    off = effects["offset"].to_numpy()
-    step_part, step_off = part[1:] - part[:-1], off[1:] - off[:-1]
-    return bool(np.all((step_part > 0) | ((step_part == 0) & (step_off >= 0))))
-
-
 def key_ids(keys: np.ndarray, kh: pl.Series) -> np.ndarray:
     """The position of every hash of ``kh`` in the sorted ``keys`` (each must be there)."""
     ids = pl.Series("kh", keys, dtype=pl.UInt64)
@@ -96,7 +87,7 @@ def key_ids(keys: np.ndarray, kh: pl.Series) -> np.ndarray:
 def index(effects: pl.DataFrame, observed_keys: pl.Series) -> tuple[Table, list[int]]:
     """Index one table's effects (``partition, offset, kh, vh, row``); the key hashes whose
     records span partitions are dropped and returned."""
-    eff = effects if _in_order(effects) else effects.sort("partition", "offset")
+    eff = sort_runs(effects, "partition", "offset")  # as the topic dump writes them: kept
     table = _table(eff, observed_keys)
     # a key whose records span partitions has a record outside the partition it was given
     astray = _partition_of_each(table) != table.part_of[table.kid]

@@ -26,6 +26,8 @@ def test_sort_runs_equals_a_full_sort(rows: list[tuple[int, int, int]], presorte
         rows = sorted(rows, key=lambda r: (r[1], r[2]))
     frame = pl.DataFrame(rows, schema={"k": pl.Int64, "a": pl.Int64, "b": pl.Int64}, orient="row")
     assert sort_runs(frame, "k", "a", "b").rows() == sorted(rows)
+    whole = pl.DataFrame(sorted(rows), schema=frame.schema, orient="row")  # kept as it is
+    assert sort_runs(whole, "k", "a", "b").rows() == sorted(rows)
     # one inner column, in order or not (two stable single-column sorts)
     by_ka = sort_runs(frame.select("k", "a"), "k", "a").rows()
     assert by_ka == sorted((k, a) for k, a, _ in rows)

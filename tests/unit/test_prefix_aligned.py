@@ -7,6 +7,7 @@ taken on a correct run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import product
 
 import polars as pl
@@ -22,6 +23,8 @@ from tests.runs import build_run
 # delete) or None (the record does not touch that table). Offsets count per partition.
 Effect = tuple[str, str | None] | None
 Rec = tuple[int, Effect, Effect]
+#: the records, and the states of each table in order
+History = tuple[list[Rec], list[list[dict[str, str]]]]
 
 SCHEMA = {"row": pl.Int64, "partition": pl.Int64, "offset": pl.Int64, "kh": pl.UInt64}
 
@@ -69,7 +72,7 @@ def observed(states: list[dict[str, str]]) -> pl.DataFrame:
 
 
 @st.composite
-def histories(draw: st.DrawFn) -> tuple[list[Rec], list[list[dict[str, str]]]]:
+def histories(draw: st.DrawFn) -> History:
     """Records whose data keys are ``a``-``c`` and errors keys ``x``-``z`` (each key in one
     partition), and for each table states cut at offsets drawn per state — the same for both
     tables or not, moving forward or not — sometimes with one key changed."""
@@ -126,6 +129,14 @@ def judged_alone(records: list[Rec], tables: list[list[dict[str, str]]]) -> dict
     }
 
 
+def every_history(test: Callable[[History], None]) -> Callable[[], None]:
+    """``test`` as a property over 400 random histories of two tables sharing an input."""
+    property_: Callable[[], None] = settings(max_examples=400, deadline=None)(
+        given(histories())(test)
+    )
+    return property_
+
+
 def judged_as_one(records: list[Rec], tables: list[list[dict[str, str]]]) -> Judgement:
     return judge(
         pl.concat([effects(records, 0), effects(records, 1)]),
@@ -134,10 +145,9 @@ def judged_as_one(records: list[Rec], tables: list[list[dict[str, str]]]) -> Jud
     )
 
 
-@settings(max_examples=400, deadline=None)
-@given(histories())
+@every_history
 def test_what_the_shortcut_proves_a_search_of_every_cut_confirms(
-    history: tuple[list[Rec], list[list[dict[str, str]]]],
+    history: History,
 ) -> None:
     records, tables = history
     judged = judged_alone(records, tables)
@@ -147,10 +157,9 @@ def test_what_the_shortcut_proves_a_search_of_every_cut_confirms(
         assert aligned(records, tables), (records, tables)
 
 
-@settings(max_examples=400, deadline=None)
-@given(histories())
+@every_history
 def test_both_tables_judged_as_one_find_what_a_search_of_every_cut_finds(
-    history: tuple[list[Rec], list[list[dict[str, str]]]],
+    history: History,
 ) -> None:
     records, tables = history
     if not all(j.valid for j in judged_alone(records, tables).values()):
