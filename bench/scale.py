@@ -2,7 +2,8 @@
 checkers — times, the store's size, memory, and the verdict.
 
     .venv/bin/python bench/scale.py [--records 10000000] [--keys 1000000]
-        [--max-records-per-step 100000] [--retain-steps 20] [--compact-every 2] [--seed 1]
+        [--max-records-per-step 100000] [--retain-steps 2] [--hold-steps 20]
+        [--compact-every 2] [--seed 1]
         [--work /tmp/sealcheck-scale] [--json PATH]
 
 1. **produce**: one local broker, a topic of 3 partitions, the records (numpy, seeded by
@@ -155,7 +156,13 @@ def run_pipeline(
     ``(ns, captured op's value)``; every sealed step captured into ``run_dir/captures.arrows``
     right after its upper is seen, as the harness's observer does)."""
     ends = log_end(backend.bootstrap, TOPIC)
-    settings = Settings(TOPIC, args.max_records_per_step, args.retain_steps, args.compact_every)
+    settings = Settings(
+        TOPIC,
+        args.max_records_per_step,
+        args.retain_steps,
+        args.compact_every,
+        hold_steps=args.hold_steps,
+    )
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     rss = TreeRss(lambda: [pid for b in backend.brokers if (pid := b.ident) is not None])
@@ -215,10 +222,11 @@ def run_pipeline(
         out["step_phases"] = step_phases(events)
         out["sealed_took_s_sum"] = sum(float(e.get("took_s", 0)) for e in seals)
         out["live_keys"] = seals[-1].get("keys") if seals else None
-        out["compactions"] = sum(e.get("event") == "compacted" for e in events)
-        out["compaction_s_sum"] = sum(
-            e.get("took_s", 0.0) for e in events if e.get("event") == "compacted"
-        )
+        compacted = [e for e in events if e.get("event") == "compacted"]
+        out["compactions"] = len(compacted)
+        out["compaction_s_sum"] = sum(e.get("took_s", 0.0) for e in compacted)
+        # the steps the restart reads apart, beside the merged ones: upper - since
+        out["since_at_restart"] = compacted[-1]["since"] if compacted else 0
         out["store_bytes"] = store_bytes(Path(dep.store))
         t = time.monotonic()
         inc = backend.incarnation(dep.launch(1), "pipeline-1", logs / "1.log", work / "fp")
@@ -292,7 +300,13 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=10_000_000)
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--max-records-per-step", type=int, default=100_000)
-    ap.add_argument("--retain-steps", type=int, default=20, help="0: never compact")
+    ap.add_argument("--retain-steps", type=int, default=2, help="0: never compact")
+    ap.add_argument(
+        "--hold-steps",
+        type=int,
+        default=20,
+        help="steps kept for the captures' read hold, as in a chaos run (0: no hold)",
+    )
     ap.add_argument("--compact-every", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", type=Path, default=Path("/tmp/sealcheck-scale"))
@@ -373,7 +387,8 @@ def print_pipeline(p: dict[str, Any], args: argparse.Namespace) -> None:
         f"p50 {p['step_p50_s'] or 0:.2f}s, p99 {p['step_p99_s'] or 0:.2f}s; the incarnation's "
         f"own took_s sums to {p['sealed_took_s_sum']:.1f}s), {p['live_keys'] or 0:,} live keys, "
         f"{p['compactions']} compactions taking {p['compaction_s_sum']:.1f}s (retain "
-        f"{args.retain_steps}, every {args.compact_every})\n  store on disk "
+        f"{args.retain_steps}, hold up to {args.hold_steps}, every {args.compact_every}; "
+        f"since {p['since_at_restart']} of upper {p['steps']} at the restart)\n  store on disk "
         f"{p['store_bytes'] / MIB:,.0f} MiB; peak RSS of "
         f"the tree catching up {p['catch_up_rss']['peak_rss_mib']:,.0f} MiB, with the restart "
         f"{p['rss']['peak_rss_mib']:,.0f} MiB (each alone: {each})\n  rehydration: restart -> "

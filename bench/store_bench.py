@@ -11,9 +11,12 @@ changing another ``--step`` keys (ts 3, sealed with ts 4) and ``compact(data, 4)
 compaction as the step loop runs it every ``--compact-every`` steps, which rewrites only the
 keys changed since the last one (issue 28). Then ``snapshot(data, 4)``, what a rehydration
 reads. Then ``--retained`` more steps of ``--step`` changed keys each (seeded random keys),
-not compacted, and the snapshot again: a rehydration with the history a compaction keeps
-(the harness retains 20 steps), whose ``GROUP BY`` sorts every retained row. Values are ~32-byte
-JSON, as in ``bench/scale.py``.
+not compacted, and the snapshot again: a rehydration with that much history kept (a harness
+run kept 20 steps before the observer's read hold), whose ``GROUP BY`` sorts every retained
+row. Last, ``--held`` more such steps compacted every 2 to the step before the upper, as a
+chaos run's store is compacted while the observer's read hold follows the tip (the first of
+them merges the retained steps too), and the snapshot once more. Values are ~32-byte JSON, as
+in ``bench/scale.py``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def main() -> None:
     ap.add_argument(
         "--retained", type=int, default=20, help="steps retained before the second snapshot"
     )
+    ap.add_argument("--held", type=int, default=10, help="steps compacted every 2 at the end")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="sealcheck-store-bench-") as tmp:
         db = Path(tmp) / "store.db"
@@ -80,13 +84,31 @@ def main() -> None:
         retained = store.snapshot("data", upper - 1)
         retained_s = time.monotonic() - t
         assert len(retained) == args.keys
+        held = []
+        for n in range(args.held):
+            step = []
+            for i in sorted(set(rng.randrange(args.keys) for _ in range(args.step))):
+                step.append(Update(keys[i], value(i, version[i]), upper, -1))
+                version[i] += 1
+                step.append(Update(keys[i], value(i, version[i]), upper, 1))
+            store.compare_and_append("data", step, upper, upper + 1)
+            upper += 1
+            if n % 2:
+                t = time.monotonic()
+                store.compact("data", upper - 1)
+                held.append(time.monotonic() - t)
+        t = time.monotonic()
+        assert len(store.snapshot("data", upper - 1)) == args.keys
+        held_snapshot = time.monotonic() - t
         size = sum(p.stat().st_size for p in Path(tmp).glob("store.db*"))
     print(
         f"{args.keys:,} keys: first append {fill:.1f}s; a step of {2 * args.step:,} updates "
         f"{steps[0]:.2f}s, then {steps[1]:.2f}s; first compaction (every key) "
         f"{compactions[0]:.1f}s; a compaction after one step {compactions[1]:.2f}s; snapshot "
         f"({len(live):,} keys) {snapshot:.1f}s; with {args.retained} steps retained "
-        f"{retained_s:.1f}s; store {size / 2**20:,.0f} MiB on disk (with its WAL)"
+        f"{retained_s:.1f}s; then compacted every 2 of {args.held} steps: "
+        f"{', '.join(f'{c:.2f}' for c in held)}s, snapshot {held_snapshot:.1f}s; "
+        f"store {size / 2**20:,.0f} MiB on disk (with its WAL)"
     )
 
 

@@ -190,7 +190,7 @@ class PlanInfo:
     failpoints: tuple[str, ...] = ()
     startup_failpoints: frozenset[str] = frozenset()
     #: failpoints passed only once the system has run a while (e.g. compaction, which starts
-    #: after ``retain_steps`` steps): planned after the others in each cover
+    #: a few steps in): planned after the others in each cover
     late_failpoints: frozenset[str] = frozenset()
     #: failpoints right after a durable write returned: an ``error`` there is a write that
     #: happened but reported failure (an indeterminate storage operation)

@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--compact-every", type=_at_least(1), default=10)
     p.add_argument(
+        "--hold-steps",
+        type=_at_least(0),
+        default=0,
+        help="keep up to N steps for readers' read holds (0: ignore holds)",
+    )
+    p.add_argument(
         "--jars",
         default=None,
         help="the Spark Kafka connector's jars or their directory (default: $SEALCHECK_SPARK_JARS)",
@@ -123,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_records_per_step=args.max_records_per_step,
         retain_steps=args.retain_steps,
         compact_every=args.compact_every,
+        hold_steps=args.hold_steps,
         broken=args.broken,
     )
     code = EXIT_CRASH

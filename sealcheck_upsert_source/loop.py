@@ -97,6 +97,10 @@ class LoopConfig:
     retain_steps: int = 0
     #: compact every this many steps (when ``retain_steps`` > 0)
     compact_every: int = 10
+    #: honour readers' read holds (the store's ``holds``), keeping up to this many steps for
+    #: them; until a reader holds, keep this many (0: holds are not read, keep
+    #: ``retain_steps``). A reader that stops advancing costs at most this much history.
+    hold_steps: int = 0
     idle_backoff_s: tuple[float, float] = (0.05, 1.0)
     #: a deliberate bug, to show the checkers catch it (None: correct); see
     #: :data:`sealcheck_upsert_source.broken.BROKEN_MODES`
@@ -248,7 +252,11 @@ class StepLoop:
         cfg = self.config
         if cfg.retain_steps <= 0 or self.t % cfg.compact_every != 0:
             return
-        since = self.t - cfg.retain_steps
+        since, held = self.t - cfg.retain_steps, None
+        if cfg.hold_steps > 0:  # a reader's hold keeps more, up to hold_steps
+            held = min(self.store.holds().values(), default=None)
+            floor = self.t - cfg.hold_steps
+            since = min(since, floor if held is None else max(held, floor))
         if since <= 0:
             return
         moved, started = [], time.monotonic()
@@ -260,7 +268,8 @@ class StepLoop:
         failpoint("compact.after_commit")
         if moved:
             took = round(time.monotonic() - started, 3)
-            self.log({"event": "compacted", "since": since, "collections": moved, "took_s": took})
+            event = {"event": "compacted", "since": since, "collections": moved, "took_s": took}
+            self.log(event if held is None else {**event, "held": held})
 
     # -- the loop --------------------------------------------------------------------
     def run(self, stop: threading.Event, max_steps: int | None = None) -> int:

@@ -91,10 +91,11 @@ class TestConfig:
     final_timeout_s: float = 120.0  # liveness: time allowed to seal the log end after healing
     max_records_per_step: int = 2_000
     # Compaction every 2 steps (so its failpoints are reached within a 3 s fault window),
-    # keeping 20 steps: steps below the store's ``since`` survive only merged, so they cannot
-    # be judged one by one.
-    retain_steps: int = 20
+    # keeping 2 steps, and up to 20 more until the observer has captured them: steps below
+    # the store's ``since`` survive only merged, so they cannot be judged one by one.
+    retain_steps: int = 2
     compact_every: int = 2
+    hold_steps: int = 20
     broken: str | None = None  # a deliberate bug of the system under test (its broken_modes)
     checkers: tuple[str, ...] = ()  # the checkers that judge the run (empty: every one)
     runs_dir: str = RUNS_DIR  # the archive of runs (sealcheck.rundir.archive)
@@ -184,6 +185,7 @@ def _check(cfg: TestConfig) -> None:
     need(cfg.final_timeout_s > 0, f"final_timeout_s={cfg.final_timeout_s!r}: must be positive")
     need(cfg.max_records_per_step >= 1, "max_records_per_step must be at least 1")
     need(cfg.retain_steps >= 0, f"retain_steps={cfg.retain_steps!r}: 0 (never compact) or more")
+    need(cfg.hold_steps >= 0, f"hold_steps={cfg.hold_steps!r}: 0 (no read hold) or more")
     need(cfg.compact_every >= 1, f"compact_every={cfg.compact_every!r}: at least 1")
     w = cfg.workload
     need(w.rate > 0, f"workload.rate={w.rate!r}: records per second, must be positive")

@@ -148,6 +148,7 @@ class Session:
             cfg.broken,
             cfg.spark,
             lazy_store="lazy-disk" in self.test.requires,
+            hold_steps=cfg.hold_steps,
         )
         deployment = self.test.system.deploy(self.backend, settings, self.work, self.logs)
         self.deployment = deployment

@@ -59,6 +59,9 @@ class Settings:
     #: keep the store on a filesystem that can lose un-fsynced writes (capability
     #: ``lazy-disk``; asked for when a nemesis needs it)
     lazy_store: bool = False
+    #: keep up to this many steps for the harness's captures (:class:`CapturesSteps`) beyond
+    #: ``retain_steps``, as long as they are not captured yet (0: keep ``retain_steps`` only)
+    hold_steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,11 @@ class CapturesSteps(Protocol):
         """Read-only, in one consistent read of the store: the updates of every collection
         from step ``since_captured[c]`` (0 when absent) to its upper now, as far as
         compaction has not merged them (:func:`sealcheck.rundir.captures.plan`). None when the store
-        cannot be read now (the harness tries again at its next sample)."""
+        cannot be read now (the harness tries again at its next sample).
+
+        ``since_captured`` also says what the harness has kept: every step below it is in
+        ``captures.arrows``. A store with read holds may let compaction merge up to it, and
+        no further (keeping at most :attr:`Settings.hold_steps` steps for it)."""
 
 
 #: an empty mapping for defaults (read-only, so no descriptor can change another's)

@@ -3,6 +3,9 @@
 A *collection* holds updates ``(key, value, ts, diff)``. Its **upper** seals it: every
 ``ts < upper`` is final and nothing is ever written below it again. Its **since** is the
 compaction frontier: reads ``as_of >= since`` are exact; history below may be merged.
+A reader in another process that needs older times apart (the harness capturing every sealed
+step) keeps a **read hold**: a row ``holds(reader, since)`` saying it can take any since up to
+that one; a writer configured to honour holds compacts no further (up to its own bound).
 Appends are compare-and-append: they name the upper they expect, so a writer whose view is
 stale (a zombie) is refused with :class:`UpperMismatch` instead of corrupting the collection.
 """
@@ -164,6 +167,10 @@ class Persist(Protocol):
 
     def uppers(self) -> dict[str, int]:
         """Every collection's upper (a collection never appended to has upper 0)."""
+
+    def holds(self) -> dict[str, int]:
+        """Every reader's read hold: reader → the highest since it can take now (the store
+        only keeps them: readers write their row themselves, and a hold only moves forward)."""
 
     def sinces(self) -> dict[str, int]:
         """Every collection's compaction frontier."""

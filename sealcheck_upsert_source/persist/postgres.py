@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS updates (
 CREATE INDEX IF NOT EXISTS updates_by_ts ON updates (collection, ts);
 CREATE TABLE IF NOT EXISTS frontiers (
     collection TEXT PRIMARY KEY, upper BIGINT NOT NULL, since BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS holds (reader TEXT PRIMARY KEY, since BIGINT NOT NULL);
 """
 
 
@@ -107,6 +108,10 @@ class PostgresPersist:
         """Every collection's compaction frontier."""
         rows = self._db.execute("SELECT collection, since FROM frontiers WHERE upper > 0")
         return {str(c): int(s) for c, s in rows}
+
+    def holds(self) -> dict[str, int]:
+        """Every reader's read hold."""
+        return {str(r): int(s) for r, s in self._db.execute("SELECT reader, since FROM holds")}
 
     # -- writes ----------------------------------------------------------------------
     def compare_and_append(

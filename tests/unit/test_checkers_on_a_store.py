@@ -59,6 +59,50 @@ def test_compacted_and_uncompacted_stores_are_valid(tmp_path: Path, retain: int)
     assert (run_dir / "export" / "updates.parquet").exists()
 
 
+@pytest.mark.parametrize("hold_steps", [0, 50])
+def test_a_read_hold_keeps_the_steps_an_observer_lagging_behind_has_not_captured(
+    tmp_path: Path, hold_steps: int
+) -> None:
+    # The observer samples only every 4th step while compaction keeps 1 step: without a
+    # read hold the steps between samples are merged before anything captured them
+    # (UNKNOWN, never VALID); with one (the capture writes it) every step is judged.
+    src = ListSource(3)
+    src.grow(upsert_records(random.Random(8), 2000, UpsertMix(keys=150, bad_ratio=0.05)))
+    db = str(tmp_path / "s.db")
+    store = open_store(db)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    history = HistoryWriter(run_dir / "history.jsonl")
+    observer = Observer(
+        lambda: read_uppers(db),
+        history,
+        capture=lambda since: read_capture(db, since),
+        captures=CaptureWriter(run_dir / CAPTURES),
+    )
+    config = LoopConfig(
+        max_records_per_step=100, retain_steps=1, compact_every=1, hold_steps=hold_steps
+    )
+    loop = make_loop(store, src, config, quiet)
+    loop.rehydrate()
+    while loop.step():
+        if loop.t % 4 == 0:
+            observer.sample()
+    observer.stop()
+    uppers = store.uppers()
+    store.close()
+    finish_run_dir(run_dir, src.records(), db, uppers, history)
+    history.close()
+    assert uppers["data"] == 20 and load_run(run_dir).steps.export_sinces["data"] > 10
+    result = check_run(run_dir)
+    counts = result.checkers["sealed_state"].counts
+    if hold_steps:
+        assert result.valid is True and result.input_problems == []
+        assert counts["data_steps_judged"] == counts["data_steps_sealed"] == uppers["data"]
+    else:
+        assert result.valid is None and result.checkers["sealed_state"].valid is None
+        assert counts["data_steps_judged"] < uppers["data"]
+
+
 def test_a_compacted_store_without_captures_is_unknown_naming_the_steps(tmp_path: Path) -> None:
     src = ListSource(3)
     src.grow(upsert_records(random.Random(8), 2000, UpsertMix(keys=150, bad_ratio=0.05)))

@@ -51,6 +51,7 @@ def test_toml_then_flags(tmp_path: Path) -> None:
         ({"name": "a b"}, "name='a b'"),
         ({"seed": "x"}, "seed='x': expected a whole number"),
         ({"spark": "yarn"}, "spark='yarn': use connect or local"),
+        ({"hold_steps": -1}, "hold_steps=-1: 0"),
     ],
 )
 def test_bad_values_are_named(over: dict[str, object], fragment: str) -> None:
@@ -103,6 +104,7 @@ def test_the_reproduce_line_gives_back_every_setting() -> None:
         max_records_per_step=321,
         retain_steps=7,
         compact_every=3,
+        hold_steps=11,
         broken="reappend-after-restart",
         checkers=("diff_of_one", "sealed_state"),
         runs_dir="elsewhere",

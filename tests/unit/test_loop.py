@@ -197,3 +197,36 @@ def test_broken_mode_reappends_the_last_step_after_a_restart(
     assert last and {(u.key, u.value) for u in last} <= again
     with pytest.raises(AssertionError):
         verify_every_step(store, source.records())
+
+
+def test_compaction_stops_at_a_read_hold_for_at_most_hold_steps(
+    tmp_path: Path, source: ListSource
+) -> None:
+    """With ``hold_steps`` a reader's hold (the harness's captures) keeps the steps it has not
+    read; until one holds, ``hold_steps`` are kept; a hold left behind costs at most that."""
+    from sealcheck.systems.upsert_source.store import COLLECTIONS, hold
+
+    db = str(tmp_path / "s.db")
+    store = open_store(db)
+    events: list[dict[str, object]] = []
+    config = LoopConfig(max_records_per_step=250, retain_steps=1, compact_every=1, hold_steps=6)
+    loop = make_loop(store, source, config, events.append)
+    loop.rehydrate()
+
+    def step_to(t: int) -> int:
+        while loop.t < t:
+            assert loop.step()
+        return store.sinces().get(DATA, 0)
+
+    assert step_to(6) == 0  # no hold yet: 6 steps kept
+    assert step_to(7) == 1
+    assert hold(db, dict.fromkeys(COLLECTIONS, 4))  # steps 0-3 captured: hold at 3
+    assert step_to(8) == 3  # min(t - 1, max(3, t - 6))
+    assert step_to(9) == 3  # the hold keeps step 4 on ...
+    assert step_to(10) == 4  # ... until it is hold_steps behind
+    assert hold(db, dict.fromkeys(COLLECTIONS, 10))
+    assert step_to(11) == 9
+    assert step_to(12) == 9 and loop.t == 12  # the log end: the hold still at 9
+    compacted = [(e["since"], e.get("held")) for e in events if e.get("event") == "compacted"]
+    assert compacted == [(1, None), (3, 3), (4, 3), (9, 9)]
+    assert verify_every_step(store, source.records()) == 12

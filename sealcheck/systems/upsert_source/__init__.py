@@ -39,7 +39,8 @@ class UpsertSource(SystemUnderTest):
     name = "upsert-source"
     failpoints: Mapping[str, str] = FAILPOINTS
     startup_failpoints = frozenset({"rehydrate.mid"})
-    #: compaction starts once ``retain_steps`` steps are sealed
+    #: compaction starts once ``retain_steps`` steps are sealed and the observer holds (or
+    #: ``hold_steps`` are sealed)
     late_failpoints = frozenset({"compact.mid", "compact.between", "compact.after_commit"})
     commit_failpoints = ("bindings.after_append", "data.after_commit")
     refusal_exit_codes = frozenset({4})  # sealcheck_upsert_source.cli.EXIT_STORE
@@ -154,6 +155,8 @@ class PipelineDeployment:
             str(s.retain_steps),
             "--compact-every",
             str(s.compact_every),
+            "--hold-steps",
+            str(s.hold_steps),
         ]
         if s.broken:
             args += ["--broken", s.broken]

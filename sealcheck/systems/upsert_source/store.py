@@ -1,9 +1,13 @@
 """Reading the pipeline's persist store from outside: its uppers, how far it has sealed, and
 its export into the checkers' format — for both backends (a SQLite file locally, a PostgreSQL
 database in containers), straight from the tables, so nothing here trusts the pipeline's own
-read path. The tables (``pipeline/persist``; ``docs/architecture.md``):
+read path. The tables (``sealcheck_upsert_source/persist``; ``docs/architecture.md``):
 
     updates(collection, key, val, ts, diff)      frontiers(collection, upper, since)
+    holds(reader, since)
+
+The one write is the harness's read hold (:func:`hold`): the pipeline's compaction merges no
+step the harness has not captured yet (as far as its ``--hold-steps`` allows).
 """
 
 from __future__ import annotations
@@ -26,6 +30,14 @@ _BOUND = (
 )
 _FRONTIERS = "SELECT collection, upper, since FROM frontiers"
 _ALL = "SELECT collection, key, val, ts, diff FROM updates"
+_HOLD = (
+    "INSERT INTO holds (reader, since) VALUES ({p}, {p}) "
+    "ON CONFLICT (reader) DO UPDATE SET since = {max}(holds.since, excluded.since)"
+)
+#: the pipeline's collections: a compaction moves all of their sinces together
+COLLECTIONS = ("bindings", "data", "errors")
+#: the name of the harness's read hold
+READER = "sealcheck-observer"
 _STEPS = (
     "SELECT collection, key, val, ts, diff FROM updates "
     "WHERE collection = {p} AND ts >= {p} AND ts < {p} ORDER BY ts"
@@ -114,11 +126,43 @@ def _capture(fetch: Fetch, since_captured: dict[str, int]) -> Capture:
     return Capture(ranges, missed, rows)
 
 
+def hold(location: str, since_captured: dict[str, int], reader: str = READER) -> bool:
+    """Hold the store's since at the captured steps: every step below ``since_captured[c]`` of
+    each collection is kept by the harness, so compaction may merge up to the lowest of them
+    minus one (:func:`sealcheck.rundir.captures.plan` counts step ``since`` as merged) and no
+    further. A hold only moves forward. Waits for no lock (the pipeline's appends and
+    compactions hold SQLite's): False when it was not written now (locked, down, or a store
+    without ``holds``); the next capture writes it again."""
+    since = min(since_captured.get(c, 0) for c in COLLECTIONS) - 1
+    if since <= 0 or not _exists(location):
+        return False
+    try:
+        if _postgres(location):
+            import psycopg
+
+            with psycopg.connect(location, connect_timeout=2, autocommit=True) as pg:
+                pg.execute("SET statement_timeout = 1000")
+                pg.execute(_HOLD.format(p="%s", max="GREATEST"), (reader, since))
+            return True
+        uri = f"file:{_sqlite_path(location)}?mode=rw"  # never creates a store
+        con = sqlite3.connect(uri, uri=True, timeout=0.05, isolation_level=None)
+        try:
+            con.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints stay the pipeline's
+            con.execute(_HOLD.format(p="?", max="MAX"), (reader, since))
+        finally:
+            con.close()
+    except Exception:  # locked, down (a nemesis), or no holds table: the next capture retries
+        return False
+    return True
+
+
 def read_capture(location: str, since_captured: dict[str, int]) -> Capture | None:
     """The updates of every collection from ``since_captured`` to its upper now, in one
-    read-only transaction (:class:`sealcheck.systems.api.CapturesSteps`); None while unreachable."""
+    read-only transaction (:class:`sealcheck.systems.api.CapturesSteps`); None while
+    unreachable. First the harness's read hold moves to ``since_captured`` (:func:`hold`)."""
     if not _exists(location):
         return None
+    hold(location, since_captured)
     try:
         with _snapshot(location) as fetch:  # the frontiers and the rows of one moment
             return _capture(fetch, since_captured)
