@@ -7,7 +7,8 @@ writes an
 
 When the deployment can (:class:`sealcheck.systems.api.CapturesSteps`), it also captures every
 newly sealed
-step right after it sees an upper advance — read-only, before compaction can merge it — into
+step right after it sees an upper advance — in one read, before compaction can merge it (the
+deployment may hold compaction back at what was captured) — into
 ``captures.arrows`` with one ``observer info captured`` op each (:mod:`sealcheck.rundir.captures`),
 so
 that the checkers judge every sealed step one by one.

@@ -2,8 +2,9 @@
 
 A store that compacts merges its oldest steps into one; an export made at the end then holds
 those steps only merged, and no checker could judge them one by one. So the observer reads
-each sealed step's updates from the store right after it sees an upper advance, read-only and
-before compaction can reach them, and appends them here:
+each sealed step's updates from the store right after it sees an upper advance, in one read
+and before compaction can reach them (a read hold can keep compaction behind what was
+captured: ``CapturesSteps``), and appends them here:
 
 * ``captures.arrows``: an Arrow IPC *stream* of ``collection, key, value, ts, diff`` rows
   (binary key and value), one record batch per capture, flushed after each — a harness killed

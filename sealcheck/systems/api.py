@@ -145,7 +145,7 @@ class CapturesSteps(Protocol):
     delta-streaming job: Delta's change data feed keeps every version) does not need it."""
 
     def capture(self, since_captured: dict[str, int]) -> Capture | None:
-        """Read-only, in one consistent read of the store: the updates of every collection
+        """In one consistent read of the store: the updates of every collection
         from step ``since_captured[c]`` (0 when absent) to its upper now, as far as
         compaction has not merged them (:func:`sealcheck.rundir.captures.plan`). None when the store
         cannot be read now (the harness tries again at its next sample).

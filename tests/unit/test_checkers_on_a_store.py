@@ -15,7 +15,7 @@ from sealcheck.harness.run.workload import UpsertMix, upsert_records
 from sealcheck.rundir.captures import CAPTURES, CaptureWriter
 from sealcheck.rundir.files import write_topic
 from sealcheck.rundir.history import HistoryWriter
-from sealcheck.systems.upsert_source.store import export, read_capture, read_uppers
+from sealcheck.systems.upsert_source.store import READER, export, read_capture, read_uppers
 from sealcheck_upsert_source.loop import LoopConfig
 from sealcheck_upsert_source.persist import open_store
 from tests.runs import finish_run_dir, write_history
@@ -192,3 +192,20 @@ def test_a_lost_write_is_found_in_a_history_file(tmp_path: Path, torn: bool) -> 
     assert res.anomaly_counts == {"kafka-lost-write": 1}
     assert res.anomalies[0].expected["offset"] == 10**6
     assert res.counts["acknowledged_writes_checked"] == len(ops) + 1
+
+
+def test_a_capture_without_a_hold_leaves_the_store_unwritten(tmp_path: Path) -> None:
+    # The deployment captures with hold=False when its store is on a lazy disk: an fsync of
+    # the harness's would make the pipeline's un-fsynced pages durable with it.
+    src = ListSource(2)
+    src.grow(upsert_records(random.Random(9), 300, UpsertMix(keys=40)))
+    db = str(tmp_path / "s.db")
+    store = open_store(db)
+    catch_up(store, src, LoopConfig(max_records_per_step=50))
+    everything = dict.fromkeys(("bindings", "data", "errors"), 3)
+    before = Path(db + "-wal").read_bytes()
+    got = read_capture(db, everything, hold=False)
+    assert got is not None and got.ranges and store.holds() == {}
+    assert Path(db + "-wal").read_bytes() == before
+    assert read_capture(db, everything) is not None and store.holds() == {READER: 2}
+    store.close()

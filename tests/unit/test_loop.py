@@ -204,7 +204,7 @@ def test_compaction_stops_at_a_read_hold_for_at_most_hold_steps(
 ) -> None:
     """With ``hold_steps`` a reader's hold (the harness's captures) keeps the steps it has not
     read; until one holds, ``hold_steps`` are kept; a hold left behind costs at most that."""
-    from sealcheck.systems.upsert_source.store import COLLECTIONS, hold
+    from sealcheck.systems.upsert_source.store import COLLECTIONS, hold_captured
 
     db = str(tmp_path / "s.db")
     store = open_store(db)
@@ -220,11 +220,11 @@ def test_compaction_stops_at_a_read_hold_for_at_most_hold_steps(
 
     assert step_to(6) == 0  # no hold yet: 6 steps kept
     assert step_to(7) == 1
-    assert hold(db, dict.fromkeys(COLLECTIONS, 4))  # steps 0-3 captured: hold at 3
+    assert hold_captured(db, dict.fromkeys(COLLECTIONS, 4))  # steps 0-3 captured: hold at 3
     assert step_to(8) == 3  # min(t - 1, max(3, t - 6))
     assert step_to(9) == 3  # the hold keeps step 4 on ...
     assert step_to(10) == 4  # ... until it is hold_steps behind
-    assert hold(db, dict.fromkeys(COLLECTIONS, 10))
+    assert hold_captured(db, dict.fromkeys(COLLECTIONS, 10))
     assert step_to(11) == 9
     assert step_to(12) == 9 and loop.t == 12  # the log end: the hold still at 9
     compacted = [(e["since"], e.get("held")) for e in events if e.get("event") == "compacted"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sealcheck.systems.upsert_source.store import COLLECTIONS, READER, hold
+from sealcheck.systems.upsert_source.store import COLLECTIONS, READER, hold_captured
 from sealcheck_upsert_source import failpoints
 from sealcheck_upsert_source.persist import (
     Batch,
@@ -211,14 +211,14 @@ def test_a_readers_hold_is_kept_and_only_moves_forward(location: str, store: Per
     """The harness writes its read hold straight into the tables (``hold``); the pipeline
     reads it back with ``holds()``."""
     assert store.holds() == {}
-    assert hold(location, {"bindings": 5, "data": 4}) is False  # errors not captured yet
-    assert hold(location, dict.fromkeys(COLLECTIONS, 1)) is False  # since 0 holds nothing
+    assert hold_captured(location, {"bindings": 5, "data": 4}) is False  # errors not captured yet
+    assert hold_captured(location, dict.fromkeys(COLLECTIONS, 1)) is False  # since 0 holds nothing
     assert store.holds() == {}
-    assert hold(location, {"bindings": 5, "data": 4, "errors": 6}) is True
+    assert hold_captured(location, {"bindings": 5, "data": 4, "errors": 6}) is True
     assert store.holds() == {READER: 3}  # the lowest captured step, minus one
-    assert hold(location, dict.fromkeys(COLLECTIONS, 3)) is True  # an older capture's...
+    assert hold_captured(location, dict.fromkeys(COLLECTIONS, 3)) is True  # an older capture's...
     assert store.holds() == {READER: 3}  # ...does not move it back
-    assert hold(location, dict.fromkeys(COLLECTIONS, 9), reader="another") is True
+    assert hold_captured(location, dict.fromkeys(COLLECTIONS, 9), reader="another") is True
     assert store.holds() == {READER: 3, "another": 8}
 
 
@@ -226,18 +226,18 @@ def test_a_hold_waits_for_no_lock_and_creates_no_store(tmp_path: Path) -> None:
     """The harness's hold never stalls its observer behind the pipeline's write lock (an
     append or a compaction): it gives up at once and the next capture writes it."""
     location = str(tmp_path / "store.db")
-    assert hold(location, dict.fromkeys(COLLECTIONS, 5)) is False
+    assert hold_captured(location, dict.fromkeys(COLLECTIONS, 5)) is False
     assert not Path(location).exists()
     store = open_store(location)
     locker = sqlite3.connect(location, isolation_level=None)
     locker.execute("BEGIN IMMEDIATE")
     try:
-        assert hold(location, dict.fromkeys(COLLECTIONS, 5)) is False
+        assert hold_captured(location, dict.fromkeys(COLLECTIONS, 5)) is False
     finally:
         locker.execute("ROLLBACK")
         locker.close()
     assert store.holds() == {}
-    assert hold(location, dict.fromkeys(COLLECTIONS, 5)) is True
+    assert hold_captured(location, dict.fromkeys(COLLECTIONS, 5)) is True
     assert store.holds() == {READER: 4}
     store.close()
 

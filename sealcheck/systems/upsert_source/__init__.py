@@ -183,8 +183,11 @@ class PipelineDeployment:
 
     def capture(self, since_captured: dict[str, int]) -> Capture | None:
         """Sealed steps not captured yet, read from the store's tables before compaction
-        merges them (:class:`sealcheck.systems.api.CapturesSteps`)."""
-        return store.read_capture(self.store, since_captured)
+        merges them (:class:`sealcheck.systems.api.CapturesSteps`), holding compaction back
+        where the store is not on a lazy disk: there a write of the harness's, fsynced, would
+        make the pipeline's un-fsynced pages durable too (and count among its fsyncs), so the
+        store keeps ``hold_steps`` steps instead (:func:`store.hold_captured`)."""
+        return store.read_capture(self.store, since_captured, hold=self.disk is None)
 
     def export(self, run_dir: Path) -> None:
         """The store's tables into the checkers' format (plus the SQLite file itself)."""

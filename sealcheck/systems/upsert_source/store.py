@@ -6,8 +6,8 @@ read path. The tables (``sealcheck_upsert_source/persist``; ``docs/architecture.
     updates(collection, key, val, ts, diff)      frontiers(collection, upper, since)
     holds(reader, since)
 
-The one write is the harness's read hold (:func:`hold`): the pipeline's compaction merges no
-step the harness has not captured yet (as far as its ``--hold-steps`` allows).
+The one write is the harness's read hold (:func:`hold_captured`): the pipeline's compaction
+merges no step the harness has not captured yet (as far as its ``--hold-steps`` allows).
 """
 
 from __future__ import annotations
@@ -126,13 +126,18 @@ def _capture(fetch: Fetch, since_captured: dict[str, int]) -> Capture:
     return Capture(ranges, missed, rows)
 
 
-def hold(location: str, since_captured: dict[str, int], reader: str = READER) -> bool:
+def hold_captured(location: str, since_captured: dict[str, int], reader: str = READER) -> bool:
     """Hold the store's since at the captured steps: every step below ``since_captured[c]`` of
     each collection is kept by the harness, so compaction may merge up to the lowest of them
     minus one (:func:`sealcheck.rundir.captures.plan` counts step ``since`` as merged) and no
     further. A hold only moves forward. Waits for no lock (the pipeline's appends and
     compactions hold SQLite's): False when it was not written now (locked, down, or a store
-    without ``holds``); the next capture writes it again."""
+    without ``holds``); the next capture writes it again.
+
+    The write asks for no durability (a hold lost in a crash only keeps more history): it
+    must not flush the pipeline's own commits along with it, or a pipeline whose commits are
+    not durable would look durable. Not for a store on a lazy disk: closing the last
+    connection of a stopped pipeline's store checkpoints it (:meth:`Deployment.capture`)."""
     since = min(since_captured.get(c, 0) for c in COLLECTIONS) - 1
     if since <= 0 or not _exists(location):
         return False
@@ -142,12 +147,14 @@ def hold(location: str, since_captured: dict[str, int], reader: str = READER) ->
 
             with psycopg.connect(location, connect_timeout=2, autocommit=True) as pg:
                 pg.execute("SET statement_timeout = 1000")
+                pg.execute("SET synchronous_commit = off")  # flushes none of the pipeline's
                 pg.execute(_HOLD.format(p="%s", max="GREATEST"), (reader, since))
             return True
         uri = f"file:{_sqlite_path(location)}?mode=rw"  # never creates a store
         con = sqlite3.connect(uri, uri=True, timeout=0.05, isolation_level=None)
         try:
-            con.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints stay the pipeline's
+            con.execute("PRAGMA synchronous=OFF")  # no fsync of the pipeline's frames with it
+            con.execute("PRAGMA wal_autocheckpoint=0")  # no checkpoint at this commit
             con.execute(_HOLD.format(p="?", max="MAX"), (reader, since))
         finally:
             con.close()
@@ -156,13 +163,17 @@ def hold(location: str, since_captured: dict[str, int], reader: str = READER) ->
     return True
 
 
-def read_capture(location: str, since_captured: dict[str, int]) -> Capture | None:
+def read_capture(
+    location: str, since_captured: dict[str, int], hold: bool = True
+) -> Capture | None:
     """The updates of every collection from ``since_captured`` to its upper now, in one
     read-only transaction (:class:`sealcheck.systems.api.CapturesSteps`); None while
-    unreachable. First the harness's read hold moves to ``since_captured`` (:func:`hold`)."""
+    unreachable. First, with ``hold``, the harness's read hold moves to ``since_captured``
+    (:func:`hold_captured`)."""
     if not _exists(location):
         return None
-    hold(location, since_captured)
+    if hold:
+        hold_captured(location, since_captured)
     try:
         with _snapshot(location) as fetch:  # the frontiers and the rows of one moment
             return _capture(fetch, since_captured)
