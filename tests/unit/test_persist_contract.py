@@ -192,6 +192,17 @@ def test_compaction_keeps_a_violation_visible(store: Persist) -> None:
         store.snapshot("data", 2)
 
 
+def test_compaction_keeps_a_multiplicity_other_than_one_visible(store: Persist) -> None:
+    """A value appended twice (diff 2 once summed) is written back as it is, not dropped."""
+    store.compare_and_append("data", [U("k", "v", 0, 1), U("k", "v", 0, 1)], 0, 1)
+    store.compare_and_append("data", [U("j", "w", 1, 1)], 1, 2)
+    store.compare_and_append("data", [], 2, 3)
+    assert store.compact("data", 2) is True
+    assert [(u.key, u.diff) for u in store.updates("data", 0, 2)] == [(b"j", 1), (b"k", 2)]
+    with pytest.raises(InvariantViolation, match="multiplicity 2"):
+        store.snapshot("data", 2)
+
+
 def test_error_mid_compaction_rolls_back(store: Persist) -> None:
     for t in range(3):
         store.compare_and_append("data", [U(f"k{t}", "v", t, 1)], t, t + 1)
