@@ -35,6 +35,19 @@ def value(i: int, version: int) -> bytes:
     return b'{"i": %d, "p": "xxxxxxxxxxxxxxxx"}' % (i + version)
 
 
+def random_step(
+    rng: random.Random, keys: list[bytes], version: list[int], changes: int, ts: int
+) -> list[Update]:
+    """A step at ``ts`` changing up to ``changes`` seeded random keys (a retraction and an
+    insertion each), advancing their ``version``."""
+    step = []
+    for i in sorted(set(rng.randrange(len(keys)) for _ in range(changes))):
+        step.append(Update(keys[i], value(i, version[i]), ts, -1))
+        version[i] += 1
+        step.append(Update(keys[i], value(i, version[i]), ts, 1))
+    return step
+
+
 def main() -> None:
     """Fill, step, compact, snapshot; print the times and the file's size."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -73,11 +86,7 @@ def main() -> None:
         version = [1 if i < 2 * args.step else 0 for i in range(args.keys)]
         rng = random.Random(1)
         for _ in range(args.retained):
-            step = []
-            for i in sorted(set(rng.randrange(args.keys) for _ in range(args.step))):
-                step.append(Update(keys[i], value(i, version[i]), upper, -1))
-                version[i] += 1
-                step.append(Update(keys[i], value(i, version[i]), upper, 1))
+            step = random_step(rng, keys, version, args.step, upper)
             store.compare_and_append("data", step, upper, upper + 1)
             upper += 1
         t = time.monotonic()
@@ -86,11 +95,7 @@ def main() -> None:
         assert len(retained) == args.keys
         held = []
         for n in range(args.held):
-            step = []
-            for i in sorted(set(rng.randrange(args.keys) for _ in range(args.step))):
-                step.append(Update(keys[i], value(i, version[i]), upper, -1))
-                version[i] += 1
-                step.append(Update(keys[i], value(i, version[i]), upper, 1))
+            step = random_step(rng, keys, version, args.step, upper)
             store.compare_and_append("data", step, upper, upper + 1)
             upper += 1
             if n % 2:

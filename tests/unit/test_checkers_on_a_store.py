@@ -22,10 +22,11 @@ from tests.runs import finish_run_dir, write_history
 from tests.unit.test_loop import ListSource, catch_up, make_loop, quiet
 
 
-@pytest.mark.parametrize("retain", [0, 2])
-def test_compacted_and_uncompacted_stores_are_valid(tmp_path: Path, retain: int) -> None:
-    # The harness's observer captures every step as it is sealed (sealcheck.rundir.captures), so the
-    # steps compaction merges are still judged one by one.
+def observed_run(
+    tmp_path: Path, config: LoopConfig, sample_every: int
+) -> tuple[Path, dict[str, int]]:
+    """2,000 upserts through the step loop on a SQLite store, the harness's observer sampling
+    (and capturing) after every ``sample_every``-th step; the run directory and the uppers."""
     src = ListSource(3)
     src.grow(upsert_records(random.Random(8), 2000, UpsertMix(keys=150, bad_ratio=0.05)))
     db = str(tmp_path / "s.db")
@@ -39,16 +40,25 @@ def test_compacted_and_uncompacted_stores_are_valid(tmp_path: Path, retain: int)
         capture=lambda since: read_capture(db, since),
         captures=CaptureWriter(run_dir / CAPTURES),
     )
-    config = LoopConfig(max_records_per_step=150, retain_steps=retain, compact_every=3)
     loop = make_loop(store, src, config, quiet)
     loop.rehydrate()
     while loop.step():
-        observer.sample()
+        if loop.t % sample_every == 0:
+            observer.sample()
     observer.stop()
     uppers = store.uppers()
     store.close()
     finish_run_dir(run_dir, src.records(), db, uppers, history)
     history.close()
+    return run_dir, uppers
+
+
+@pytest.mark.parametrize("retain", [0, 2])
+def test_compacted_and_uncompacted_stores_are_valid(tmp_path: Path, retain: int) -> None:
+    # The harness's observer captures every step as it is sealed (sealcheck.rundir.captures), so the
+    # steps compaction merges are still judged one by one.
+    config = LoopConfig(max_records_per_step=150, retain_steps=retain, compact_every=3)
+    run_dir, uppers = observed_run(tmp_path, config, sample_every=1)
     assert (load_run(run_dir).steps.export_sinces["data"] > 0) == (retain > 0)
     result = check_run(run_dir)
     verdicts = {n: r.valid if r.applicable else r.word() for n, r in result.checkers.items()}
@@ -66,32 +76,10 @@ def test_a_read_hold_keeps_the_steps_an_observer_lagging_behind_has_not_captured
     # The observer samples only every 4th step while compaction keeps 1 step: without a
     # read hold the steps between samples are merged before anything captured them
     # (UNKNOWN, never VALID); with one (the capture writes it) every step is judged.
-    src = ListSource(3)
-    src.grow(upsert_records(random.Random(8), 2000, UpsertMix(keys=150, bad_ratio=0.05)))
-    db = str(tmp_path / "s.db")
-    store = open_store(db)
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    history = HistoryWriter(run_dir / "history.jsonl")
-    observer = Observer(
-        lambda: read_uppers(db),
-        history,
-        capture=lambda since: read_capture(db, since),
-        captures=CaptureWriter(run_dir / CAPTURES),
-    )
     config = LoopConfig(
         max_records_per_step=100, retain_steps=1, compact_every=1, hold_steps=hold_steps
     )
-    loop = make_loop(store, src, config, quiet)
-    loop.rehydrate()
-    while loop.step():
-        if loop.t % 4 == 0:
-            observer.sample()
-    observer.stop()
-    uppers = store.uppers()
-    store.close()
-    finish_run_dir(run_dir, src.records(), db, uppers, history)
-    history.close()
+    run_dir, uppers = observed_run(tmp_path, config, sample_every=4)
     assert uppers["data"] == 20 and load_run(run_dir).steps.export_sinces["data"] > 10
     result = check_run(run_dir)
     counts = result.checkers["sealed_state"].counts
