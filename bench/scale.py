@@ -219,6 +219,7 @@ def run_pipeline(
         events = log_events(inc.log_text())
         seals = [e for e in events if e.get("event") == "sealed"]
         out["steps"] = len(seals)
+        out["read_ahead"] = sum(1 for e in seals if e.get("read_ahead"))
         out["step_phases"] = step_phases(events)
         out["sealed_took_s_sum"] = sum(float(e.get("took_s", 0)) for e in seals)
         out["live_keys"] = seals[-1].get("keys") if seals else None
@@ -400,7 +401,11 @@ def print_pipeline(p: dict[str, Any], args: argparse.Namespace) -> None:
         parts = [
             f"{k} {v['share']:.0%} (p50 {v['p50_s']:.2f}s)" for k, v in p["step_phases"].items()
         ]
-        print("  a step's time went to " + ", ".join(parts), flush=True)
+        print(
+            "  a step's time went to " + ", ".join(parts) + f"; {p.get('read_ahead', 0)} of "
+            f"{p['steps']} steps' records read ahead (while the step before committed)",
+            flush=True,
+        )
 
 
 def print_checkers(j: dict[str, Any]) -> None:

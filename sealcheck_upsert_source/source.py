@@ -149,10 +149,5 @@ def winners_table(table: Any) -> Any:
 
 def decode(table: Any) -> list[SourceRecord]:
     """The winners' Arrow table as records."""
-    cols = table.to_pydict()
-    return [
-        SourceRecord(int(p), int(o), k, v)
-        for k, p, o, v in zip(
-            cols["key"], cols["partition"], cols["offset"], cols["value"], strict=True
-        )
-    ]
+    cols = table.to_pydict()  # Arrow's integers are Python ints here
+    return list(map(SourceRecord, cols["partition"], cols["offset"], cols["key"], cols["value"]))

@@ -102,7 +102,7 @@ class CaptureWriter:
             self._sink = pa.OSFile(str(self.path), "wb")
             self._writer = pa.ipc.new_stream(self._sink, SCHEMA)
         cols: list[Any] = list(zip(*capture.rows, strict=True)) if capture.rows else [()] * 5
-        arrays = [pa.array(list(c), f.type) for c, f in zip(cols, SCHEMA, strict=True)]
+        arrays = [pa.array(c, f.type) for c, f in zip(cols, SCHEMA, strict=True)]
         batch = pa.record_batch(arrays, schema=SCHEMA)
         self._writer.write_batch(batch)
         self._sink.flush()

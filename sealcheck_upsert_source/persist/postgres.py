@@ -139,7 +139,7 @@ class PostgresPersist:
                 upper, _ = self._frontier(name, lock=True)
                 if upper != batch.expected_upper:
                     raise UpperMismatch(name, batch.expected_upper, upper)
-                rows = [(name, u.key, u.value, u.ts, u.diff) for u in batch.updates]
+                rows = [(name, *u) for u in batch.updates]
                 half = len(rows) // 2
                 insert = (
                     "INSERT INTO updates (collection, key, val, ts, diff) VALUES (%s,%s,%s,%s,%s)"

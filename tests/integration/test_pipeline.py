@@ -81,6 +81,9 @@ def test_clean_run_matches_the_model_at_every_sealed_step(kafka: Any, tmp_path: 
         assert proc.terminate() == EXIT_OK
     assert verify(kafka, topic, proc.store) == 8  # ceil(5000 / 700)
     assert '"event": "sealed"' in proc.log_text()
+    # a backlog: steps 2-7 are full, so each one's records were read while the one before
+    # committed (through the Spark Connect server, from the read-ahead thread)
+    assert '"read_ahead": true' in proc.log_text()
 
 
 def _args_for(point: str, spark_remote: str) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from sealcheck_upsert_source.loop import (
     decode_bindings,
 )
 from sealcheck_upsert_source.persist import Persist, Update, open_store
+from sealcheck_upsert_source.source import SourceUnavailable
 from sealcheck_upsert_source.upsert import SourceRecord, winners
 from tests.oracle import check_every_step
 
@@ -99,6 +100,89 @@ def test_clean_run_matches_the_model_at_every_step(tmp_path: Path, source: ListS
     assert loop.t == 12
     assert verify_every_step(store, source.records()) == 12
     assert not loop.step()  # idle: nothing new, nothing sealed
+
+
+class WatchedSource(ListSource):
+    """A ListSource that records each read (range and thread), can report a stale log end
+    once (``lagging``: the value of the next ``log_end`` call) and fail one read
+    (``fail``: the range whose first read raises)."""
+
+    def __init__(self, partitions: int) -> None:
+        super().__init__(partitions)
+        self.reads: list[tuple[dict[int, int], str]] = []
+        self.lagging: dict[int, int] | None = None
+        self.fail: dict[int, int] | None = None
+
+    def log_end(self) -> dict[int, int]:
+        lagging, self.lagging = self.lagging, None
+        return lagging if lagging is not None else super().log_end()
+
+    def read_winners(self, start: dict[int, int], end: dict[int, int]) -> list[SourceRecord]:
+        self.reads.append((dict(end), threading.current_thread().name))
+        if end == self.fail:
+            self.fail = None
+            raise SourceUnavailable("the broker went away mid-read")
+        return super().read_winners(start, end)
+
+
+def sealed_events(
+    store: Persist, source: ListSource, config: LoopConfig
+) -> list[dict[str, object]]:
+    events: list[dict[str, object]] = []
+    loop = StepLoop(store, source, config, events.append)
+    loop.rehydrate()
+    while loop.step():
+        pass
+    return [e for e in events if e["event"] == "sealed"]
+
+
+def test_a_backlog_is_read_ahead_while_the_last_step_commits(tmp_path: Path) -> None:
+    source = WatchedSource(1)
+    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(35)])
+    store = open_store(str(tmp_path / "s.db"))
+    sealed = sealed_events(store, source, LoopConfig(max_records_per_step=10))
+    # steps of 10, 10, 10, 5: the 2nd and 3rd were read while the one before committed; the
+    # 4th is not a full step, so the 3rd read nothing ahead
+    assert [e["read_ahead"] for e in sealed] == [False, True, True, False]
+    assert source.reads == [
+        ({0: 10}, "MainThread"),
+        ({0: 20}, "read-ahead"),
+        ({0: 30}, "read-ahead"),
+        ({0: 35}, "MainThread"),
+    ]
+    assert verify_every_step(store, source.records()) == 4
+
+
+def test_a_read_ahead_of_another_range_than_the_one_bound_is_dropped(tmp_path: Path) -> None:
+    source = WatchedSource(1)
+    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(30)])
+    store = open_store(str(tmp_path / "s.db"))
+    loop = StepLoop(store, source, LoopConfig(max_records_per_step=10), quiet)
+    loop.rehydrate()
+    assert loop.step()  # binds [0, 10) and reads [10, 20) ahead
+    source.lagging = {0: 15}  # the next step sees a log end behind what was read ahead
+    assert loop.step()  # binds [10, 15): the read of [10, 20) is not used
+    while loop.step():
+        pass
+    assert [end for end, _ in source.reads] == [{0: 10}, {0: 20}, {0: 15}, {0: 25}, {0: 30}]
+    assert decode_bindings(store.snapshot(BINDINGS, 1)) == {0: 15}
+    assert verify_every_step(store, source.records()) == loop.t == 4
+
+
+def test_a_failed_read_ahead_fails_its_step_which_is_replayed(tmp_path: Path) -> None:
+    source = WatchedSource(1)
+    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(30)])
+    source.fail = {0: 20}
+    store = open_store(str(tmp_path / "s.db"))
+    loop = StepLoop(store, source, LoopConfig(max_records_per_step=10), quiet)
+    loop.rehydrate()
+    assert loop.step()
+    with pytest.raises(SourceUnavailable):
+        loop.step()  # bound [10, 20); its read (ahead) failed
+    while loop.step():  # the bound step is replayed (read again), then the rest
+        pass
+    assert [end for end, _ in source.reads] == [{0: 10}, {0: 20}, {0: 20}, {0: 30}]
+    assert verify_every_step(store, source.records()) == loop.t == 3
 
 
 @pytest.mark.parametrize("point", sorted(FAILPOINTS))

@@ -119,10 +119,9 @@ def _capture(fetch: Fetch, since_captured: dict[str, int]) -> Capture:
     ranges, missed = plan(since_captured, uppers, sinces)
     rows: list[tuple[str, bytes, bytes, int, int]] = []
     for c, (lo, hi) in sorted(ranges.items()):
-        rows += [
-            (str(col), bytes(k), bytes(v), int(ts), int(d))
-            for col, k, v, ts, d in fetch(_STEPS, (c, lo, hi))
-        ]
+        # as both drivers return them (text, bytea/BLOB, integers): no copy per row, which
+        # cost a capture of 190,000 updates ~0.1 s (issue 28)
+        rows += fetch(_STEPS, (c, lo, hi))
     return Capture(ranges, missed, rows)
 
 
