@@ -8,10 +8,10 @@ Step ``t`` (timestamps are steps ``0, 1, 2, …``):
 2. Read exactly that range, keep each raw key's winning record, diff against the state.
    While a backlog lasts (this step and the next take ``max_records_per_step`` each), the
    next step's range is read ahead in a thread as soon as this step's read is back, so the
-   Spark read overlaps the diff, the commit and compaction; the next step uses it only when
-   the range it binds (from a fresh log end) is exactly the range read ahead
-   (:class:`ReadAhead`). Reading binds nothing and writes nothing, so a crash loses only
-   the read.
+   Spark read overlaps the diff, the commit and compaction; the next attempt uses it only
+   when the range it binds (from a fresh log end) is exactly the range read ahead, and any
+   other attempt drops it (:class:`ReadAhead`). Reading binds nothing and writes nothing,
+   so a crash loses only the read.
 3. Compare-and-append ``data`` and ``errors`` from ``[t]`` to ``[t+1]`` in one transaction.
 4. Only then apply the updates to the in-memory state (the feedback: state is rebuilt from
    persist on start and advanced only by this process's own successful appends).
@@ -125,8 +125,8 @@ class ReadAhead:
 
     def __init__(self, read: Read, lo: dict[int, int], hi: dict[int, int]) -> None:
         self.lo, self.hi = dict(lo), dict(hi)
-        self._records: list[upsert.SourceRecord] = []
-        self._error: Exception | None = None
+        self._records: list[upsert.SourceRecord] | None = None  # None: no outcome
+        self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(read,), daemon=True)
         self._thread.name = "read-ahead"
         self._thread.start()
@@ -134,7 +134,7 @@ class ReadAhead:
     def _run(self, read: Read) -> None:
         try:
             self._records = read(self.lo, self.hi)
-        except Exception as exc:  # raised where the records are taken, as a read of its own
+        except BaseException as exc:  # raised where the records are taken, as a read's own
             self._error = exc
 
     def wait(self) -> None:
@@ -146,6 +146,8 @@ class ReadAhead:
         self.wait()
         if self._error is not None:
             raise self._error
+        if self._records is None:  # never an empty range for a read that did not end
+            raise RuntimeError(f"the read ahead of {self.lo} to {self.hi} gave no outcome")
         return self._records
 
 
@@ -166,6 +168,7 @@ class StepLoop:
         self.data: dict[bytes, bytes] = {}
         self.errors: dict[bytes, bytes] = {}
         self._ahead: ReadAhead | None = None
+        self._log_end: dict[int, int] = {}  # the one this step's range was chosen from
 
     # -- start-up --------------------------------------------------------------------
     def rehydrate(self) -> None:
@@ -211,7 +214,8 @@ class StepLoop:
         self.replaying = self.store.uppers().get(BINDINGS, 0) > t
         if self.replaying:
             return decode_bindings(self.store.snapshot(BINDINGS, t))
-        nxt = choose_range(self.bound, self.source.log_end(), self.config.max_records_per_step)
+        self._log_end = self.source.log_end()
+        nxt = choose_range(self.bound, self._log_end, self.config.max_records_per_step)
         if all(o == self.bound.get(p, 0) for p, o in nxt.items()):
             return None
         failpoint("bindings.before_append")
@@ -231,11 +235,10 @@ class StepLoop:
         return self.source.read_winners(lo, hi)
 
     def _records(
-        self, lo: dict[int, int], hi: dict[int, int]
+        self, lo: dict[int, int], hi: dict[int, int], ahead: ReadAhead | None
     ) -> tuple[list[upsert.SourceRecord], bool]:
         """The step's records, and whether they were read ahead (only a read of exactly
         ``[lo, hi)`` is used; another is waited for and dropped, so one read runs at a time)."""
-        ahead, self._ahead = self._ahead, None
         if ahead is not None:
             if not self.replaying and (ahead.lo, ahead.hi) == (lo, hi):
                 return ahead.result(), True
@@ -243,15 +246,13 @@ class StepLoop:
         return self._read(lo, hi), False
 
     def _read_ahead(self, lo: dict[int, int], hi: dict[int, int]) -> None:
-        """Start reading the step after ``[lo, hi)`` when both are full steps (a backlog);
-        not while replaying (the read would see this step's replay)."""
+        """Start reading the step after ``[lo, hi)`` when both are full steps (a backlog),
+        from the log end this step's range was chosen from (no Kafka call between binding
+        and committing); not while replaying (the read would see this step's replay)."""
         cap = self.config.max_records_per_step
         if self.replaying or sum(o - lo.get(p, 0) for p, o in hi.items()) < cap:
             return
-        try:
-            nxt = choose_range(hi, self.source.log_end(), cap)
-        except SourceUnavailable:
-            return  # the next step asks again
+        nxt = choose_range(hi, self._log_end, cap)
         if sum(o - hi.get(p, 0) for p, o in nxt.items()) == cap:
             self._ahead = ReadAhead(self._read, hi, nxt)
 
@@ -268,17 +269,23 @@ class StepLoop:
         failpoint("data.after_commit")
         return out
 
-    def step(self) -> bool:
-        """Seal one step; False when there was nothing new to bind."""
+    def step(self, read_ahead: bool = True) -> bool:
+        """Seal one step; False when there was nothing new to bind. With ``read_ahead``, a
+        backlog's next step is read while this one commits (not for a last step)."""
         started = time.monotonic()
         t = self.t
+        # a read ahead is for this attempt only: one that failed or found nothing to bind
+        # drops it, so no later step takes records read before a gap (Kafka may have lost
+        # and reused those offsets since)
+        pending, self._ahead = self._ahead, None
         nxt = self._bindings_for_step()
         if nxt is None:
             return False
         bound_at = time.monotonic()
-        records, ahead = self._records(self.bound, nxt)
+        records, ahead = self._records(self.bound, nxt, pending)
         read_at = time.monotonic()
-        self._read_ahead(self.bound, nxt)
+        if read_ahead:
+            self._read_ahead(self.bound, nxt)
         out = upsert.upsert_step(records, self.data, self.errors, t)
         diffed_at = time.monotonic()
         out = self._append_output(out, t)
@@ -350,7 +357,7 @@ class StepLoop:
         delay, sealed = lo, 0
         while not stop.is_set() and (max_steps is None or sealed < max_steps):
             try:
-                progressed = self.step()
+                progressed = self.step(read_ahead=max_steps is None or sealed + 1 < max_steps)
             except SourceUnavailable as exc:
                 self.log({"event": "source_unavailable", "t": self.t, "error": str(exc)[:300]})
                 progressed = False

@@ -104,16 +104,20 @@ def test_clean_run_matches_the_model_at_every_step(tmp_path: Path, source: ListS
 
 class WatchedSource(ListSource):
     """A ListSource that records each read (range and thread), can report a stale log end
-    once (``lagging``: the value of the next ``log_end`` call) and fail one read
-    (``fail``: the range whose first read raises)."""
+    once (``lagging``: the value of the next ``log_end`` call), fail the next ``log_end``
+    (``unreachable``) and fail one read (``fail``: the range whose first read raises)."""
 
     def __init__(self, partitions: int) -> None:
         super().__init__(partitions)
         self.reads: list[tuple[dict[int, int], str]] = []
         self.lagging: dict[int, int] | None = None
         self.fail: dict[int, int] | None = None
+        self.unreachable = False
 
     def log_end(self) -> dict[int, int]:
+        if self.unreachable:
+            self.unreachable = False
+            raise SourceUnavailable("the broker did not answer")
         lagging, self.lagging = self.lagging, None
         return lagging if lagging is not None else super().log_end()
 
@@ -167,6 +171,44 @@ def test_a_read_ahead_of_another_range_than_the_one_bound_is_dropped(tmp_path: P
     assert [end for end, _ in source.reads] == [{0: 10}, {0: 20}, {0: 15}, {0: 25}, {0: 30}]
     assert decode_bindings(store.snapshot(BINDINGS, 1)) == {0: 15}
     assert verify_every_step(store, source.records()) == loop.t == 4
+
+
+@pytest.mark.parametrize("gap", ["unreachable", "nothing to bind"])
+def test_a_read_ahead_is_dropped_by_an_attempt_that_binds_nothing(tmp_path: Path, gap: str) -> None:
+    """Records read before a gap are never taken after it (Kafka may have lost and reused
+    those offsets meanwhile): the step after reads its range again."""
+    source = WatchedSource(1)
+    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(30)])
+    store = open_store(str(tmp_path / "s.db"))
+    loop = StepLoop(store, source, LoopConfig(max_records_per_step=10), quiet)
+    loop.rehydrate()
+    assert loop.step()  # binds [0, 10) and reads [10, 20) ahead
+    if gap == "unreachable":
+        source.unreachable = True
+        with pytest.raises(SourceUnavailable):
+            loop.step()
+    else:
+        source.lagging = {0: 10}  # a log end that went back to what is bound
+        assert not loop.step()
+    while loop.step():
+        pass
+    assert source.reads == [
+        ({0: 10}, "MainThread"),
+        ({0: 20}, "read-ahead"),  # dropped
+        ({0: 20}, "MainThread"),
+        ({0: 30}, "read-ahead"),
+    ]
+    assert verify_every_step(store, source.records()) == loop.t == 3
+
+
+def test_the_last_step_of_a_bounded_run_reads_nothing_ahead(tmp_path: Path) -> None:
+    source = WatchedSource(1)
+    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(50)])
+    store = open_store(str(tmp_path / "s.db"))
+    loop = StepLoop(store, source, LoopConfig(max_records_per_step=10), quiet)
+    loop.rehydrate()
+    assert loop.run(threading.Event(), max_steps=2) == 2
+    assert source.reads == [({0: 10}, "MainThread"), ({0: 20}, "read-ahead")]
 
 
 def test_a_failed_read_ahead_fails_its_step_which_is_replayed(tmp_path: Path) -> None:
