@@ -81,6 +81,11 @@ def choose_range(bound: dict[int, int], log_end: dict[int, int], cap: int) -> di
     return nxt
 
 
+def records_in(lo: dict[int, int], hi: dict[int, int]) -> int:
+    """How many records the offsets ``[lo, hi)`` span over every partition."""
+    return sum(o - lo.get(p, 0) for p, o in hi.items())
+
+
 def diff_bindings(old: dict[int, int], new: dict[int, int], ts: int) -> list[Update]:
     """The ``bindings`` updates that move ``old`` offsets to ``new`` at step ``ts``."""
     out: list[Update] = []
@@ -250,10 +255,10 @@ class StepLoop:
         from the log end this step's range was chosen from (no Kafka call between binding
         and committing); not while replaying (the read would see this step's replay)."""
         cap = self.config.max_records_per_step
-        if self.replaying or sum(o - lo.get(p, 0) for p, o in hi.items()) < cap:
+        if self.replaying or records_in(lo, hi) < cap:
             return
         nxt = choose_range(hi, self._log_end, cap)
-        if sum(o - hi.get(p, 0) for p, o in nxt.items()) == cap:
+        if records_in(hi, nxt) == cap:
             self._ahead = ReadAhead(self._read, hi, nxt)
 
     def _append_output(self, out: upsert.StepOutput, t: int) -> upsert.StepOutput:
@@ -292,7 +297,7 @@ class StepLoop:
         appended_at = time.monotonic()
         upsert.apply(self.data, out.data)
         upsert.apply(self.errors, out.errors)
-        read = {str(p): nxt[p] - self.bound.get(p, 0) for p in sorted(nxt)}
+        count = records_in(self.bound, nxt)
         self.bound = nxt
         self.t = t + 1
         self.log(
@@ -300,7 +305,7 @@ class StepLoop:
                 "event": "sealed",
                 "t": t,
                 "offsets": {str(p): o for p, o in sorted(nxt.items())},
-                "records": sum(read.values()),
+                "records": count,
                 "winners": len(records),
                 "read_ahead": ahead,  # the records were read while the last step committed
                 "data": [sum(u.diff > 0 for u in out.data), sum(u.diff < 0 for u in out.data)],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import threading
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -129,22 +130,25 @@ class WatchedSource(ListSource):
         return super().read_winners(start, end)
 
 
-def sealed_events(
-    store: Persist, source: ListSource, config: LoopConfig
-) -> list[dict[str, object]]:
-    events: list[dict[str, object]] = []
-    loop = StepLoop(store, source, config, events.append)
+def backlog(
+    tmp_path: Path, records: int, log: Callable[[dict[str, object]], None] = quiet
+) -> tuple[WatchedSource, Persist, StepLoop]:
+    """A partition of ``records`` records (7 keys), steps of 10, and a rehydrated loop on an
+    empty store."""
+    source = WatchedSource(1)
+    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(records)])
+    store = open_store(str(tmp_path / "s.db"))
+    loop = StepLoop(store, source, LoopConfig(max_records_per_step=10), log)
     loop.rehydrate()
-    while loop.step():
-        pass
-    return [e for e in events if e["event"] == "sealed"]
+    return source, store, loop
 
 
 def test_a_backlog_is_read_ahead_while_the_last_step_commits(tmp_path: Path) -> None:
-    source = WatchedSource(1)
-    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(35)])
-    store = open_store(str(tmp_path / "s.db"))
-    sealed = sealed_events(store, source, LoopConfig(max_records_per_step=10))
+    events: list[dict[str, object]] = []
+    source, store, loop = backlog(tmp_path, 35, events.append)
+    while loop.step():
+        pass
+    sealed = [e for e in events if e["event"] == "sealed"]
     # steps of 10, 10, 10, 5: the 2nd and 3rd were read while the one before committed; the
     # 4th is not a full step, so the 3rd read nothing ahead
     assert [e["read_ahead"] for e in sealed] == [False, True, True, False]
@@ -158,11 +162,7 @@ def test_a_backlog_is_read_ahead_while_the_last_step_commits(tmp_path: Path) -> 
 
 
 def test_a_read_ahead_of_another_range_than_the_one_bound_is_dropped(tmp_path: Path) -> None:
-    source = WatchedSource(1)
-    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(30)])
-    store = open_store(str(tmp_path / "s.db"))
-    loop = StepLoop(store, source, LoopConfig(max_records_per_step=10), quiet)
-    loop.rehydrate()
+    source, store, loop = backlog(tmp_path, 30)
     assert loop.step()  # binds [0, 10) and reads [10, 20) ahead
     source.lagging = {0: 15}  # the next step sees a log end behind what was read ahead
     assert loop.step()  # binds [10, 15): the read of [10, 20) is not used
@@ -177,11 +177,7 @@ def test_a_read_ahead_of_another_range_than_the_one_bound_is_dropped(tmp_path: P
 def test_a_read_ahead_is_dropped_by_an_attempt_that_binds_nothing(tmp_path: Path, gap: str) -> None:
     """Records read before a gap are never taken after it (Kafka may have lost and reused
     those offsets meanwhile): the step after reads its range again."""
-    source = WatchedSource(1)
-    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(30)])
-    store = open_store(str(tmp_path / "s.db"))
-    loop = StepLoop(store, source, LoopConfig(max_records_per_step=10), quiet)
-    loop.rehydrate()
+    source, store, loop = backlog(tmp_path, 30)
     assert loop.step()  # binds [0, 10) and reads [10, 20) ahead
     if gap == "unreachable":
         source.unreachable = True
@@ -202,22 +198,14 @@ def test_a_read_ahead_is_dropped_by_an_attempt_that_binds_nothing(tmp_path: Path
 
 
 def test_the_last_step_of_a_bounded_run_reads_nothing_ahead(tmp_path: Path) -> None:
-    source = WatchedSource(1)
-    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(50)])
-    store = open_store(str(tmp_path / "s.db"))
-    loop = StepLoop(store, source, LoopConfig(max_records_per_step=10), quiet)
-    loop.rehydrate()
+    source, _, loop = backlog(tmp_path, 50)
     assert loop.run(threading.Event(), max_steps=2) == 2
     assert source.reads == [({0: 10}, "MainThread"), ({0: 20}, "read-ahead")]
 
 
 def test_a_failed_read_ahead_fails_its_step_which_is_replayed(tmp_path: Path) -> None:
-    source = WatchedSource(1)
-    source.grow([(b"k%d" % (i % 7), b"%d" % i) for i in range(30)])
+    source, store, loop = backlog(tmp_path, 30)
     source.fail = {0: 20}
-    store = open_store(str(tmp_path / "s.db"))
-    loop = StepLoop(store, source, LoopConfig(max_records_per_step=10), quiet)
-    loop.rehydrate()
     assert loop.step()
     with pytest.raises(SourceUnavailable):
         loop.step()  # bound [10, 20); its read (ahead) failed
