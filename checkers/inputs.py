@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from sealcheck.checkers.frames import change_points, h
+from sealcheck.checkers.frames import change_points, h, sort_runs
 from sealcheck.checkers.replay import (
     assign_steps,
     binding_ranges,
@@ -162,6 +162,15 @@ class RunData:
                 .collect(engine="streaming")
             )
             self._memo[memo] = change_points(sealed, self.sinces.get(name, 0))
+        return self._memo[memo]
+
+    def change_points_by_key(self, name: str) -> pl.DataFrame:
+        """:meth:`change_points` in key order, each key's rows in time order (rows of one key
+        and time as they were): what a per-key running sum over time reads (``unique_key``,
+        ``prefix``). Sorted once (:func:`sealcheck.checkers.frames.sort_runs`)."""
+        memo = f"cp-by-key:{name}"
+        if memo not in self._memo:
+            self._memo[memo] = sort_runs(self.change_points(name), "kh", "ts")
         return self._memo[memo]
 
     def classified(self) -> pl.DataFrame:

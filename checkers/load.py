@@ -4,6 +4,7 @@ against the manifest in its final op, the big inputs left as lazy scans
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
@@ -44,6 +45,10 @@ def load_run(run_dir: Path) -> RunData:
     when listed; any other file of the export is
     only named in :attr:`RunData.notes`. The big inputs stay lazy scans;
     :meth:`RunData.prepare` (or the first checker) reads them.
+
+    The files' digests are checked in a thread while the small inputs and the captures are
+    read: a file whose digest differs refuses the run just the same (nothing is judged, and
+    a file that also cannot be read is reported as refused, not as unreadable).
     """
     notes: list[str] = []
     try:
@@ -60,32 +65,56 @@ def load_run(run_dir: Path) -> RunData:
         )
     final = history.final()
     recorded = dict((final.get("value") or {}).get("files") or {}) if final else {}
-    refusals = files.verify(run_dir, recorded)
     export = files.Export.of(run_dir)  # export/, or persist/ in a run stored before
-    for rel, what in (
-        (files.TOPIC, "the harness dumps the topic there after the final phase"),
-        (export.updates, "the harness exports the system's store there at the end of a run"),
-        (export.frontiers, "the export writes the collections' uppers there"),
-    ):
-        if not (run_dir / rel).exists():
-            raise RunInputError(
-                f"{run_dir / rel} is missing: {what}; a run that died before it cannot be judged",
-                tuple(history.harness_failures()),
-            )
-    if final is not None:  # the manifest is the closed list of what a checker may read
-        refusals += [
-            f"{rel} is not in the manifest of the history's final op: it cannot be proven to "
-            "be the run's, so nothing is judged; re-run the test"
-            for rel in (*export.inputs, *([files.ACKS] if (run_dir / files.ACKS).exists() else []))
-            if rel not in recorded
-        ]
-        notes += [
-            f"{rel} is not in the manifest of the history's final op: no checker read it"
-            for rel in files.unlisted(run_dir, recorded)
-        ]
-    if refusals:  # nothing is read from files that are not the run's
+    # The digests (~2 s for 1.6 GB) are taken beside the reading below; nothing read is
+    # judged unless every file proves to be the run's.
+    with ThreadPoolExecutor(1, thread_name_prefix="digests") as pool:
+        digests = pool.submit(files.verify, run_dir, recorded)
+        for rel, what in (
+            (files.TOPIC, "the harness dumps the topic there after the final phase"),
+            (export.updates, "the harness exports the system's store there at the end of a run"),
+            (export.frontiers, "the export writes the collections' uppers there"),
+        ):
+            if not (run_dir / rel).exists():
+                raise RunInputError(
+                    f"{run_dir / rel} is missing: {what}; a run that died before it cannot be "
+                    "judged",
+                    tuple(history.harness_failures()),
+                )
+        unlisted: list[str] = []
+        if final is not None:  # the manifest is the closed list of what a checker may read
+            acks = [files.ACKS] if (run_dir / files.ACKS).exists() else []
+            unlisted = [
+                f"{rel} is not in the manifest of the history's final op: it cannot be proven "
+                "to be the run's, so nothing is judged; re-run the test"
+                for rel in (*export.inputs, *acks)
+                if rel not in recorded
+            ]
+            notes += [
+                f"{rel} is not in the manifest of the history's final op: no checker read it"
+                for rel in files.unlisted(run_dir, recorded)
+            ]
+        read: RunData | RunInputError | None = None
+        if not unlisted:
+            try:
+                read = _read(run_dir, history, recorded, export)
+            except RunInputError as exc:
+                read = exc
+        refusals = digests.result() + unlisted
+    if refusals or read is None:  # nothing is judged from files that are not the run's
         empty = pl.DataFrame(schema=TOPIC_SCHEMA), pl.DataFrame(schema=UPDATES_SCHEMA)
         return RunData(*empty, {}, {}, history, refusals=refusals, notes=notes)
+    if isinstance(read, RunInputError):
+        raise read
+    read.notes = notes
+    return read
+
+
+def _read(
+    run_dir: Path, history: History, recorded: dict[str, object], export: files.Export
+) -> RunData:
+    """The run's inputs as :class:`RunData` (big inputs as lazy scans); a file that cannot be
+    read as its format says is a :class:`RunInputError` naming it."""
     try:
         files.check_parquet(run_dir / files.TOPIC, TOPIC_SCHEMA.names())
         files.check_parquet(run_dir / export.updates, UPDATES_SCHEMA.names())
@@ -112,8 +141,8 @@ def load_run(run_dir: Path) -> RunData:
         uppers,
         sinces,
         history,
-        refusals,
-        notes,
+        [],
+        [],
         pl.scan_parquet(run_dir / export.asof) if export.asof in recorded else None,
         files.step_labels(run_dir) if export.versions in recorded else {},
         steps,

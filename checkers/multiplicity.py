@@ -1,4 +1,5 @@
-"""Shared by ``diff_of_one`` and ``unique_key``: each collection's sealed updates."""
+"""Shared by ``diff_of_one`` and ``unique_key``: the collections they judge, and each one's
+sealed updates."""
 
 from __future__ import annotations
 

@@ -118,20 +118,29 @@ def observed_values(observed: pl.DataFrame) -> pl.DataFrame:
     d = diff.astype(np.uint64)  # wrapping: -1 is 2**64 - 1
     with np.errstate(over="ignore"):
         one, two = vh * d, _mix(vh) * d
+    # each (key, state)'s changes summed, then running sums per key over its states
+    runs = np.flatnonzero(np.r_[True, (kh[1:] != kh[:-1]) | (state[1:] != state[:-1])])
+    kh, state = kh[runs], state[runs]
     starts_key = np.r_[True, kh[1:] != kh[:-1]]
-    last = np.r_[(kh[1:] != kh[:-1]) | (state[1:] != state[:-1]), True]
-    ends = np.flatnonzero(last)
-    count = _segmented_cumsum(diff, starts_key)[ends]
-    total = _segmented_cumsum(one, starts_key)[ends]
-    check = _segmented_cumsum(two, starts_key)[ends]
+    count = _segmented_cumsum(np.add.reduceat(diff, runs), starts_key)
+    total = _segmented_cumsum(np.add.reduceat(one, runs), starts_key)
+    check = _segmented_cumsum(np.add.reduceat(two, runs), starts_key)
     value = total.view(np.int64).copy()
     none = (count == 0) & (total == 0) & (check == 0)
     single = (count == 1) & (check == _mix(total))
     value[none] = ABSENT
     value[~none & ~single] = MANY
-    return pl.DataFrame({"state": state[ends], "kh": kh[ends], "value": value}).sort(
-        "state", maintain_order=True
-    )
+    order = _stable_order(state)
+    return pl.DataFrame({"state": state[order], "kh": kh[order], "value": value[order]})
+
+
+def _stable_order(state: np.ndarray) -> np.ndarray:
+    """The stable sort order of ``state``: a radix sort when the states fit 16 bits (numpy
+    sorts those in linear time), else a merge sort."""
+    lo = int(state.min()) if len(state) else 0
+    if len(state) and int(state.max()) - lo < 1 << 15:
+        return np.argsort((state - lo).astype(np.int16), kind="stable")
+    return np.argsort(state, kind="stable")
 
 
 def _segmented_cumsum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -85,7 +85,7 @@ def _inputs(run: RunData, name: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A table's effects (``row, partition, offset, kh, vh``) and observed changes (``state,
     kh, vh, diff``: the export's steps)."""
     effects = run.effects(name).select("row", "partition", "offset", "kh", "vh")
-    observed = run.change_points(name).select(
+    observed = run.change_points_by_key(name).select(
         pl.col("ts").cast(pl.Int64).alias("state"), "kh", "vh", pl.col("diff").cast(pl.Int64)
     )
     return effects, observed

@@ -48,15 +48,17 @@ class Table:
     #: effects on several tables judged as one) share an offset: a cut falls only after the
     #: last of them, never between them
     last_of_offset: np.ndarray
+    #: per record: the position of its key's next record (``len(kid)``: none)
+    next_of_key: np.ndarray
 
     def apply(self, held: np.ndarray, start: int, end: int) -> None:
         """Set ``held`` (a value id per key id) to what records ``[start, end)`` (global
-        positions, in order) leave: each key's last record among them decides."""
+        positions, in order) leave: each key's last record among them decides (the one whose
+        key has no next record before ``end``)."""
         if end <= start:
             return
-        kids = self.kid[start:end][::-1]
-        last, first = np.unique(kids, return_index=True)
-        held[last] = self.val[end - 1 - first]
+        last = self.next_of_key[start:end] >= end
+        held[self.kid[start:end][last]] = self.val[start:end][last]
 
     def whole(self, kids: np.ndarray) -> np.ndarray:
         """What keys ``kids`` hold after every record: their last record's value."""
@@ -123,14 +125,15 @@ def _table(eff: pl.DataFrame, observed_keys: pl.Series) -> Table:
     change = np.flatnonzero(np.r_[True, part[1:] != part[:-1]]) if n else np.array([], int)
     ends = np.r_[change[1:], n] if n else np.array([], int)
     bounds = {int(part[s]): (int(s), int(e)) for s, e in zip(change, ends, strict=True)}
-    # records are in partition, offset order: a stable sort by key keeps that within a key
-    order = pl.DataFrame({"k": kid}).with_row_index("i").sort("k", maintain_order=True)
-    by_key = order["i"].to_numpy().astype(np.int64, copy=False)
+    # records are in partition, offset order: sorting (key id, position) as one int64 keeps
+    # that within a key (~4x a stable sort of the key ids)
+    by_key = np.sort((kid.astype(np.int64) << 32) | np.arange(n, dtype=np.int64)) & 0xFFFF_FFFF
     prev = np.full(n, ABSENT, dtype=np.int64)
+    next_of_key = np.full(n, n, dtype=np.int64)
     if n:
-        same = np.r_[False, kid[by_key][1:] == kid[by_key][:-1]]
-        shifted = np.r_[ABSENT, val[by_key][:-1]]
-        prev[by_key] = np.where(same, shifted, ABSENT)
+        same = kid[by_key][1:] == kid[by_key][:-1]  # record by_key[i + 1] follows by_key[i]
+        prev[by_key[1:][same]] = val[by_key[:-1][same]]
+        next_of_key[by_key[:-1][same]] = by_key[1:][same]
     part_of = np.full(len(keys), -1, dtype=np.int64)
     part_of[kid] = part
     offsets = eff["offset"].to_numpy().astype(np.int64, copy=False)
@@ -146,4 +149,5 @@ def _table(eff: pl.DataFrame, observed_keys: pl.Series) -> Table:
         part_of,
         by_key,
         np.asarray(last, dtype=bool),
+        next_of_key,
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from sealcheck.checkers.frames import run_ends, segmented_cum_sum
+from sealcheck.checkers.frames import run_ends, segmented_cum_sum, sort_runs
 from sealcheck.checkers.inputs import RunData
-from sealcheck.checkers.multiplicity import COLLECTIONS, sealed_change_points
+from sealcheck.checkers.multiplicity import COLLECTIONS
 from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 
@@ -14,12 +14,13 @@ def live_counts(cp: pl.DataFrame) -> pl.DataFrame:
     """Per key and time at which its number of live values changes: ``kh, ts, live``.
 
     A value becomes live when its multiplicity leaves 0 and dies when it returns to 0; the
-    changes are summed per key in time order (one sort, then a running sum)."""
+    changes are summed per key in time order (a running sum; ``cp`` is sorted by key and time
+    unless it already is: :meth:`RunData.change_points_by_key`)."""
     prev = pl.col("mult") - pl.col("diff")
     delta = (pl.col("mult") != 0).cast(pl.Int32) - (prev != 0).cast(pl.Int32)
     changes = cp.select("kh", "ts", delta.alias("delta")).filter(pl.col("delta") != 0)
     return (
-        changes.sort("kh", "ts")
+        sort_runs(changes, "kh", "ts")
         .lazy()
         .with_columns(segmented_cum_sum("delta", "kh").alias("live"))
         .filter(run_ends("kh", "ts"))
@@ -33,8 +34,8 @@ def check(run: RunData) -> CheckResult:
     if not any(run.uppers.get(c, 0) for c in COLLECTIONS):
         return CheckResult("unique_key", None, error=NOTHING_SEALED)
     res = CheckResult("unique_key", True)
-    for name, cp in sealed_change_points(run):
-        live = live_counts(cp)
+    for name in COLLECTIONS:
+        live = live_counts(run.change_points_by_key(name))
         bad = live.filter(pl.col("live") > 1)
         res.counts[f"{name}_keys"] = int(live.select(run_ends("kh").sum()).item())
         examples = [

@@ -8,10 +8,19 @@ from collections import defaultdict
 
 import orjson
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sealcheck.checkers.frames import change_points, fingerprints, pair_hash, signed, sort_runs
+from sealcheck.checkers import replay
+from sealcheck.checkers.frames import (
+    _packed_sort,
+    change_points,
+    fingerprints,
+    pair_hash,
+    signed,
+    sort_runs,
+)
 from sealcheck.checkers.replay import REASONS, assign_steps, classify, error_bytes, reason_text
 from sealcheck_upsert_source.upsert import SourceRecord, decide
 
@@ -31,6 +40,34 @@ def test_sort_runs_equals_a_full_sort(rows: list[tuple[int, int, int]], presorte
     # one inner column, in order or not (two stable single-column sorts)
     by_ka = sort_runs(frame.select("k", "a"), "k", "a").rows()
     assert by_ka == sorted((k, a) for k, a, _ in rows)
+
+
+hashes = st.one_of(st.integers(0, 2**64 - 1), st.integers(0, 7))  # low ones share high bits
+
+
+@SETTINGS
+@given(st.lists(st.tuples(hashes, st.integers(-3, 40)), max_size=40))
+def test_sort_runs_of_hashes_by_a_narrow_column_is_a_stable_sort(
+    rows: list[tuple[int, int]],
+) -> None:
+    # hashes and a time: one sort of the hash with its low bits replaced by the time, or,
+    # where two hashes share their high bits in the frame, the two stable sorts
+    schema = {"k": pl.UInt64, "t": pl.Int64}
+    frame = pl.DataFrame(rows, schema=schema, orient="row").with_row_index("i")
+    got = sort_runs(frame, "k", "t").rows()
+    assert got == sorted(frame.rows(), key=lambda r: (r[1], r[2]))  # ties stay in input order
+
+
+def test_sort_runs_falls_back_when_two_hashes_share_their_high_bits() -> None:
+    # 8 and 9 differ only in the lowest bit, which the time 0-1 takes: not packed
+    frame = pl.DataFrame(
+        {"k": [9, 8, 9, 8], "t": [1, 1, 0, 0]}, schema={"k": pl.UInt64, "t": pl.Int64}
+    )
+    assert _packed_sort(frame, "k", "t") is None
+    assert sort_runs(frame, "k", "t").rows() == [(8, 0), (8, 1), (9, 0), (9, 1)]
+    apart = frame.with_columns(pl.col("k") * 4)  # 32 and 36: their high bits differ
+    packed = _packed_sort(apart, "k", "t")
+    assert packed is not None and packed.rows() == [(32, 0), (32, 1), (36, 0), (36, 1)]
 
 
 updates = st.lists(
@@ -125,6 +162,28 @@ def test_classify_agrees_with_the_pipeline(pairs: list[tuple[bytes | None, bytes
             assert orjson.loads(error_value)["reason"] == REASONS[reason]
         elif data_value is not None:
             assert records["rvh"][i] is not None
+
+
+def test_classify_in_batches_keeps_topic_order_and_error_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # many small batches, classified a few at a time in threads: the same frames as one
+    values = [b'{"a": 1}', b"\xff", None, b"not json", b'{"b": "x"}', b"[1]", b"{}"] * 7
+    topic = pl.DataFrame(
+        {
+            "partition": [i % 3 for i in range(len(values))],
+            "offset": list(range(len(values))),
+            "key": [None if i % 5 == 0 else f"k{i % 4}".encode() for i in range(len(values))],
+            "value": values,
+        },
+        schema={"partition": pl.Int64, "offset": pl.Int64, "key": pl.Binary, "value": pl.Binary},
+    )
+    whole = classify(topic)
+    monkeypatch.setattr(replay, "BATCH", 4)
+    for lazy in (False, True):
+        batched = classify(topic.lazy() if lazy else topic)
+        assert batched[0].equals(whole[0]) and batched[1].equals(whole[1])
+    assert whole[1].height > 10  # errors from many batches, their rows counted across them
 
 
 def test_assign_steps_uses_the_range_that_holds_each_offset() -> None:

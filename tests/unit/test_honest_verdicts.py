@@ -129,6 +129,16 @@ def test_an_export_that_is_not_the_run_s_is_refused(run_dir: Path, tmp_path: Pat
     assert cli.main(["check", str(run_dir)]) == cli.EXIT_UNKNOWN
 
 
+def test_an_export_both_changed_and_unreadable_is_refused_not_read(run_dir: Path) -> None:
+    # The digests are checked while the inputs are read: a file that differs is refused,
+    # whatever reading it would have said.
+    (run_dir / "export" / "updates.parquet").write_bytes(b"not parquet")
+    res = check_run(run_dir)
+    assert res.valid is None and res.checkers == {}
+    assert "export/updates.parquet is not the file the run produced" in res.input_problems[0]
+    assert "not readable as its format now" in res.input_problems[0]
+
+
 def test_a_store_copy_changed_after_the_run_is_named(run_dir: Path) -> None:
     # The export and the store copy beside it are recorded together: a store.db that is no
     # longer the one the export was made from is found, not silently ignored.
