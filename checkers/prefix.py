@@ -40,7 +40,7 @@ from sealcheck.checkers.prefix_explain import (
     spans_of,
     story,
 )
-from sealcheck.checkers.prefix_index import ABSENT, MANY, Table, index, key_ids
+from sealcheck.checkers.prefix_index import ABSENT, MANY, Table, index
 
 _FIRST_CHUNK = 4096
 _MAX_CHUNK = 1 << 20
@@ -108,8 +108,19 @@ def observed_values(observed: pl.DataFrame) -> pl.DataFrame:
     one is held once) and ``Σ diff·g(vh)`` with a second hash ``g``, which equals ``g`` of the
     second sum only when that holds (else two 64-bit hashes collide), and is 0 with it when
     nothing is held."""
+    kh, state, value = _shown_by_key(observed)
+    order = _stable_order(state)
+    return pl.DataFrame(
+        {"state": state[order], "kh": kh[order], "value": value[order]},
+        schema={"state": pl.Int64, "kh": pl.UInt64, "value": pl.Int64},
+    )
+
+
+def _shown_by_key(observed: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`observed_values` as arrays ``kh, state, value`` in key order (keys ascending),
+    each key's states in order."""
     if observed.height == 0:
-        return pl.DataFrame(schema={"state": pl.Int64, "kh": pl.UInt64, "value": pl.Int64})
+        return np.array([], np.uint64), np.array([], np.int64), np.array([], np.int64)
     per = sort_runs(observed.select("kh", "state", "vh", "diff"), "kh", "state")
     kh = per["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64, copy=False)
     state = per["state"].to_numpy().astype(np.int64, copy=False)
@@ -130,8 +141,7 @@ def observed_values(observed: pl.DataFrame) -> pl.DataFrame:
     single = (count == 1) & (check == _mix(total))
     value[none] = ABSENT
     value[~none & ~single] = MANY
-    order = _stable_order(state)
-    return pl.DataFrame({"state": state[order], "kh": kh[order], "value": value[order]})
+    return kh, state, value
 
 
 def _stable_order(state: np.ndarray) -> np.ndarray:
@@ -199,20 +209,22 @@ def judge(
     ``observed`` the changes of its observed states in order (``state, kh, vh, diff``).
     ``final``: the last state was observed after catch-up, so it must be the whole input's.
     """
-    shown_changes = observed_values(observed)
-    t, split = index(effects, shown_changes["kh"])
+    kh, state, value = _shown_by_key(observed)
+    first = np.r_[True, kh[1:] != kh[:-1]] if len(kh) else np.array([], bool)
+    t, split = index(effects, pl.Series("kh", kh[first], dtype=pl.UInt64))
     if split:
-        drop = pl.Series(split, dtype=pl.UInt64).implode()
-        shown_changes = shown_changes.filter(~pl.col("kh").is_in(drop))
+        keep = ~np.isin(kh, np.array(split, dtype=np.uint64))
+        kh, state, value = kh[keep], state[keep], value[keep]
     out = Judgement(split_keys=split)
     shown = np.full(len(t.keys), ABSENT, dtype=np.int64)
     held = np.full(len(t.keys), ABSENT, dtype=np.int64)  # what each key holds at its cut
     cuts = {p: 0 for p in t.bounds}
     mismatch = {p: 0 for p in t.bounds}
-    state_of = shown_changes["state"].to_numpy().astype(np.int64, copy=False)
-    kid_all = key_ids(t.keys, shown_changes["kh"])
-    value_all = shown_changes["value"].to_numpy().astype(np.int64, copy=False)
-    states = sorted(set(state_of.tolist()))
+    order = _stable_order(state)  # each state's changes together, states in order
+    state_of = state[order]
+    kid_all = np.searchsorted(t.keys, kh)[order]  # keys ascending: a merge-like pass
+    value_all = value[order]
+    states = state_of[np.r_[True, state_of[1:] != state_of[:-1]]].tolist() if len(order) else []
     starts = np.searchsorted(state_of, states, side="left")
     ends = np.searchsorted(state_of, states, side="right")
     for p, (s, e) in t.bounds.items():
