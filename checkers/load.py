@@ -46,9 +46,10 @@ def load_run(run_dir: Path) -> RunData:
     only named in :attr:`RunData.notes`. The big inputs stay lazy scans;
     :meth:`RunData.prepare` (or the first checker) reads them.
 
-    The files' digests are checked in a thread while the small inputs and the captures are
-    read: a file whose digest differs refuses the run just the same (nothing is judged, and
-    a file that also cannot be read is reported as refused, not as unreadable).
+    The digests of the files under 64 MiB (the frontiers, the updates) are checked before
+    anything is read; the big ones' in a thread while the inputs are read. A file whose digest
+    differs refuses the run just the same: nothing is judged, and whatever reading it raised
+    is not reported (it is refused, not unreadable).
     """
     notes: list[str] = []
     try:
@@ -66,10 +67,13 @@ def load_run(run_dir: Path) -> RunData:
     final = history.final()
     recorded = dict((final.get("value") or {}).get("files") or {}) if final else {}
     export = files.Export.of(run_dir)  # export/, or persist/ in a run stored before
-    # The digests (~2 s for 1.6 GB) are taken beside the reading below; nothing read is
-    # judged unless every file proves to be the run's.
+    # The small files (the frontiers, the updates) are proven before anything is read: what
+    # the reading allocates follows from them. The big ones' digests (~2 s for 1.6 GB) are
+    # taken beside the reading; nothing read is judged unless every file proves the run's.
+    big = {rel: e for rel, e in recorded.items() if _size(e) >= _BIG}
+    proven = files.verify(run_dir, {rel: e for rel, e in recorded.items() if rel not in big})
     with ThreadPoolExecutor(1, thread_name_prefix="digests") as pool:
-        digests = pool.submit(files.verify, run_dir, recorded)
+        digests = pool.submit(files.verify, run_dir, big)
         for rel, what in (
             (files.TOPIC, "the harness dumps the topic there after the final phase"),
             (export.updates, "the harness exports the system's store there at the end of a run"),
@@ -94,20 +98,29 @@ def load_run(run_dir: Path) -> RunData:
                 f"{rel} is not in the manifest of the history's final op: no checker read it"
                 for rel in files.unlisted(run_dir, recorded)
             ]
-        read: RunData | RunInputError | None = None
-        if not unlisted:
+        read: RunData | Exception | None = None
+        if not unlisted and not proven:
             try:
                 read = _read(run_dir, history, recorded, export)
-            except RunInputError as exc:
+            except Exception as exc:  # a refusal, if any, is what is said: kept until known
                 read = exc
-        refusals = digests.result() + unlisted
+        refusals = proven + digests.result() + unlisted
     if refusals or read is None:  # nothing is judged from files that are not the run's
         empty = pl.DataFrame(schema=TOPIC_SCHEMA), pl.DataFrame(schema=UPDATES_SCHEMA)
         return RunData(*empty, {}, {}, history, refusals=refusals, notes=notes)
-    if isinstance(read, RunInputError):
+    if isinstance(read, Exception):
         raise read
     read.notes = notes
     return read
+
+
+_BIG = 64 << 20  # bytes: files whose digest is taken beside the reading
+
+
+def _size(entry: object) -> int:
+    """The recorded size of a manifest entry (0 when it records none)."""
+    size = entry.get("bytes") if isinstance(entry, dict) else None
+    return size if isinstance(size, int) else 0
 
 
 def _read(

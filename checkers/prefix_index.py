@@ -125,6 +125,11 @@ def _table(eff: pl.DataFrame, observed_keys: pl.Series) -> Table:
     change = np.flatnonzero(np.r_[True, part[1:] != part[:-1]]) if n else np.array([], int)
     ends = np.r_[change[1:], n] if n else np.array([], int)
     bounds = {int(part[s]): (int(s), int(e)) for s, e in zip(change, ends, strict=True)}
+    if n >= 1 << 32 or len(keys) >= 1 << 31:  # the checker is unknown, saying so
+        raise ValueError(
+            f"{n:,} records over {len(keys):,} keys in one table: the prefix index packs a "
+            "key id and a position in 64 bits (fewer than 2**32 records, 2**31 keys)"
+        )
     # records are in partition, offset order: sorting (key id, position) as one int64 keeps
     # that within a key (~4x a stable sort of the key ids)
     by_key = np.sort((kid.astype(np.int64) << 32) | np.arange(n, dtype=np.int64)) & 0xFFFF_FFFF

@@ -65,6 +65,13 @@ def test_sort_runs_falls_back_when_two_hashes_share_their_high_bits() -> None:
     )
     assert _packed_sort(frame, "k", "t") is None
     assert sort_runs(frame, "k", "t").rows() == [(8, 0), (8, 1), (9, 0), (9, 1)]
+    wide = pl.DataFrame(
+        {"k": [5, 5, 3], "t": [2**64 - 1, 2**64 - 2, 0]}, schema={"k": pl.UInt64, "t": pl.UInt64}
+    )
+    assert _packed_sort(wide, "k", "t") is None  # a range over 32 bits: the two sorts
+    assert sort_runs(wide, "k", "t").rows() == [(3, 0), (5, 2**64 - 2), (5, 2**64 - 1)]
+    high = wide.with_columns(pl.col("t").clip(2**64 - 3))  # unsigned, near the top: packed
+    assert sort_runs(high, "k", "t").rows() == [(3, 2**64 - 3), (5, 2**64 - 2), (5, 2**64 - 1)]
     apart = frame.with_columns(pl.col("k") * 4)  # 32 and 36: their high bits differ
     packed = _packed_sort(apart, "k", "t")
     assert packed is not None and packed.rows() == [(32, 0), (32, 1), (36, 0), (36, 1)]

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sealcheck.checkers import check_run, run_checkers
+from sealcheck.checkers import check_run, load, run_checkers
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.replay import binding_ranges
 from sealcheck.harness.cli import app as cli
@@ -137,6 +137,26 @@ def test_an_export_both_changed_and_unreadable_is_refused_not_read(run_dir: Path
     assert res.valid is None and res.checkers == {}
     assert "export/updates.parquet is not the file the run produced" in res.input_problems[0]
     assert "not readable as its format now" in res.input_problems[0]
+
+
+def test_a_big_file_changed_is_refused_whatever_reading_it_raised(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Big files' digests are taken while the inputs are read: the refusal is what is said,
+    # not the error the reading met (here: anything at all).
+    def fails(*_: object) -> None:
+        raise RuntimeError("the reading blew up")
+
+    monkeypatch.setattr(load, "_BIG", 0)  # every file's digest taken beside the reading
+    monkeypatch.setattr(load, "_read", fails)
+    with pytest.raises(RuntimeError, match="blew up"):  # files unchanged: the error stands
+        load.load_run(run_dir)
+    with open(run_dir / "topic.parquet", "ab") as fh:
+        fh.write(b"\0")
+    run = load.load_run(run_dir)
+    assert [r.split(" (")[0] for r in run.refusals] == [
+        "topic.parquet is not the file the run produced"
+    ]
 
 
 def test_a_store_copy_changed_after_the_run_is_named(run_dir: Path) -> None:
