@@ -153,8 +153,8 @@ def _packed_sort(frame: pl.DataFrame, key: str, within: str) -> pl.DataFrame | N
     if bits > _PACK_BITS:
         return None
     high = pl.lit(~((1 << bits) - 1) & 0xFFFF_FFFF_FFFF_FFFF, dtype=pl.UInt64)
-    signed = pl.UInt64 if frame.schema[within] == pl.UInt64 else pl.Int64
-    inner = (pl.col(within).cast(signed) - pl.lit(lo, signed)).cast(pl.UInt64)
+    wide = pl.UInt64 if frame.schema[within] == pl.UInt64 else pl.Int64
+    inner = (pl.col(within).cast(wide) - pl.lit(lo, wide)).cast(pl.UInt64)
     packed = ((pl.col(key) & high) | inner).alias("__packed")
     out = frame.with_columns(packed).sort("__packed", maintain_order=True).drop("__packed")
     shared = (pl.col(key) & high) == (pl.col(key) & high).shift(1)
