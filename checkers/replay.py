@@ -98,7 +98,8 @@ def _json_ok(values: list[bytes]) -> np.ndarray:
     return out
 
 
-def _classify_batch(b: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _classify_batch(b: pl.DataFrame, base: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`classify` of one batch whose first record is record ``base`` of the topic."""
     key, value = b["key"], b["value"]
     key_ok = _ascii(key)
     odd = np.flatnonzero(~key_ok & key.is_not_null().to_numpy())
@@ -128,7 +129,7 @@ def _classify_batch(b: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         "reason",
     )
     errs = (
-        t.with_row_index("row")
+        t.with_row_index("row", offset=base)
         .filter(pl.col("reason") != 0)
         .select("row", h(error_bytes(reason_text())).alias("evh"), h(slot_bytes()).alias("skh"))
     )
@@ -154,30 +155,19 @@ def classify(topic: pl.DataFrame | pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataF
     Batches are classified a few at a time in threads (Arrow's string kernels and the hashes
     release the GIL: ~1.6x on 2 cores); at most one batch per thread waits in memory.
     """
-    records: list[pl.DataFrame] = []
-    errors: list[pl.DataFrame] = []
+    parts: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+    pending: collections.deque[Future[tuple[pl.DataFrame, pl.DataFrame]]] = collections.deque()
     base = 0
-    pending: collections.deque[tuple[Future[tuple[pl.DataFrame, pl.DataFrame]], int]]
-    pending = collections.deque()
-
-    def done() -> None:
-        nonlocal base
-        future, height = pending.popleft()
-        out, errs = future.result()
-        records.append(out)
-        errors.append(errs.with_columns(pl.col("row") + base))
-        base += height
-
     with ThreadPoolExecutor(_WORKERS, thread_name_prefix="classify") as pool:
         for b in _batches(topic):
-            pending.append((pool.submit(_classify_batch, b), b.height))
+            pending.append(pool.submit(_classify_batch, b, base))
+            base += b.height
             if len(pending) > _WORKERS:
-                done()
-        while pending:
-            done()
-    if not records:
-        empty = pl.DataFrame(schema=BYTES_SCHEMA)
-        return _classify_batch(empty)
+                parts.append(pending.popleft().result())
+        parts += [f.result() for f in pending]
+    if not parts:
+        return _classify_batch(pl.DataFrame(schema=BYTES_SCHEMA))
+    records, errors = zip(*parts, strict=True)
     return pl.concat(records, rechunk=True), pl.concat(errors, rechunk=True)
 
 
