@@ -18,7 +18,7 @@ checkers — times, the store's size, memory, and the verdict.
    the store's size on disk. Then **rehydration**: the incarnation stopped, a new one started,
    its ``rehydrated`` event timed (the state of every live key read back from the store).
 3. **run directory**, laid out as the harness lays out a run: ``topic.parquet`` (the topic
-   read back from Kafka, partition by partition), ``export/`` (the descriptor's export) and
+   read back from Kafka by the harness's ``read_topic``), ``export/`` (the descriptor's export) and
    ``acks.arrows`` (a row per acknowledged write), ``history.jsonl`` (the observer's uppers
    and ``captured`` ops, ``log-end``, ``caught-up`` and the final ``inputs`` manifest), and
    ``captures.arrows``: every sealed step captured while catching up, right after its upper
@@ -58,12 +58,13 @@ from measure import (  # noqa: E402
     step_stats,
     vm_hwm,
 )
-from scale_run import dump_topic, write_history  # noqa: E402
+from scale_run import write_history  # noqa: E402
 
 from sealcheck.infra.local import LocalBackend  # noqa: E402
-from sealcheck.infra.topic import log_end  # noqa: E402
+from sealcheck.infra.topic import log_end, read_topic  # noqa: E402
 from sealcheck.rundir.captures import CaptureWriter  # noqa: E402
-from sealcheck.rundir.files import ACKS, CAPTURES, UPDATES  # noqa: E402
+from sealcheck.rundir.files import ACKS, CAPTURES, UPDATES, write_topic  # noqa: E402
+from sealcheck.rundir.files import TOPIC as TOPIC_FILE  # noqa: E402
 from sealcheck.systems import system  # noqa: E402
 from sealcheck.systems.api import CapturesSteps, Settings  # noqa: E402
 
@@ -336,7 +337,10 @@ def main() -> int:
         pipe = run_pipeline(backend, args.work, run_dir, args)
         print_pipeline(pipe, args)
         t = time.monotonic()
-        rows = dump_topic(backend.bootstrap, TOPIC, pipe["log_end"], run_dir / "topic.parquet")
+        topic = read_topic(backend.bootstrap, TOPIC, pipe["log_end"])  # as the harness does
+        rows = topic.num_rows
+        write_topic(topic, run_dir / TOPIC_FILE)
+        del topic
         out["topic_dump_s"] = time.monotonic() - t
     finally:
         backend.stop(args.work)

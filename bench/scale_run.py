@@ -1,7 +1,6 @@
 """The run directory of ``bench/scale.py``, laid out as the harness lays out a run
 (``harness/session.py``), at a size where the harness's own helpers would hold every record as
-a Python object: the topic read back from Kafka partition by partition straight into
-``topic.parquet``, the acknowledged writes into ``acks.arrows`` in one go (the harness's
+a Python object: the acknowledged writes into ``acks.arrows`` in one go (the harness's
 writer appends them as they arrive: ``sealcheck/rundir/acks.py``), then the observer's, the
 final phase's and the final ``inputs`` ops in the history's format (``rundir/history.py``).
 """
@@ -13,71 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from sealcheck.rundir.acks import AckWriter
 from sealcheck.rundir.captures import CAPTURED_OP
 from sealcheck.rundir.files import ACKS, describe
-
-_SCHEMA = pa.schema(
-    [
-        ("partition", pa.int64()),
-        ("offset", pa.int64()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-    ]
-)
-
-
-def dump_topic(bootstrap: str, topic: str, ends: dict[int, int], path: Path) -> int:
-    """Every record of ``topic`` below ``ends`` into ``path``
-    (``sealcheck.rundir.files.write_topic``'s
-    format, in partition and offset order); the number of rows."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    rows = 0
-    cols: list[list[Any]] = [[], [], [], []]
-
-    def flush(writer: pq.ParquetWriter) -> None:
-        writer.write_table(pa.Table.from_arrays([pa.array(c) for c in cols], schema=_SCHEMA))
-        for c in cols:
-            c.clear()
-
-    with pq.ParquetWriter(path, _SCHEMA) as writer:
-        for p, end in sorted(ends.items()):
-            if end <= 0:
-                continue
-            consumer = Consumer(
-                {
-                    "bootstrap.servers": bootstrap,
-                    "group.id": "sealcheck-scale-dump",
-                    "enable.auto.commit": False,
-                }
-            )
-            consumer.assign([TopicPartition(topic, p, 0)])
-            try:
-                done, nxt = False, 0
-                while not done:  # consume() waits for its count: never ask past the end
-                    for msg in consumer.consume(max(1, min(10_000, end - nxt)), timeout=1.0):
-                        if msg.error() is not None:
-                            raise RuntimeError(f"dumping {topic!r}: {msg.error()}")
-                        o = msg.offset()
-                        assert o is not None
-                        if o >= end:
-                            done = True
-                            break
-                        for c, v in zip(cols, (p, o, msg.key(), msg.value()), strict=True):
-                            c.append(v)
-                        rows += 1
-                        nxt = o + 1
-                        done = nxt >= end
-                    if len(cols[0]) >= 500_000:
-                        flush(writer)
-            finally:
-                consumer.close()
-        flush(writer)
-    return rows
 
 
 def write_history(

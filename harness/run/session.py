@@ -23,7 +23,7 @@ from sealcheck.harness.run.progress import Display
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode, Supervisor
 from sealcheck.harness.run.target import RunTarget, heal_all
 from sealcheck.infra.node import Backend
-from sealcheck.infra.topic import dump_topic, log_end
+from sealcheck.infra.topic import log_end, read_topic
 from sealcheck.rundir.captures import CAPTURES, CaptureWriter
 from sealcheck.rundir.effects import EFFECTS, write_effects
 from sealcheck.rundir.files import TOPIC as TOPIC_FILE
@@ -250,20 +250,27 @@ class Session:
 
     def _dump(self, reason: str) -> str:
         """The topic and the system's export into the run directory, and the manifest of the
-        inputs; ``reason`` with why the export failed, if it did."""
+        inputs; ``reason`` with why the dump or the export failed, if either did (each also
+        recorded as an :data:`EXPORT_FAILED` op, so the verdict is UNKNOWN)."""
         self.display.update(phase="dumping the topic and the store")
-        write_topic(dump_topic(self.backend.bootstrap, TOPIC), self.run_dir / TOPIC_FILE)
+        reasons, dumped = [reason], False
+        try:
+            write_topic(read_topic(self.backend.bootstrap, TOPIC), self.run_dir / TOPIC_FILE)
+            dumped = True
+        except Exception as exc:  # Kafka cannot be read: judged UNKNOWN, not a crash
+            why = f"the dump of the topic failed: {type(exc).__name__}: {exc}"
+            reasons.append(self._harness_failure(EXPORT_FAILED, why))
         mapping = self.test.system.effect_mapping()
         try:
-            if mapping is not None:  # what each record should do, by the system's own mapping
+            if mapping is not None and dumped:  # what each record should do, by its mapping
                 write_effects(self.run_dir / TOPIC_FILE, mapping, self.run_dir / EFFECTS)
             self.deployment.export(self.run_dir)
         except Exception as exc:  # the store cannot be read: judged UNKNOWN, not a crash
             what = "mapping of records" if isinstance(exc, EffectError) else "export of the store"
             why = f"the {what} failed: {type(exc).__name__}: {exc}"
-            reason = "; ".join(filter(None, [reason, self._harness_failure(EXPORT_FAILED, why)]))
+            reasons.append(self._harness_failure(EXPORT_FAILED, why))
         record_inputs(self.history, self.run_dir)
-        return reason
+        return "; ".join(filter(None, reasons))
 
     def _keep(self) -> None:
         """With ``--leave-running``, Kafka and the services outlive the teardown

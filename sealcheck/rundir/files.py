@@ -94,19 +94,41 @@ class TopicRecord:
     value: bytes | None
 
 
-def write_topic(records: list[TopicRecord], path: Path) -> None:
-    """Write a topic dump as the checkers read it (``topic.parquet``: ``partition, offset,
-    key, value``; binary, null for a null key or a tombstone)."""
-    table = pa.table(
-        {
-            "partition": pa.array([r.partition for r in records], pa.int64()),
-            "offset": pa.array([r.offset for r in records], pa.int64()),
-            "key": pa.array([r.key for r in records], pa.binary()),
-            "value": pa.array([r.value for r in records], pa.binary()),
-        }
-    )
+#: the columns of ``topic.parquet`` (:func:`write_topic`)
+TOPIC_COLUMNS = pa.schema(
+    [
+        ("partition", pa.int64()),
+        ("offset", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+    ]
+)
+
+
+def write_topic(records: Sequence[TopicRecord] | pa.Table, path: Path) -> None:
+    """Write a topic dump as the checkers read it (``topic.parquet``: :data:`TOPIC_COLUMNS`;
+    null for a null key or a tombstone), from records or from a table of those columns
+    (``sealcheck.infra.topic.read_topic``'s)."""
+    if isinstance(records, pa.Table):
+        table = records.select(TOPIC_COLUMNS.names).cast(TOPIC_COLUMNS)
+    else:
+        table = pa.table(
+            {
+                "partition": pa.array([r.partition for r in records], pa.int64()),
+                "offset": pa.array([r.offset for r in records], pa.int64()),
+                "key": pa.array([r.key for r in records], pa.binary()),
+                "value": pa.array([r.value for r in records], pa.binary()),
+            },
+            schema=TOPIC_COLUMNS,
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
+
+
+def topic_records(table: pa.Table) -> list[TopicRecord]:
+    """A table of :data:`TOPIC_COLUMNS` as records, in its order."""
+    cols = [table.column(n).to_pylist() for n in TOPIC_COLUMNS.names]
+    return [TopicRecord(*row) for row in zip(*cols, strict=True)]
 
 
 #: the columns of the export (and of the captured steps, :mod:`sealcheck.rundir.captures`)

@@ -170,3 +170,32 @@ def test_run_is_the_list_of_its_phases(tmp_path: Path) -> None:
     session.producers = type("P", (), {"errors": []})()  # type: ignore[assignment]
     assert session.run() == ""
     assert called == listed
+
+
+def test_a_topic_that_cannot_be_dumped_makes_the_run_unknown_and_the_store_is_still_exported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealcheck.harness.run import session as session_mod
+    from sealcheck.rundir.history import EXPORT_FAILED, FINAL_OP, History, HistoryWriter
+
+    def stalled(bootstrap: str, topic: str) -> object:
+        raise TimeoutError(f"reading {topic!r}: nothing arrived for 60s")
+
+    monkeypatch.setattr(session_mod, "read_topic", stalled)
+    test = build_test(TestConfig(nemeses=("kill",)))
+    run_dir = tmp_path / "t" / "1"
+    run_dir.mkdir(parents=True)
+    history = HistoryWriter(run_dir / "history.jsonl")
+    session = Session(test, run_dir, history, _Display(), _Teardown())  # type: ignore[arg-type]
+    session.backend = _Backend(1, tmp_path, "r")  # type: ignore[assignment]
+    exported: list[Path] = []
+    session.deployment = type("D", (), {"export": lambda self, d: exported.append(d)})()  # type: ignore[assignment]
+    reason = session._dump("")
+    history.close()
+    why = "the dump of the topic failed: TimeoutError: reading 'upserts': nothing arrived for 60s"
+    assert reason == why
+    assert exported == [run_dir]  # the store is exported all the same
+    assert not (run_dir / "topic.parquet").exists() and not (run_dir / "effects.parquet").exists()
+    loaded = History.load(run_dir / "history.jsonl")
+    assert [op["f"] for op in loaded.ops if op["process"] == "harness"] == [EXPORT_FAILED, FINAL_OP]
+    assert loaded.harness_failures() == [f"{why}: the system's output cannot be judged"]

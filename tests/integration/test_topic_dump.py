@@ -1,0 +1,76 @@
+"""``sealcheck.infra.topic.read_topic`` on a real broker: every record below the ends in
+(partition, offset) order, a partition that ends on a transaction marker, and a stall."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from sealcheck.harness.cli import smoke
+from sealcheck.infra import topic as topic_mod
+from sealcheck.infra.topic import dump_topic, log_end, read_topic
+from sealcheck.rundir.files import TopicRecord, topic_records
+
+pytestmark = pytest.mark.integration
+
+_topics = itertools.count()
+
+
+def _records(n: int) -> list[tuple[bytes | None, bytes | None]]:
+    """Keys spread over the partitions, a null key and a tombstone among them."""
+    out: list[tuple[bytes | None, bytes | None]] = []
+    for i in range(n):
+        key = None if i % 97 == 5 else b"k%d" % (i % 41)
+        out.append((key, None if i % 13 == 7 else b'{"i": %d}' % i))
+    return out
+
+
+def test_every_record_below_the_ends_in_partition_and_offset_order(
+    kafka: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = f"dump-{next(_topics)}"
+    kafka.create_topic(topic, partitions=3)
+    acked = sorted(smoke.produce(kafka.bootstrap, topic, _records(3_000)))
+    monkeypatch.setattr(topic_mod, "_CHUNK", 64)  # many Arrow chunks per partition
+
+    got = topic_records(read_topic(kafka.bootstrap, topic))
+    assert got == acked
+    assert dump_topic(kafka.bootstrap, topic) == acked
+    assert any(r.key is None for r in got) and any(r.value is None for r in got)
+
+    ends = log_end(kafka.bootstrap, topic)
+    cut = {0: ends[0] // 2, 1: 0, 2: ends[2]}  # half of one, none of another
+    want = [r for r in acked if r.offset < cut[r.partition]]
+    assert topic_records(read_topic(kafka.bootstrap, topic, cut)) == want
+
+
+def test_a_partition_ending_on_a_transaction_marker_is_read_to_its_end(kafka: Any) -> None:
+    # The marker holds the last offset but is never delivered: the end is known from the
+    # consumer reaching it, not from a record at end - 1 (which would wait for ever).
+    topic = f"dump-tx-{next(_topics)}"
+    kafka.create_topic(topic, partitions=1)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "transactional.id": topic})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(topic, b'{"i": %d}' % i, b"k%d" % i, 0)
+    producer.commit_transaction(30)
+    ends = log_end(kafka.bootstrap, topic)
+    assert ends == {0: 6}  # five records and the commit marker
+
+    got = topic_records(read_topic(kafka.bootstrap, topic, stall_s=20))
+    assert got == [TopicRecord(0, i, b"k%d" % i, b'{"i": %d}' % i) for i in range(5)]
+
+
+def test_a_partition_that_never_reaches_its_end_fails_naming_it(kafka: Any) -> None:
+    topic = f"dump-short-{next(_topics)}"
+    kafka.create_topic(topic, partitions=2)
+    smoke.produce(kafka.bootstrap, topic, [(b"a", b"1")] * 4)
+    ends = log_end(kafka.bootstrap, topic)
+    full = next(p for p, e in ends.items() if e == 4)
+    with pytest.raises(TimeoutError) as err:
+        read_topic(kafka.bootstrap, topic, {full: 10}, stall_s=1.5)
+    assert f"{full}: 4 of 10" in str(err.value)
