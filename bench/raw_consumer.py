@@ -1,8 +1,13 @@
 """The ceiling of ``bench/sut_compare.py``: a bare confluent-kafka consumer reading a topic from
 offset 0 to a given log end, doing nothing with the records but touching their keys and values.
+``--conf`` adds librdkafka settings: ``bench/sut_compare.py`` passes the harness's topic dump's
+fetch sizes (``sealcheck.infra.topic.FETCH``, 16 MiB per partition), since with librdkafka's
+1 MiB default the same consumer is ~3.8x slower (``bench/topic_dump.py``) and a ceiling should
+be the fastest bare reader, not a handicapped one. (Passed in, not imported: importing
+``sealcheck`` would add its start-up and memory to the ceiling's.)
 
     python bench/raw_consumer.py --bootstrap HOST:PORT --topic T --ends '{"0": 123, ...}'
-        [--step 20000]
+        [--step 20000] [--conf '{"max.partition.fetch.bytes": 16777216}']
 
 Run as its own process (so its start-up and its RSS are measured like a system under test's).
 Prints one JSON line: ``records`` read, and ``CLOCK_MONOTONIC`` seconds (comparable with the
@@ -16,12 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 from measure import vm_hwm
 
 
-def read_to_end(bootstrap: str, topic: str, ends: dict[int, int], step: int) -> dict[str, object]:
-    """Read ``[0, ends[p])`` of every partition; the times described in the module docstring."""
+def read_to_end(
+    bootstrap: str, topic: str, ends: dict[int, int], step: int, conf: dict[str, Any]
+) -> dict[str, object]:
+    """Read ``[0, ends[p])`` of every partition with ``conf`` added to the consumer's settings;
+    the times described in the module docstring."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -30,6 +39,7 @@ def read_to_end(bootstrap: str, topic: str, ends: dict[int, int], step: int) -> 
             "group.id": "sealcheck-raw-ceiling",
             "enable.auto.commit": False,
             "enable.partition.eof": False,
+            **conf,
         }
     )
     ready = time.monotonic()
@@ -77,9 +87,11 @@ def main() -> None:
     ap.add_argument("--topic", required=True)
     ap.add_argument("--ends", required=True, help="JSON {partition: log end}")
     ap.add_argument("--step", type=int, default=20_000)
+    ap.add_argument("--conf", default="{}", help="JSON {librdkafka setting: value}")
     args = ap.parse_args()
     ends = {int(p): int(o) for p, o in json.loads(args.ends).items()}
-    print(json.dumps(read_to_end(args.bootstrap, args.topic, ends, args.step)), flush=True)
+    got = read_to_end(args.bootstrap, args.topic, ends, args.step, json.loads(args.conf))
+    print(json.dumps(got), flush=True)
 
 
 if __name__ == "__main__":

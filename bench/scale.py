@@ -29,7 +29,8 @@ checkers — times, the store's size, memory, and the verdict.
    in two
    timed halves. The verdict must be VALID; anything else is printed with its reasons.
 
-Prints every number; ``--json`` writes them; asserts nothing.
+Prints every number, last the whole bench's wall time (``end_to_end_s``); ``--json`` writes
+them; asserts nothing.
 """
 
 from __future__ import annotations
@@ -373,7 +374,14 @@ def main() -> int:
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         judged = pool.apply(judge, (run_dir,))
     out["pipeline"], out["checkers"] = pipe, judged
+    out["end_to_end_s"] = (time.monotonic_ns() - t0_ns) / 1e9
     print_checkers(judged)
+    print(
+        f"end to end {out['end_to_end_s']:.1f}s: generating and producing the records, catching "
+        f"up, the restart ({pipe['restart_to_rehydrated_s']:.1f}s), the run directory and the "
+        "checkers",
+        flush=True,
+    )
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str) + "\n")
         print(f"wrote {args.json}")

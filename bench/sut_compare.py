@@ -11,7 +11,8 @@ one system at a time, each deployed by its own descriptor exactly as a chaos run
 
 * ``raw``, the ceiling: a bare confluent-kafka consumer in its own process
   (``bench/raw_consumer.py``) reading offset 0 to that log end and doing nothing with the
-  records;
+  records, with the topic dump's 16 MiB fetches (``sealcheck.infra.topic.FETCH``; the 1 MiB
+  default made it ~3.8x slower, a ceiling set low);
 * ``upsert-source`` (Spark Connect, the default of a chaos run) and ``delta-streaming`` (its own
   local-mode driver), each a cold incarnation on an empty store, until its ``data`` and
   ``errors`` have sealed a step whose bindings reach that log end. With ``--spark cluster``
@@ -75,7 +76,7 @@ from measure import (  # noqa: E402
 from sealcheck.harness.cli import smoke  # noqa: E402
 from sealcheck.harness.run.workload import UpsertMix, records, upsert_records  # noqa: E402
 from sealcheck.infra.local import LocalBackend  # noqa: E402
-from sealcheck.infra.topic import log_end  # noqa: E402
+from sealcheck.infra.topic import FETCH, log_end  # noqa: E402
 from sealcheck.systems import system  # noqa: E402
 from sealcheck.systems.api import Settings  # noqa: E402
 
@@ -118,6 +119,7 @@ def measure_raw(backend: LocalBackend, ends: dict[int, int], n: int, step: int) 
     argv = [sys.executable, str(Path(__file__).with_name("raw_consumer.py"))]
     argv += ["--bootstrap", backend.bootstrap, "--topic", TOPIC, "--step", str(step)]
     argv += ["--ends", json.dumps({str(p): o for p, o in ends.items()})]
+    argv += ["--conf", json.dumps(dict(FETCH))]  # the fastest bare reader: see its docstring
     t0 = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, check=True)
     mem = rss.stop()

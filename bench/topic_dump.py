@@ -18,6 +18,7 @@ import multiprocessing
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,11 @@ from measure import MIB, vm_hwm  # noqa: E402
 from scale import PARTITIONS, TOPIC, produce, workload  # noqa: E402
 
 from sealcheck.infra.local import LocalBackend  # noqa: E402
-from sealcheck.infra.topic import _FETCH, log_end, read_topic  # noqa: E402
+from sealcheck.infra.topic import FETCH, log_end, read_topic  # noqa: E402
 from sealcheck.rundir.files import write_topic  # noqa: E402
 
 
-def count(bootstrap: str, ends: dict[int, int], conf: dict[str, Any]) -> int:
+def count(bootstrap: str, ends: dict[int, int], conf: Mapping[str, Any]) -> int:
     """Consume every partition to its end, touching nothing: the consumer's own floor."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -67,7 +68,7 @@ def _child(what: str, bootstrap: str, ends: dict[int, int], out: Path, q: Any) -
         write_topic(read_topic(bootstrap, TOPIC, ends), out)
         rows = sum(ends.values())
     else:
-        rows = count(bootstrap, ends, _FETCH if what == "count, dump's fetch" else {})
+        rows = count(bootstrap, ends, FETCH if what == "count, dump's fetch" else {})
     q.put((rows, time.monotonic() - start, vm_hwm()))
 
 

@@ -33,37 +33,9 @@ from sealcheck.checkers.replay import (
     step_winners,
 )
 from sealcheck.checkers.result import show
+from sealcheck.checkers.schemas import TOPIC_SCHEMA
 from sealcheck.checkers.steps import Steps
 from sealcheck.rundir.history import History
-
-TOPIC_SCHEMA = pl.Schema(
-    {
-        "partition": pl.Int64,
-        "offset": pl.Int64,
-        "key": pl.Binary,
-        "value": pl.Binary,
-    }
-)
-EFFECTS_SCHEMA = pl.Schema(
-    {
-        "row": pl.Int64,
-        "partition": pl.Int64,
-        "offset": pl.Int64,
-        "table": pl.String,
-        "key": pl.Binary,
-        "value": pl.Binary,
-    }
-)
-UPDATES_SCHEMA = pl.Schema(
-    {
-        "collection": pl.String,
-        "key": pl.Binary,
-        "value": pl.Binary,
-        "ts": pl.Int64,
-        "diff": pl.Int64,
-    }
-)
-
 
 Frame = pl.DataFrame | pl.LazyFrame
 

@@ -9,12 +9,8 @@ from pathlib import Path
 
 import polars as pl
 
-from sealcheck.checkers.inputs import (
-    EFFECTS_SCHEMA,
-    TOPIC_SCHEMA,
-    UPDATES_SCHEMA,
-    RunData,
-)
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.schemas import EFFECTS_SCHEMA, TOPIC_SCHEMA, UPDATES_SCHEMA
 from sealcheck.checkers.steps import load as load_steps
 from sealcheck.rundir import files
 from sealcheck.rundir.captures import CAPTURES

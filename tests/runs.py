@@ -13,7 +13,8 @@ from typing import Any
 
 import polars as pl
 
-from sealcheck.checkers.inputs import TOPIC_SCHEMA, UPDATES_SCHEMA, RunData
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.schemas import TOPIC_SCHEMA, UPDATES_SCHEMA
 from sealcheck.rundir.history import History
 from sealcheck_upsert_source.loop import choose_range, diff_bindings
 from sealcheck_upsert_source.upsert import SourceRecord, apply, upsert_step, winners

@@ -15,8 +15,9 @@ import polars as pl
 import pytest
 
 from sealcheck.checkers import CHECKERS, run_checkers
-from sealcheck.checkers.inputs import EFFECTS_SCHEMA, TOPIC_SCHEMA, UPDATES_SCHEMA, RunData
+from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.replay import assign_steps, binding_ranges
+from sealcheck.checkers.schemas import EFFECTS_SCHEMA, TOPIC_SCHEMA, UPDATES_SCHEMA
 from sealcheck.core.effects import (
     SKIP,
     DeadLetter,
