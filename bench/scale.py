@@ -36,7 +36,6 @@ them; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import multiprocessing
 import shutil
@@ -48,7 +47,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from measure import (  # noqa: E402
     MIB,
@@ -59,6 +57,7 @@ from measure import (  # noqa: E402
     step_stats,
     vm_hwm,
 )
+from scale_records import PARTITIONS, TOPIC, produce, workload  # noqa: E402
 from scale_run import write_history  # noqa: E402
 
 from sealcheck.infra.local import LocalBackend  # noqa: E402
@@ -68,86 +67,6 @@ from sealcheck.rundir.files import ACKS, CAPTURES, UPDATES, write_topic  # noqa:
 from sealcheck.rundir.files import TOPIC as TOPIC_FILE  # noqa: E402
 from sealcheck.systems import system  # noqa: E402
 from sealcheck.systems.api import CapturesSteps, Settings  # noqa: E402
-
-TOPIC = "scale"
-PARTITIONS = 3
-GOOD, TOMBSTONE, NULL_KEY, NOT_JSON, NOT_UTF8 = range(5)
-
-
-def workload(records: int, keys: int, seed: int) -> pl.DataFrame:
-    """The records: ``n, kind, partition`` and ``key``/``value`` as text (``key_s``,
-    ``value_s``; ``value_hex`` for a value that is not UTF-8) and as bytes."""
-    rng = np.random.default_rng(seed)
-    kid = rng.integers(0, keys, records)
-    roll = rng.random(records)
-    kind = np.select(
-        [roll < 0.05, roll < 0.05 + 0.02 / 3, roll < 0.05 + 0.04 / 3, roll < 0.07],
-        [TOMBSTONE, NULL_KEY, NOT_JSON, NOT_UTF8],
-        GOOD,
-    )
-    part = np.where(kind == NULL_KEY, rng.integers(0, PARTITIONS, records), kid % PARTITIONS)
-    n, k = pl.col("n").cast(pl.String), pl.col("kind")
-    frame = pl.DataFrame({"n": np.arange(records), "kid": kid, "kind": kind, "partition": part})
-    return frame.with_columns(
-        pl.when(k != NULL_KEY).then(pl.lit("k") + pl.col("kid").cast(pl.String)).alias("key_s"),
-        pl.when(k == GOOD)
-        .then(pl.lit('{"i": ') + n + pl.lit(', "p": "xxxxxxxxxxxxxxxx"}'))
-        .when(k == NULL_KEY)
-        .then(pl.lit('{"i": ') + n + pl.lit("}"))
-        .when(k == NOT_JSON)
-        .then(pl.lit("{not json ") + n)
-        .alias("value_s"),
-        pl.when(k == NOT_UTF8).then(pl.lit("fffe") + n.str.encode("hex")).alias("value_hex"),
-    ).with_columns(
-        pl.col("key_s").cast(pl.Binary).alias("key"),
-        pl.coalesce(pl.col("value_s").cast(pl.Binary), pl.col("value_hex").str.decode("hex")).alias(
-            "value"
-        ),
-    )
-
-
-def produce(bootstrap: str, frame: pl.DataFrame, t0_ns: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Produce every record; per record its offset (-1: not acknowledged) and the time of its
-    acknowledgement (ns since ``t0_ns``), and how many failed. Delivery reports of a partition
-    come in the order its records were produced (idempotence), which pairs them up."""
-    from confluent_kafka import Producer
-
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 20,
-            "compression.type": "none",
-            "queue.buffering.max.messages": 500_000,
-        }
-    )
-    offsets = np.full(frame.height, -1, np.int64)
-    acked = np.zeros(frame.height, np.int64)
-    pending: list[collections.deque[int]] = [collections.deque() for _ in range(PARTITIONS)]
-    failed = 0
-
-    def on_delivery(err: Any, msg: Any) -> None:
-        nonlocal failed
-        i = pending[msg.partition()].popleft()
-        if err is not None:
-            failed += 1
-        else:
-            offsets[i] = msg.offset()
-            acked[i] = time.monotonic_ns() - t0_ns
-
-    for chunk in frame.select("n", "partition", "key", "value").iter_slices(200_000):
-        for i, p, key, value in chunk.iter_rows():
-            pending[p].append(i)
-            while True:
-                try:
-                    producer.produce(TOPIC, value, key, p, on_delivery=on_delivery)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        producer.poll(0)
-    left = producer.flush(300)
-    return offsets, acked, failed + left
 
 
 def run_pipeline(

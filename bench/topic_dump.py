@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from measure import MIB, vm_hwm  # noqa: E402
-from scale import PARTITIONS, TOPIC, produce, workload  # noqa: E402
+from scale_records import PARTITIONS, TOPIC, produce, workload  # noqa: E402
 
 from sealcheck.infra.local import LocalBackend  # noqa: E402
 from sealcheck.infra.topic import FETCH, log_end, read_topic  # noqa: E402
@@ -65,8 +65,9 @@ def count(bootstrap: str, ends: dict[int, int], conf: Mapping[str, Any]) -> int:
 def _child(what: str, bootstrap: str, ends: dict[int, int], out: Path, q: Any) -> None:
     start = time.monotonic()
     if what == "dump":
-        write_topic(read_topic(bootstrap, TOPIC, ends), out)
-        rows = sum(ends.values())
+        table = read_topic(bootstrap, TOPIC, ends)
+        write_topic(table, out)
+        rows = table.num_rows
     else:
         rows = count(bootstrap, ends, FETCH if what == "count, dump's fetch" else {})
     q.put((rows, time.monotonic() - start, vm_hwm()))
@@ -102,15 +103,19 @@ def main() -> None:
         ends = log_end(backend.bootstrap, TOPIC)
         print(f"{sum(ends.values()):,} records in {PARTITIONS} partitions ({failed} not acked)")
         best: dict[str, float] = {}
+        read: set[int] = set()
         for rep in range(args.reps):
             for what in ("dump", "count, dump's fetch", "count, default fetch"):
                 rows, took, peak = timed(what, backend.bootstrap, ends, args.work / "t.parquet")
                 best[what] = min(best.get(what, took), took)
+                read.add(rows)
                 print(
                     f"rep {rep} {what:22} {rows:,} rows {took:6.2f}s "
                     f"{rows / took:10,.0f} rec/s peak RSS {peak / MIB:,.0f} MiB",
                     flush=True,
                 )
+        if len(read) != 1:
+            print(f"WARNING: the readers did not read the same number of records: {sorted(read)}")
         floor = best["count, dump's fetch"]
         print(
             f"best: dump {best['dump']:.2f}s = {best['dump'] / floor:.2f}x the bare consumer "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -122,7 +123,9 @@ def write_topic(records: Sequence[TopicRecord] | pa.Table, path: Path) -> None:
             schema=TOPIC_COLUMNS,
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path)
+    tmp = path.with_name(path.name + ".tmp")  # a write cut short leaves no topic.parquet
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
 
 
 def topic_records(table: pa.Table) -> list[TopicRecord]:

@@ -1,13 +1,16 @@
 """``sealcheck.infra.topic.read_topic`` on a real broker: every record below the ends in
-(partition, offset) order, a partition that ends on a transaction marker, and a stall."""
+(partition, offset) order, a partition that ends on a transaction marker, a stall, and a
+partition whose first records were deleted."""
 
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from sealcheck.harness.cli import smoke
 from sealcheck.infra import topic as topic_mod
@@ -36,13 +39,15 @@ def test_every_record_below_the_ends_in_partition_and_offset_order(
     acked = sorted(smoke.produce(kafka.bootstrap, topic, _records(3_000)))
     monkeypatch.setattr(topic_mod, "_CHUNK", 64)  # many Arrow chunks per partition
 
-    got = topic_records(read_topic(kafka.bootstrap, topic))
+    table = read_topic(kafka.bootstrap, topic)
+    assert table.column("offset").num_chunks > 3
+    got = topic_records(table)
     assert got == acked
     assert dump_topic(kafka.bootstrap, topic) == acked
     assert any(r.key is None for r in got) and any(r.value is None for r in got)
 
     ends = log_end(kafka.bootstrap, topic)
-    cut = {0: ends[0] // 2, 1: 0, 2: ends[2]}  # half of one, none of another
+    cut = {2: ends[2], 1: 0, 0: ends[0] // 2}  # half of one, none of another; out of order
     want = [r for r in acked if r.offset < cut[r.partition]]
     assert topic_records(read_topic(kafka.bootstrap, topic, cut)) == want
 
@@ -71,6 +76,20 @@ def test_a_partition_that_never_reaches_its_end_fails_naming_it(kafka: Any) -> N
     smoke.produce(kafka.bootstrap, topic, [(b"a", b"1")] * 4)
     ends = log_end(kafka.bootstrap, topic)
     full = next(p for p, e in ends.items() if e == 4)
+    start = time.monotonic()
     with pytest.raises(TimeoutError) as err:
-        read_topic(kafka.bootstrap, topic, {full: 10}, stall_s=1.5)
+        read_topic(kafka.bootstrap, topic, {full: 10}, stall_s=5)
+    assert time.monotonic() - start >= 5
     assert f"{full}: 4 of 10" in str(err.value)
+
+
+def test_a_partition_whose_first_records_were_deleted_is_refused(kafka: Any) -> None:
+    # Read from where it now starts, the dump would lack records the system may have read.
+    topic = f"dump-deleted-{next(_topics)}"
+    kafka.create_topic(topic, partitions=1)
+    smoke.produce(kafka.bootstrap, topic, [(b"a", b"%d" % i) for i in range(10)])
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for future in admin.delete_records([TopicPartition(topic, 0, 6)]).values():
+        future.result(30)
+    with pytest.raises(RuntimeError, match="offset 0 of partition 0 is no longer in the log"):
+        read_topic(kafka.bootstrap, topic, stall_s=20)

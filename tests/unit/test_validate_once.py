@@ -181,8 +181,11 @@ def test_a_topic_that_cannot_be_dumped_makes_the_run_unknown_and_the_store_is_st
     def stalled(bootstrap: str, topic: str) -> object:
         raise TimeoutError(f"reading {topic!r}: nothing arrived for 60s")
 
+    mapped: list[Path] = []
     monkeypatch.setattr(session_mod, "read_topic", stalled)
+    monkeypatch.setattr(session_mod, "write_effects", lambda topic, m, out: mapped.append(topic))
     test = build_test(TestConfig(nemeses=("kill",)))
+    monkeypatch.setattr(test.system, "effect_mapping", lambda: "a mapping of its own")
     run_dir = tmp_path / "t" / "1"
     run_dir.mkdir(parents=True)
     history = HistoryWriter(run_dir / "history.jsonl")
@@ -195,6 +198,7 @@ def test_a_topic_that_cannot_be_dumped_makes_the_run_unknown_and_the_store_is_st
     why = "the dump of the topic failed: TimeoutError: reading 'upserts': nothing arrived for 60s"
     assert reason == why
     assert exported == [run_dir]  # the store is exported all the same
+    assert mapped == []  # no topic to map
     assert not (run_dir / "topic.parquet").exists() and not (run_dir / "effects.parquet").exists()
     loaded = History.load(run_dir / "history.jsonl")
     assert [op["f"] for op in loaded.ops if op["process"] == "harness"] == [EXPORT_FAILED, FINAL_OP]
