@@ -2,7 +2,7 @@
 offset 0 to a given log end, doing nothing with the records but touching their keys and values.
 ``--conf`` adds librdkafka settings: ``bench/sut_compare.py`` passes the harness's topic dump's
 fetch sizes (``sealcheck.infra.topic.FETCH``, 16 MiB per partition), since with librdkafka's
-1 MiB default the same consumer is ~3.8x slower (``bench/topic_dump.py``) and a ceiling should
+1 MiB default the same consumer is 3.4x slower (``bench/topic_dump.py``) and a ceiling should
 be the fastest bare reader, not a handicapped one. (Passed in, not imported: importing
 ``sealcheck`` would add its start-up and memory to the ceiling's.)
 

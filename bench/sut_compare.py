@@ -12,7 +12,7 @@ one system at a time, each deployed by its own descriptor exactly as a chaos run
 * ``raw``, the ceiling: a bare confluent-kafka consumer in its own process
   (``bench/raw_consumer.py``) reading offset 0 to that log end and doing nothing with the
   records, with the topic dump's 16 MiB fetches (``sealcheck.infra.topic.FETCH``; the 1 MiB
-  default made it ~3.8x slower, a ceiling set low);
+  default made it 3.4x slower, a ceiling set low);
 * ``upsert-source`` (Spark Connect, the default of a chaos run) and ``delta-streaming`` (its own
   local-mode driver), each a cold incarnation on an empty store, until its ``data`` and
   ``errors`` have sealed a step whose bindings reach that log end. With ``--spark cluster``

@@ -1,8 +1,9 @@
 """The topic dump against a bare consumer reading the same broker in the same run.
 
 The dump is ``sealcheck.infra.topic.read_topic`` + ``write_topic``, as the harness runs it after
-the final phase; the peers are a bare confluent-kafka consumer that only counts the records,
-with librdkafka's default fetch sizes (how the dump fetched before) and with the dump's.
+the final phase; the peers are the bare confluent-kafka consumer of ``bench/raw_consumer.py``
+(it touches each record's key and value, nothing more), with librdkafka's default fetch sizes
+(how the dump fetched before) and with the dump's.
 
     python bench/topic_dump.py [--records 2000000] [--reps 2]
 
@@ -18,7 +19,6 @@ import multiprocessing
 import shutil
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,40 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from measure import MIB, vm_hwm  # noqa: E402
+from raw_consumer import read_to_end  # noqa: E402
 from scale_records import PARTITIONS, TOPIC, produce, workload  # noqa: E402
 
 from sealcheck.infra.local import LocalBackend  # noqa: E402
 from sealcheck.infra.topic import FETCH, log_end, read_topic  # noqa: E402
 from sealcheck.rundir.files import write_topic  # noqa: E402
-
-
-def count(bootstrap: str, ends: dict[int, int], conf: Mapping[str, Any]) -> int:
-    """Consume every partition to its end, touching nothing: the consumer's own floor."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "sealcheck-bench-dump",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            **conf,
-        }
-    )
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in ends])
-    n, left = 0, {p for p, e in ends.items() if e > 0}
-    try:
-        while left:
-            for msg in consumer.consume(10_000, timeout=0.5):
-                p, o = msg.partition(), msg.offset()
-                assert p is not None and o is not None
-                if msg.error() is None:
-                    n += 1
-                elif o >= ends[p]:  # partition EOF at the end
-                    left.discard(p)
-    finally:
-        consumer.close()
-    return n
 
 
 def _child(what: str, bootstrap: str, ends: dict[int, int], out: Path, q: Any) -> None:
@@ -69,7 +41,10 @@ def _child(what: str, bootstrap: str, ends: dict[int, int], out: Path, q: Any) -
         write_topic(table, out)
         rows = table.num_rows
     else:
-        rows = count(bootstrap, ends, FETCH if what == "count, dump's fetch" else {})
+        conf = dict(FETCH) if what == "bare, dump's fetch" else {}
+        got = read_to_end(bootstrap, TOPIC, ends, 1 << 62, conf)  # no step marks
+        rows = got["records"]
+        assert isinstance(rows, int)
     q.put((rows, time.monotonic() - start, vm_hwm()))
 
 
@@ -105,7 +80,7 @@ def main() -> None:
         best: dict[str, float] = {}
         read: set[int] = set()
         for rep in range(args.reps):
-            for what in ("dump", "count, dump's fetch", "count, default fetch"):
+            for what in ("dump", "bare, dump's fetch", "bare, default fetch"):
                 rows, took, peak = timed(what, backend.bootstrap, ends, args.work / "t.parquet")
                 best[what] = min(best.get(what, took), took)
                 read.add(rows)
@@ -116,11 +91,11 @@ def main() -> None:
                 )
         if len(read) != 1:
             print(f"WARNING: the readers did not read the same number of records: {sorted(read)}")
-        floor = best["count, dump's fetch"]
+        floor = best["bare, dump's fetch"]
         print(
             f"best: dump {best['dump']:.2f}s = {best['dump'] / floor:.2f}x the bare consumer "
             f"with its fetch ({floor:.2f}s); the bare consumer with librdkafka's default fetch "
-            f"{best['count, default fetch']:.2f}s = {best['count, default fetch'] / floor:.2f}x"
+            f"{best['bare, default fetch']:.2f}s = {best['bare, default fetch'] / floor:.2f}x"
         )
     finally:
         backend.stop(args.work)

@@ -4,7 +4,7 @@ end of each partition.
 :func:`read_topic` is the one reader: it consumes every partition at once, keeps each
 partition's records as Arrow chunks (at most the last ``_CHUNK`` of a partition are Python
 objects at any time) and fetches 16 MiB per partition at a time. With librdkafka's 1 MiB
-default a bare consumer read 2M records in 13.8 s here, with 16 MiB in 3.6 s; the dump as a
+default a bare consumer read 2M records in 13.2 s here, with 16 MiB in 3.9 s; the dump as a
 whole went from 18.6 s to 7.3 s side by side (``bench/topic_dump.py``, ``docs/scale.md``).
 It gives up only when nothing arrives for ``stall_s``, so a large topic takes as long as it
 needs and a dead broker fails in ``stall_s``; and it refuses an offset no longer in the log
