@@ -9,6 +9,12 @@ summed; the peak is the largest sum seen. PSS, not RSS: a JVM that forks a helpe
 ``chmod`` under Delta) would otherwise be counted twice while the child shares its pages. A
 peak that lasts less than ``interval_s`` can be missed.
 
+CPU (:func:`cpu_snapshot`, :func:`cpu_between`): the busy time of the whole machine
+(``/proc/stat``: every state but idle and iowait, summed over the cores) and the user+system
+time of each process of the tree and of the brokers (``/proc/<pid>/stat``), taken at two
+moments; the difference says how much of the machine a phase used and who used it. A process
+that exits between the two is missing from the split, not from the machine's total.
+
 Step times (:class:`StepClock`): an upper (the lower of ``data`` and ``errors``) sampled every
 ``interval_s``; each time it moves, the time since it last moved is one step's time (split
 evenly when one sample saw it move by more than one step). So a step's time is the wall time
@@ -20,13 +26,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import resource
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
 MIB = 1024 * 1024
 
 
@@ -48,9 +57,10 @@ def percentile(values: Iterable[float], q: float) -> float | None:
     return xs[min(len(xs) - 1, max(0, math.ceil(q / 100 * len(xs)) - 1))]
 
 
-def _processes() -> dict[int, tuple[int, str, int]]:
-    """pid -> (parent pid, command name, resident bytes) of every process readable now."""
-    out: dict[int, tuple[int, str, int]] = {}
+def _processes() -> dict[int, tuple[int, str, int, int]]:
+    """pid -> (parent pid, command name, resident bytes, CPU ticks: user + system) of every
+    process readable now."""
+    out: dict[int, tuple[int, str, int, int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -60,8 +70,9 @@ def _processes() -> dict[int, tuple[int, str, int]]:
         except OSError:
             continue  # exited meanwhile
         head, _, tail = stat.rpartition(")")
-        comm = head.partition("(")[2]
-        out[int(entry)] = (int(tail.split()[1]), comm, int(statm.split()[1]) * PAGE)
+        comm, fields = head.partition("(")[2], tail.split()
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime (man 5 proc: fields 14, 15)
+        out[int(entry)] = (int(fields[1]), comm, int(statm.split()[1]) * PAGE, ticks)
     return out
 
 
@@ -76,22 +87,83 @@ def _pss(pid: int, rss: int) -> int:
     return rss
 
 
+def _subtree(
+    procs: dict[int, tuple[int, str, int, int]], roots: Iterable[int], skip: set[int]
+) -> list[int]:
+    """The pids below ``roots`` (not the roots themselves), without the subtrees of ``skip``."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, *_) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    out: list[int] = []
+    todo = [c for r in roots for c in children.get(r, []) if c not in skip]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(c for c in children.get(pid, []) if c not in skip)
+    return out
+
+
 def tree_rss(root: int, exclude: Iterable[int] = ()) -> dict[str, int]:
     """Resident bytes of ``root``'s descendants (not ``root`` itself, nor the subtrees of
     ``exclude``), summed per command name."""
     procs = _processes()
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in procs.items():
-        children.setdefault(ppid, []).append(pid)
-    skip = set(exclude)
     out: dict[str, int] = {}
-    todo = [c for c in children.get(root, []) if c not in skip]
-    while todo:
-        pid = todo.pop()
-        _, comm, rss = procs[pid]
+    for pid in _subtree(procs, [root], set(exclude)):
+        _, comm, rss, _ = procs[pid]
         out[comm] = out.get(comm, 0) + _pss(pid, rss)
-        todo.extend(c for c in children.get(pid, []) if c not in skip)
     return out
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    """CPU seconds used so far, at monotonic time ``at``: by the whole machine (every core's
+    busy time), and per command name by this process's descendants (``brokers``: the brokers'
+    processes, apart from the rest)."""
+
+    at: float
+    machine_s: float
+    parts: dict[str, float]
+
+
+def _machine_busy_s() -> float:
+    """Every core's busy time since boot: ``/proc/stat``'s ``cpu`` line without idle and
+    iowait (guest time is inside user time already, so it is not added again)."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / TICK
+
+
+def cpu_snapshot(brokers: Iterable[int]) -> CpuSnapshot:
+    """The CPU used so far by the machine, this process's descendants and ``brokers``."""
+    procs, skip = _processes(), set(brokers)
+    parts: dict[str, float] = {}
+    for pid in _subtree(procs, [os.getpid()], skip):
+        comm, ticks = procs[pid][1], procs[pid][3]
+        parts[comm] = parts.get(comm, 0.0) + ticks / TICK
+    mine = [pid for pid in skip if pid in procs]
+    parts["brokers"] = sum(procs[p][3] for p in [*mine, *_subtree(procs, mine, set())]) / TICK
+    return CpuSnapshot(time.monotonic(), _machine_busy_s(), parts)
+
+
+def used_cpu_s(who: int = resource.RUSAGE_SELF) -> float:
+    """User + system seconds used so far by this process (every thread), or with
+    ``resource.RUSAGE_CHILDREN`` by its children that have exited and been waited for."""
+    used = resource.getrusage(who)
+    return used.ru_utime + used.ru_stime
+
+
+def cpu_between(a: CpuSnapshot, b: CpuSnapshot, records: int) -> dict[str, Any]:
+    """What ``a`` to ``b`` used: the machine's busy core-seconds and their share of its
+    capacity, the split per command name, and core-seconds per 100,000 ``records``."""
+    wall, busy, cores = b.at - a.at, b.machine_s - a.machine_s, os.cpu_count() or 1
+    parts = {k: round(v - a.parts.get(k, 0.0), 2) for k, v in sorted(b.parts.items())}
+    return {
+        "wall_s": round(wall, 2),
+        "cores": cores,
+        "busy_core_s": round(busy, 2),
+        "utilisation": round(busy / (wall * cores), 3) if wall > 0 else None,
+        "parts_core_s": {k: v for k, v in parts.items() if v > 0},
+        "core_s_per_100k_records": round(busy * 100_000 / records, 3) if records else None,
+    }
 
 
 def vm_hwm() -> int:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import shutil
 import sys
 import time
@@ -55,6 +56,7 @@ from measure import (  # noqa: E402
     log_events,
     step_phases,
     step_stats,
+    used_cpu_s,
     vm_hwm,
 )
 from scale_records import PARTITIONS, TOPIC, produce, workload  # noqa: E402
@@ -187,7 +189,7 @@ def judge(run_dir: Path) -> dict[str, Any]:
     """In a child process: read the inputs, run every checker; times, verdict, peak RSS."""
     from sealcheck.checkers import RunInputError, load_run, run_checkers
 
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), used_cpu_s()
     try:
         run = load_run(run_dir)
         run.prepare()
@@ -210,6 +212,7 @@ def judge(run_dir: Path) -> dict[str, Any]:
         "check_s": check_s,
         "checkers": {n: {"took_s": r.took_s, "valid": r.valid} for n, r in result.checkers.items()},
         "records": run.classified().height,
+        "cpu_s": used_cpu_s() - cpu0,  # every thread's, reading and judging
         "peak_rss_mib": vm_hwm() / MIB,
     }
 
@@ -349,6 +352,12 @@ def print_checkers(j: dict[str, Any]) -> None:
             f"checkers: reading the inputs {j['load_s']:.1f}s ({j['records']:,} records), judging "
             f"{j['check_s']:.1f}s, together {total:.1f}s; peak RSS {j['peak_rss_mib']:,.0f} MiB"
         )
+        if "cpu_s" in j:
+            cores = os.cpu_count() or 1
+            print(
+                f"  CPU {j['cpu_s']:.1f} core-s, {j['cpu_s'] / (total * cores):.0%} of {cores} "
+                "cores while reading and judging"
+            )
     print(f"verdict: {j['verdict']}")
     for line in j["why"]:
         print(f"  {line}")

@@ -35,6 +35,12 @@ Columns:
   Spark Connect server's JVM; the Delta job: its Python driver and the driver's JVM; ``raw``:
   its process, whose own peak, ``VmHWM``, is taken when larger) — the broker excluded;
   shared pages count in each process;
+* **CPU** (printed under the table): for a system, from its first sealed step to the log end
+  (the steady window); for ``raw``, its whole run. The machine's busy core-seconds, their
+  share of its capacity, core-seconds per 100,000 records (``n`` over the window, as the
+  steady rate counts them) and the split per command name (the brokers apart). A system whose
+  steady window keeps every core busy cannot go faster on this machine without doing less
+  work per record;
 * **recovery**: then, with a producer adding 400 records/s, ``--kills`` times: SIGKILL the
   incarnation, start the next at once, and time kill -> the next sealed step (the lower
   upper passing its value at the kill; sampled every 0.1 s). Not for ``raw``, which keeps no
@@ -51,6 +57,7 @@ import argparse
 import itertools
 import json
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -66,10 +73,13 @@ sys.path.insert(0, str(ROOT))
 from measure import (  # noqa: E402
     StepClock,
     TreeRss,
+    cpu_between,
+    cpu_snapshot,
     log_events,
     percentile,
     step_phases,
     step_stats,
+    used_cpu_s,
     wait,
 )
 
@@ -120,8 +130,13 @@ def measure_raw(backend: LocalBackend, ends: dict[int, int], n: int, step: int) 
     argv += ["--bootstrap", backend.bootstrap, "--topic", TOPIC, "--step", str(step)]
     argv += ["--ends", json.dumps({str(p): o for p, o in ends.items()})]
     argv += ["--conf", json.dumps(dict(FETCH))]  # the fastest bare reader: see its docstring
-    t0 = time.monotonic()
+    own0 = used_cpu_s(resource.RUSAGE_CHILDREN)
+    t0, cpu0 = time.monotonic(), cpu_snapshot(brokers(backend))
     done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    cpu = cpu_between(cpu0, cpu_snapshot(brokers(backend)), n)
+    # it has exited: its CPU is only in what this process's waited-for children used
+    own = used_cpu_s(resource.RUSAGE_CHILDREN) - own0
+    cpu["parts_core_s"]["raw_consumer"] = round(own, 2)
     mem = rss.stop()
     got = json.loads(done.stdout.splitlines()[-1])
     marks = [float(t) for t in got["steps"]]
@@ -137,6 +152,7 @@ def measure_raw(backend: LocalBackend, ends: dict[int, int], n: int, step: int) 
         "process_ready_s": float(got["ready"]) - t0,
         **step_stats([b - a for a, b in itertools.pairwise(marks)]),
         **mem,
+        "cpu": {"window": "the whole run", **cpu},
         # its own peak (VmHWM): exact, where sampling sees little of so short a run
         "peak_rss_mib": round(max(mem["peak_rss_mib"] * 2**20, got["peak_rss_bytes"]) / 2**20, 1),
     }
@@ -174,9 +190,12 @@ def measure(
         return lambda: sealed() > u
 
     covered: dict[int, bool] = {}
+    steady: list[Any] = []  # the CPU used so far, once the first step is sealed
 
     def covers() -> bool:  # progress() reads the bindings: only once per new upper
         u = clock.sample()
+        if clock.first is not None and not steady:
+            steady.append(cpu_snapshot(brokers(backend)))
         if u not in covered:
             covered[u] = (p := dep.progress()) is not None and p.covers(ends)
         return covered[u]
@@ -185,6 +204,9 @@ def measure(
         clock = StepClock(sealed)
         inc = start(0)
         total = clock.until(covers, 1800, "the log end")
+        if steady:
+            window = cpu_between(steady[0], cpu_snapshot(brokers(backend)), args.records)
+            out["cpu"] = {"window": "after the first sealed step", **window}
         first = clock.first if clock.first is not None else total
         n = args.records
         out["records_per_s"] = n / total
@@ -274,6 +296,14 @@ def table(rows: list[dict[str, Any]]) -> str:
                 f"{k} {v['share']:.0%} (p50 {s(v['p50_s'])})" for k, v in r["step_phases"].items()
             ]
             lines.append(f"{r['system']}: a step's time went to " + ", ".join(parts))
+    for r in rows:
+        if cpu := r.get("cpu"):
+            split = ", ".join(f"{k} {v:.1f}" for k, v in cpu["parts_core_s"].items())
+            lines.append(
+                f"{r['system']}: CPU ({cpu['window']}): {cpu['utilisation']:.0%} of "
+                f"{cpu['cores']} cores busy, {cpu['core_s_per_100k_records']:.2f} core-s per "
+                f"100,000 records (core-s: {split})"
+            )
     for r in rows:
         if r.get("recovery_p50_s") is not None:
             lines.append(f"{r['system']}: kill -> next sealed step p50 {r['recovery_p50_s']:.1f}s")
