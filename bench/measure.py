@@ -10,10 +10,10 @@ summed; the peak is the largest sum seen. PSS, not RSS: a JVM that forks a helpe
 peak that lasts less than ``interval_s`` can be missed.
 
 CPU (:func:`cpu_snapshot`, :func:`cpu_between`): the busy time of the whole machine
-(``/proc/stat``: every state but idle and iowait, summed over the cores) and the user+system
-time of each process of the tree and of the brokers (``/proc/<pid>/stat``), taken at two
-moments; the difference says how much of the machine a phase used and who used it. A process
-that exits between the two is missing from the split, not from the machine's total.
+(``/proc/stat``, summed over the cores) and the user + system time of this process, of each
+process of its tree and of the brokers, with what each has reaped of its children
+(``/proc/<pid>/stat``), taken at two moments; the difference says how much of the machine a
+phase used and who used it (:func:`cpu_between` says how a process that exits is counted).
 
 Step times (:class:`StepClock`): an upper (the lower of ``data`` and ``errors``) sampled every
 ``interval_s``; each time it moves, the time since it last moved is one step's time (split
@@ -57,10 +57,21 @@ def percentile(values: Iterable[float], q: float) -> float | None:
     return xs[min(len(xs) - 1, max(0, math.ceil(q / 100 * len(xs)) - 1))]
 
 
-def _processes() -> dict[int, tuple[int, str, int, int]]:
-    """pid -> (parent pid, command name, resident bytes, CPU ticks: user + system) of every
-    process readable now."""
-    out: dict[int, tuple[int, str, int, int]] = {}
+@dataclass(frozen=True)
+class Proc:
+    """One process as ``/proc/<pid>/stat`` shows it now (times in seconds)."""
+
+    ppid: int
+    comm: str
+    rss: int  # resident bytes
+    own_s: float  # user + system time of its own threads
+    reaped_s: float  # user + system time of the children it has waited for
+    start: int  # clock ticks after boot: with the pid, names the process (pids are reused)
+
+
+def _processes() -> dict[int, Proc]:
+    """Every process readable now, by pid."""
+    out: dict[int, Proc] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -70,9 +81,10 @@ def _processes() -> dict[int, tuple[int, str, int, int]]:
         except OSError:
             continue  # exited meanwhile
         head, _, tail = stat.rpartition(")")
-        comm, fields = head.partition("(")[2], tail.split()
-        ticks = int(fields[11]) + int(fields[12])  # utime, stime (man 5 proc: fields 14, 15)
-        out[int(entry)] = (int(fields[1]), comm, int(statm.split()[1]) * PAGE, ticks)
+        f = tail.split()  # f[0] is field 3 of man 5 proc: utime 14, stime 15, cutime 16, …
+        own, reaped = (int(f[11]) + int(f[12])) / TICK, (int(f[13]) + int(f[14])) / TICK
+        rss = int(statm.split()[1]) * PAGE
+        out[int(entry)] = Proc(int(f[1]), head.partition("(")[2], rss, own, reaped, int(f[19]))
     return out
 
 
@@ -87,13 +99,11 @@ def _pss(pid: int, rss: int) -> int:
     return rss
 
 
-def _subtree(
-    procs: dict[int, tuple[int, str, int, int]], roots: Iterable[int], skip: set[int]
-) -> list[int]:
+def _subtree(procs: dict[int, Proc], roots: Iterable[int], skip: set[int]) -> list[int]:
     """The pids below ``roots`` (not the roots themselves), without the subtrees of ``skip``."""
     children: dict[int, list[int]] = {}
-    for pid, (ppid, *_) in procs.items():
-        children.setdefault(ppid, []).append(pid)
+    for pid, proc in procs.items():
+        children.setdefault(proc.ppid, []).append(pid)
     out: list[int] = []
     todo = [c for r in roots for c in children.get(r, []) if c not in skip]
     while todo:
@@ -109,60 +119,94 @@ def tree_rss(root: int, exclude: Iterable[int] = ()) -> dict[str, int]:
     procs = _processes()
     out: dict[str, int] = {}
     for pid in _subtree(procs, [root], set(exclude)):
-        _, comm, rss, _ = procs[pid]
-        out[comm] = out.get(comm, 0) + _pss(pid, rss)
+        proc = procs[pid]
+        out[proc.comm] = out.get(proc.comm, 0) + _pss(pid, proc.rss)
     return out
+
+
+#: a process of a snapshot: (pid, start) -> the process
+Procs = dict[tuple[int, int], Proc]
 
 
 @dataclass(frozen=True)
 class CpuSnapshot:
-    """CPU seconds used so far, at monotonic time ``at``: by the whole machine (every core's
-    busy time), and per command name by this process's descendants (``brokers``: the brokers'
-    processes, apart from the rest)."""
+    """The CPU used so far, at monotonic time ``at``: by the machine, by this process (the
+    harness), by its descendants (``tree``) and by the brokers' processes (``brokers``)."""
 
     at: float
     machine_s: float
-    parts: dict[str, float]
+    harness: Proc
+    tree: Procs
+    brokers: Procs
 
 
 def _machine_busy_s() -> float:
-    """Every core's busy time since boot: ``/proc/stat``'s ``cpu`` line without idle and
-    iowait (guest time is inside user time already, so it is not added again)."""
-    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    """Every core's busy time since boot: ``/proc/stat``'s ``cpu`` line, user to softirq
+    without idle and iowait (guest time is inside user time; steal, time the hypervisor gave
+    to other machines, is not this machine's work)."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
     return (sum(ticks) - ticks[3] - ticks[4]) / TICK
 
 
 def cpu_snapshot(brokers: Iterable[int]) -> CpuSnapshot:
-    """The CPU used so far by the machine, this process's descendants and ``brokers``."""
-    procs, skip = _processes(), set(brokers)
-    parts: dict[str, float] = {}
-    for pid in _subtree(procs, [os.getpid()], skip):
-        comm, ticks = procs[pid][1], procs[pid][3]
-        parts[comm] = parts.get(comm, 0.0) + ticks / TICK
+    """The CPU used so far by the machine, this process, its descendants (without the
+    brokers' trees) and the ``brokers`` with their descendants."""
+    procs, skip, me = _processes(), set(brokers), os.getpid()
     mine = [pid for pid in skip if pid in procs]
-    parts["brokers"] = sum(procs[p][3] for p in [*mine, *_subtree(procs, mine, set())]) / TICK
-    return CpuSnapshot(time.monotonic(), _machine_busy_s(), parts)
+
+    def keyed(pids: Iterable[int]) -> Procs:
+        return {(pid, procs[pid].start): procs[pid] for pid in pids}
+
+    return CpuSnapshot(
+        time.monotonic(),
+        _machine_busy_s(),
+        procs[me],
+        keyed(_subtree(procs, [me], skip)),
+        keyed([*mine, *_subtree(procs, mine, set())]),
+    )
 
 
-def used_cpu_s(who: int = resource.RUSAGE_SELF) -> float:
-    """User + system seconds used so far by this process (every thread), or with
-    ``resource.RUSAGE_CHILDREN`` by its children that have exited and been waited for."""
-    used = resource.getrusage(who)
+def used_cpu_s() -> float:
+    """User + system seconds this process (every thread) has used so far."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
     return used.ru_utime + used.ru_stime
+
+
+def _total(procs: Procs) -> float:
+    return sum(p.own_s + p.reaped_s for p in procs.values())
 
 
 def cpu_between(a: CpuSnapshot, b: CpuSnapshot, records: int) -> dict[str, Any]:
     """What ``a`` to ``b`` used: the machine's busy core-seconds and their share of its
-    capacity, the split per command name, and core-seconds per 100,000 ``records``."""
+    capacity, the split, and core-seconds per 100,000 ``records`` (the machine's, and the
+    system's: its processes and the brokers, without the harness and ``other``).
+
+    The split: per command name, the processes of the tree alive at ``b`` (what they used
+    since ``a``, or since they started); ``exited``, what processes that ended in between
+    used in it (exact when the process that waited for them is the harness or in the tree,
+    negative when it is not); ``harness``, this process's own threads; ``brokers``; and
+    ``other``, the machine's busy time none of these account for."""
     wall, busy, cores = b.at - a.at, b.machine_s - a.machine_s, os.cpu_count() or 1
-    parts = {k: round(v - a.parts.get(k, 0.0), 2) for k, v in sorted(b.parts.items())}
+    parts: dict[str, float] = {}
+    for key, proc in b.tree.items():
+        before = a.tree.get(key)
+        parts[proc.comm] = parts.get(proc.comm, 0.0) + proc.own_s - (before.own_s if before else 0)
+    tree = _total(b.tree) - _total(a.tree) + b.harness.reaped_s - a.harness.reaped_s
+    parts["exited"] = tree - sum(parts.values())
+    parts["brokers"] = _total(b.brokers) - _total(a.brokers)
+    parts["harness"] = b.harness.own_s - a.harness.own_s
+    parts["other"] = busy - tree - parts["brokers"] - parts["harness"]
+    system = tree + parts["brokers"]
     return {
         "wall_s": round(wall, 2),
         "cores": cores,
         "busy_core_s": round(busy, 2),
         "utilisation": round(busy / (wall * cores), 3) if wall > 0 else None,
-        "parts_core_s": {k: v for k, v in parts.items() if v > 0},
+        "parts_core_s": {k: round(v, 2) for k, v in sorted(parts.items()) if round(v, 2)},
         "core_s_per_100k_records": round(busy * 100_000 / records, 3) if records else None,
+        "system_core_s_per_100k_records": (
+            round(system * 100_000 / records, 3) if records else None
+        ),
     }
 
 

@@ -35,12 +35,14 @@ Columns:
   Spark Connect server's JVM; the Delta job: its Python driver and the driver's JVM; ``raw``:
   its process, whose own peak, ``VmHWM``, is taken when larger) — the broker excluded;
   shared pages count in each process;
-* **CPU** (printed under the table): for a system, from its first sealed step to the log end
-  (the steady window); for ``raw``, its whole run. The machine's busy core-seconds, their
-  share of its capacity, core-seconds per 100,000 records (``n`` over the window, as the
-  steady rate counts them) and the split per command name (the brokers apart). A system whose
-  steady window keeps every core busy cannot go faster on this machine without doing less
-  work per record;
+* **CPU** (printed under the table; ``measure.cpu_between``): for a system, from its first
+  sealed step to the log end (the steady window); for ``raw``, its whole run, start-up
+  included. The machine's busy core-seconds and their share of its capacity; core-seconds per
+  100,000 records (``n`` records, as the steady rate counts them, though the first step's are
+  outside the window), the machine's and the system's own (its processes and the broker); and
+  the split: per command name, ``exited`` (for ``raw``, the consumer), ``brokers``,
+  ``harness`` (this bench, sampling) and ``other``. A system whose steady window keeps every
+  core busy can gain only the idle share on this machine without doing less work per record;
 * **recovery**: then, with a producer adding 400 records/s, ``--kills`` times: SIGKILL the
   incarnation, start the next at once, and time kill -> the next sealed step (the lower
   upper passing its value at the kill; sampled every 0.1 s). Not for ``raw``, which keeps no
@@ -57,7 +59,6 @@ import argparse
 import itertools
 import json
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from measure import (  # noqa: E402
+    CpuSnapshot,
     StepClock,
     TreeRss,
     cpu_between,
@@ -79,7 +81,6 @@ from measure import (  # noqa: E402
     percentile,
     step_phases,
     step_stats,
-    used_cpu_s,
     wait,
 )
 
@@ -130,13 +131,9 @@ def measure_raw(backend: LocalBackend, ends: dict[int, int], n: int, step: int) 
     argv += ["--bootstrap", backend.bootstrap, "--topic", TOPIC, "--step", str(step)]
     argv += ["--ends", json.dumps({str(p): o for p, o in ends.items()})]
     argv += ["--conf", json.dumps(dict(FETCH))]  # the fastest bare reader: see its docstring
-    own0 = used_cpu_s(resource.RUSAGE_CHILDREN)
     t0, cpu0 = time.monotonic(), cpu_snapshot(brokers(backend))
     done = subprocess.run(argv, capture_output=True, text=True, check=True)
-    cpu = cpu_between(cpu0, cpu_snapshot(brokers(backend)), n)
-    # it has exited: its CPU is only in what this process's waited-for children used
-    own = used_cpu_s(resource.RUSAGE_CHILDREN) - own0
-    cpu["parts_core_s"]["raw_consumer"] = round(own, 2)
+    cpu = cpu_between(cpu0, cpu_snapshot(brokers(backend)), n)  # the consumer: ``exited``
     mem = rss.stop()
     got = json.loads(done.stdout.splitlines()[-1])
     marks = [float(t) for t in got["steps"]]
@@ -190,7 +187,7 @@ def measure(
         return lambda: sealed() > u
 
     covered: dict[int, bool] = {}
-    steady: list[Any] = []  # the CPU used so far, once the first step is sealed
+    steady: list[CpuSnapshot] = []  # the CPU used so far, once the first step is sealed
 
     def covers() -> bool:  # progress() reads the bindings: only once per new upper
         u = clock.sample()
@@ -298,11 +295,13 @@ def table(rows: list[dict[str, Any]]) -> str:
             lines.append(f"{r['system']}: a step's time went to " + ", ".join(parts))
     for r in rows:
         if cpu := r.get("cpu"):
-            split = ", ".join(f"{k} {v:.1f}" for k, v in cpu["parts_core_s"].items())
+            split = ", ".join(f"{k} {v:.2f}" for k, v in cpu["parts_core_s"].items())
             lines.append(
-                f"{r['system']}: CPU ({cpu['window']}): {cpu['utilisation']:.0%} of "
-                f"{cpu['cores']} cores busy, {cpu['core_s_per_100k_records']:.2f} core-s per "
-                f"100,000 records (core-s: {split})"
+                f"{r['system']}: CPU ({cpu['window']}, {cpu['wall_s']:.1f}s): "
+                f"{cpu['utilisation'] or 0:.0%} of {cpu['cores']} cores busy; core-s per "
+                f"100,000 records: {cpu['core_s_per_100k_records'] or 0:.2f} on the machine, "
+                f"{cpu['system_core_s_per_100k_records'] or 0:.2f} by the system and its broker "
+                f"(core-s: {split})"
             )
     for r in rows:
         if r.get("recovery_p50_s") is not None:
