@@ -213,6 +213,7 @@ def judge(run_dir: Path) -> dict[str, Any]:
         "checkers": {n: {"took_s": r.took_s, "valid": r.valid} for n, r in result.checkers.items()},
         "records": run.classified().height,
         "cpu_s": used_cpu_s() - cpu0,  # every thread's, reading and judging
+        "cores": os.cpu_count() or 1,
         "peak_rss_mib": vm_hwm() / MIB,
     }
 
@@ -353,7 +354,7 @@ def print_checkers(j: dict[str, Any]) -> None:
             f"{j['check_s']:.1f}s, together {total:.1f}s; peak RSS {j['peak_rss_mib']:,.0f} MiB"
         )
         if "cpu_s" in j:
-            cores = os.cpu_count() or 1
+            cores = j["cores"]
             print(
                 f"  CPU {j['cpu_s']:.1f} core-s, {j['cpu_s'] / (total * cores):.0%} of {cores} "
                 "cores while reading and judging"
