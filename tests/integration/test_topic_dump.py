@@ -63,7 +63,11 @@ def test_a_partition_ending_on_a_transaction_marker_is_read_to_its_end(kafka: An
     for i in range(5):
         producer.produce(topic, b'{"i": %d}' % i, b"k%d" % i, 0)
     producer.commit_transaction(30)
-    ends = log_end(kafka.bootstrap, topic)
+    # The commit returns before the coordinator has written the marker; until it has, the end
+    # a read_committed consumer sees (the last stable offset) is still 0. Waited for, bounded.
+    deadline = time.monotonic() + 60
+    while (ends := log_end(kafka.bootstrap, topic)) != {0: 6} and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert ends == {0: 6}  # five records and the commit marker
 
     got = topic_records(read_topic(kafka.bootstrap, topic, stall_s=20))
