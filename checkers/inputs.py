@@ -14,6 +14,8 @@ A run directory holds (written by the harness; see ``docs/architecture.md``):
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +92,8 @@ class RunData:
     unaligned: frozenset[str] = frozenset()
 
     _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+    #: one derived frame computed at a time: checkers run side by side (``run_checkers``)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     #: records bound at sealed steps (set by :meth:`winners`)
     bound_records: int = field(default=0, repr=False, compare=False)
 
@@ -110,6 +114,15 @@ class RunData:
         """The derived frames computed so far (so callers can avoid forcing a parse)."""
         return set(self._memo)
 
+    def _once(self, memo: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+        """``_memo[memo]``: what ``compute`` returns (it may memoise what it derives beside
+        it), computed the first time it is asked for; one thread computes at a time."""
+        if memo not in self._memo:
+            with self._lock:
+                if memo not in self._memo:
+                    self._memo[memo] = compute()
+        return self._memo[memo]
+
     def prepare(self) -> None:
         """Read every input now (so that loading and judging can be timed apart)."""
         self.acked()
@@ -124,7 +137,8 @@ class RunData:
         upper:
         ``kh, vh, ts, diff, mult, row`` (``row`` indexes :attr:`updates`). Computed once."""
         memo = f"cp:{name}"
-        if memo not in self._memo:
+
+        def compute() -> pl.DataFrame:
             upper = self.uppers.get(name, 0)
             sealed = (
                 self.updates.lazy()
@@ -133,23 +147,26 @@ class RunData:
                 .select("row", h("key").alias("kh"), h("value").alias("vh"), "ts", "diff")
                 .collect(engine="streaming")
             )
-            self._memo[memo] = change_points(sealed, self.sinces.get(name, 0))
-        return self._memo[memo]
+            return change_points(sealed, self.sinces.get(name, 0))
+
+        return self._once(memo, compute)
 
     def change_points_by_key(self, name: str) -> pl.DataFrame:
         """:meth:`change_points` in key order, each key's rows in time order (rows of one key
         and time as they were): what a per-key running sum over time reads (``unique_key``,
         ``prefix``). Sorted once (:func:`sealcheck.checkers.frames.sort_runs`)."""
-        memo = f"cp-by-key:{name}"
-        if memo not in self._memo:
-            self._memo[memo] = sort_runs(self.change_points(name), "kh", "ts")
-        return self._memo[memo]
+        return self._once(
+            f"cp-by-key:{name}", lambda: sort_runs(self.change_points(name), "kh", "ts")
+        )
 
     def classified(self) -> pl.DataFrame:
         """The records of :func:`sealcheck.checkers.replay.classify` (computed once)."""
-        if "classified" not in self._memo:
-            self._memo["classified"], self._memo["record_errors"] = classify(self.topic)
-        return self._memo["classified"]
+
+        def compute() -> pl.DataFrame:
+            records, self._memo["record_errors"] = classify(self.topic)
+            return records  # memoised after the errors: "classified" says both are there
+
+        return self._once("classified", compute)
 
     def record_errors(self) -> pl.DataFrame:
         """The errors of :func:`sealcheck.checkers.replay.classify`: ``row, evh, skh`` (computed
@@ -160,7 +177,8 @@ class RunData:
     def acked(self) -> pl.DataFrame:
         """The acknowledged writes in history order, as ``pos`` (:func:`sealcheck.checkers.replay.
         packed` partition and offset) and ``full`` (a hash of position, key and value)."""
-        if "acked" not in self._memo:
+
+        def compute() -> pl.DataFrame:
             acked = self.history.collect(
                 self.history.acked.lazy().select(
                     pl.col("partition").cast(pl.Int64),
@@ -169,23 +187,26 @@ class RunData:
                     h("value").alias("vh"),
                 )
             )
-            self._memo["acked"] = positioned(acked, "kh", "vh").hstack(acked.select("kh", "vh"))
-        return self._memo["acked"]
+            return positioned(acked, "kh", "vh").hstack(acked.select("kh", "vh"))
+
+        return self._once("acked", compute)
 
     def kafka_lost(self) -> pl.DataFrame:
         """Acknowledged writes the topic does not hold as written — a Kafka anomaly, never the
         pipeline's: ``ack`` (position in history order), ``pos``, ``kh``, ``vh``, ``present``
         (the topic holds another record at that position). Computed once."""
-        if "kafka_lost" not in self._memo:
+
+        def compute() -> pl.DataFrame:
             topic = positioned(self.classified(), "kh", "rvh")
-            self._memo["kafka_lost"] = (
+            return (
                 self.acked()
                 .with_row_index("ack")
                 .filter(~pl.col("full").is_in(topic["full"].implode()))
                 .with_columns(pl.col("pos").is_in(topic["pos"].implode()).alias("present"))
                 .drop("full")
             )
-        return self._memo["kafka_lost"]
+
+        return self._once("kafka_lost", compute)
 
     def kafka_explains(self, name: str) -> pl.Expr:
         """True on the rows (column ``kh``: a key hash of ``data`` or ``errors``) whose
@@ -213,22 +234,20 @@ class RunData:
         (:attr:`stated`) or the built-in encoding
         (:func:`sealcheck.checkers.replay.builtin_effects`). Computed once."""
         memo = f"effects:{name}"
-        if memo not in self._memo:
+
+        def compute() -> pl.DataFrame:
             if self.stated is None:
-                for table, frame in builtin_effects(
-                    self.classified(), self.record_errors()
-                ).items():
-                    self._memo[f"effects:{table}"] = frame
-            else:
-                self._memo[memo] = (
-                    self.stated.lazy()
-                    .filter(pl.col("table") == name)
-                    .select(
-                        "row", "partition", "offset", h("key").alias("kh"), h("value").alias("vh")
-                    )
-                    .collect(engine="streaming")
-                )
-        return self._memo[memo]
+                both = builtin_effects(self.classified(), self.record_errors())
+                self._memo.update((f"effects:{t}", f) for t, f in both.items() if t != name)
+                return both[name]
+            return (
+                self.stated.lazy()
+                .filter(pl.col("table") == name)
+                .select("row", "partition", "offset", h("key").alias("kh"), h("value").alias("vh"))
+                .collect(engine="streaming")
+            )
+
+        return self._once(memo, compute)
 
     def effect_value(self, name: str, row: int) -> bytes | None:
         """The value input record ``row`` puts into collection ``name`` (None: it deletes, or
@@ -291,7 +310,8 @@ class RunData:
         the records bound at sealed steps (computed once). ``bound_records`` counts those
         records."""
         memo = f"winners:{name}"
-        if memo not in self._memo:
+
+        def compute() -> pl.DataFrame:
             if "step" not in self._memo:
                 sealed = min(self.uppers.get("data", 0), self.uppers.get("bindings", 0))
                 ranges = binding_ranges(self.collection("bindings"), sealed)
@@ -299,8 +319,9 @@ class RunData:
             step = self._memo["step"]["step"]
             self.bound_records = step.len() - step.null_count()
             since = max(self.sinces.values(), default=0)
-            self._memo[memo] = step_winners(self.effects(name), step, since)
-        return self._memo[memo]
+            return step_winners(self.effects(name), step, since)
+
+        return self._once(memo, compute)
 
     def model_changes(self, name: str) -> pl.DataFrame:
         """The winners as changes of ``data`` or ``errors``
@@ -352,15 +373,15 @@ class RunData:
     def collection(self, name: str) -> pl.DataFrame:
         """The updates of one collection with their bytes (``key, value, ts, diff``): for the
         small ones (``bindings``, ``errors``). Read once: several checkers need them."""
-        memo = f"collection:{name}"
-        if memo not in self._memo:
-            self._memo[memo] = (
+        return self._once(
+            f"collection:{name}",
+            lambda: (
                 self.updates.lazy()
                 .filter(pl.col("collection") == name)
                 .drop("collection")
                 .collect(engine="streaming")
-            )
-        return self._memo[memo]
+            ),
+        )
 
     def input_problems(self) -> list[str]:
         """Why the verdict cannot be valid whatever the checkers find: files that are not the
