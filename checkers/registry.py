@@ -52,8 +52,9 @@ CHECKERS: dict[str, Checker] = {
 
 
 #: Checkers judged at once. Two: ``prefix``, the longest at scale, is numpy on one core, and
-#: the others' polars work takes the other (judging 10M records: 17-18 s one after the other,
-#: 12 s two at a time; ``docs/scale.md``). More would only share the same cores.
+#: the others' polars work takes the other (judging 10M records: 19-21 s one after the other,
+#: 13-14 s two at a time, ~1 GB more at the peak; ``docs/scale.md``). More would only share
+#: the same two cores here.
 JUDGES = min(2, os.cpu_count() or 1)
 
 #: Started first, so that the rest run beside them: the longest at scale.
