@@ -91,11 +91,16 @@ class RunData:
     #: false``: tables judged from untagged commits); ``prefix`` judges them alone
     unaligned: frozenset[str] = frozenset()
 
-    _memo: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+    # derived state, not inputs (``init=False``: a ``dataclasses.replace`` copy starts afresh)
+    _memo: dict[str, pl.DataFrame] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     #: one derived frame computed at a time: checkers run side by side (``run_checkers``)
-    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    _lock: threading.RLock = field(
+        default_factory=threading.RLock, init=False, repr=False, compare=False
+    )
     #: records bound at sealed steps (set by :meth:`winners`)
-    bound_records: int = field(default=0, repr=False, compare=False)
+    bound_records: int = field(default=0, init=False, repr=False, compare=False)
 
     def steps_since(self, name: str) -> int:
         """The ``since`` of a collection in the store's export (before captures filled in

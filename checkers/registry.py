@@ -10,10 +10,11 @@ time) and changes nothing in it.
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 import pyarrow as pa
@@ -55,7 +56,7 @@ CHECKERS: dict[str, Checker] = {
 #: the others' polars work takes the other (judging 10M records: 19-21 s one after the other,
 #: 13-14 s two at a time, ~1 GB more at the peak; ``docs/scale.md``). More would only share
 #: the same two cores here.
-JUDGES = min(2, os.cpu_count() or 1)
+JUDGES = min(2, len(os.sched_getaffinity(0)))
 
 #: Started first, so that the rest run beside them: the longest at scale.
 _LONGEST = ("prefix",)
@@ -109,17 +110,51 @@ def run_checkers(run: RunData, names: Iterable[str] | None = None) -> RunResult:
     unreadable = read_inputs(run)
     if unreadable is not None:  # one line naming the file, not an error in every checker
         return RunResult({}, [unreadable, *problems], run.notes, acks)
-    pool = ThreadPoolExecutor(JUDGES, thread_name_prefix="checker")
-    try:
-        started = sorted(chosen, key=lambda n: n not in _LONGEST)  # stable: else as chosen
-        futures = {name: pool.submit(_judge, run, name) for name in started}
-        results = {name: futures[name].result() for name in chosen}
-    finally:  # on Ctrl-C, none not yet started is; what runs ends in its thread
-        pool.shutdown(wait=False, cancel_futures=True)
+    results = _judge_all(run, chosen)
     if acks[0] is None and "acked" in run.memoised():
         acks = (run.acked().height, acks[1])
     not_run = [c for c in CHECKERS if c not in results]
     return RunResult(results, problems, run.notes, acks, not_run)
+
+
+def _judge_all(run: RunData, chosen: list[str]) -> dict[str, CheckResult]:
+    """Every chosen checker's result, in the order chosen, judged :data:`JUDGES` at a time
+    (:data:`_LONGEST` first, the rest as chosen). The judges are daemon threads and this one
+    waits in short slices, so Ctrl-C stops it at once: no checker starts after it, and one
+    still running (numpy cannot be interrupted) is left behind, not waited for at exit."""
+    if JUDGES < 2:
+        return {name: _judge(run, name) for name in chosen}
+    todo: queue.SimpleQueue[str] = queue.SimpleQueue()
+    for name in sorted(chosen, key=lambda n: n not in _LONGEST):  # stable: else as chosen
+        todo.put(name)
+    results: dict[str, CheckResult] = {}
+    raised: list[BaseException] = []
+    stop = threading.Event()
+
+    def judge() -> None:
+        while not stop.is_set():
+            try:
+                name = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results[name] = _judge(run, name)
+            except BaseException as exc:  # not a checker's own error: raised by the caller
+                raised.append(exc)
+                stop.set()
+
+    judges = [threading.Thread(target=judge, name="checker", daemon=True) for _ in range(JUDGES)]
+    try:  # Ctrl-C may come while a judge is still being started: stop covers that too
+        for thread in judges:
+            thread.start()
+        for thread in judges:
+            while thread.is_alive():
+                thread.join(0.2)  # a wait with no timeout would not wake for Ctrl-C
+    finally:
+        stop.set()
+    if raised:
+        raise raised[0]
+    return {name: results[name] for name in chosen}
 
 
 def _judge(run: RunData, name: str) -> CheckResult:

@@ -4,7 +4,9 @@ verdicts are those of the checkers run one by one."""
 
 from __future__ import annotations
 
+import _thread
 import threading
+from collections.abc import Callable
 
 import polars as pl
 import pytest
@@ -12,8 +14,8 @@ import pytest
 from sealcheck.checkers import CHECKERS, run_checkers
 from sealcheck.checkers import registry as registry_mod
 from sealcheck.checkers.inputs import RunData
-from sealcheck.checkers.result import CheckResult
-from tests.runs import build_run
+from sealcheck.checkers.result import CheckResult, RunResult
+from tests.runs import build_run, with_updates
 
 PAIRS = [(b"k%d" % (i % 9), b'{"v": %d}' % i) for i in range(60)] + [(None, b"1"), (b"x", b"{")]
 
@@ -46,17 +48,29 @@ def test_a_frame_asked_for_by_two_threads_at_once_is_computed_once() -> None:
     assert got["first"] is got["second"]
 
 
-def test_results_come_in_the_order_asked_and_match_one_by_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    both = run_checkers(build_run(PAIRS))
-    assert list(both.checkers) == list(CHECKERS)  # prefix is started first, listed last
-    monkeypatch.setattr(registry_mod, "JUDGES", 1)
-    alone = run_checkers(build_run(PAIRS))
-    assert {n: (r.valid, r.anomaly_counts) for n, r in both.checkers.items()} == {
-        n: (r.valid, r.anomaly_counts) for n, r in alone.checkers.items()
+def _seen(res: RunResult) -> dict[str, object]:
+    return {
+        n: (r.valid, r.anomaly_counts, r.counts, r.error, [a.key for a in r.anomalies])
+        for n, r in res.checkers.items()
     }
-    assert both.valid is True
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_results_come_in_the_order_asked_and_match_one_by_one(
+    monkeypatch: pytest.MonkeyPatch, broken: bool
+) -> None:
+    def build() -> RunData:
+        run = build_run(PAIRS)
+        if not broken:
+            return run
+        extra = run.updates.lazy().collect().filter(pl.col("collection") == "data").head(3)
+        return with_updates(run, pl.concat([run.updates.lazy().collect(), extra]))
+
+    both = run_checkers(build())
+    assert list(both.checkers) == list(CHECKERS)  # prefix is started first, listed last
+    assert both.valid is (not broken)
+    monkeypatch.setattr(registry_mod, "JUDGES", 1)  # one by one, on this thread
+    assert _seen(run_checkers(build())) == _seen(both)
 
 
 def test_a_checker_that_raises_beside_another_is_unknown_and_the_rest_judged(
@@ -71,3 +85,34 @@ def test_a_checker_that_raises_beside_another_is_unknown_and_the_rest_judged(
     assert "RuntimeError: seeded" in (res.checkers["unique_key"].error or "")
     assert res.checkers["prefix"].valid is True
     assert res.valid is None
+
+
+def test_ctrl_c_stops_at_once_and_starts_no_other_checker(monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    entered: dict[str, threading.Event] = {n: threading.Event() for n in CHECKERS}
+
+    def stuck(name: str) -> Callable[[RunData], CheckResult]:
+        def check(run: RunData) -> CheckResult:
+            entered[name].set()
+            release.wait(60)  # numpy at scale: not interruptible
+            return CheckResult(name, True)
+
+        return check
+
+    monkeypatch.setattr(registry_mod, "CHECKERS", {n: stuck(n) for n in CHECKERS})
+    run = build_run(PAIRS)
+
+    def interrupt() -> None:  # once both judges are inside a checker
+        if entered["prefix"].wait(30) and entered["diff_of_one"].wait(30):
+            _thread.interrupt_main()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_checkers(run)
+        assert not release.is_set()  # it returned while both checkers were still running
+    finally:
+        release.set()
+    for thread in [t for t in threading.enumerate() if t.name == "checker"]:
+        thread.join(30)
+    assert {n for n, e in entered.items() if e.is_set()} == {"prefix", "diff_of_one"}
