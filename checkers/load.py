@@ -4,6 +4,7 @@ against the manifest in its final op, the big inputs left as lazy scans
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,7 +44,8 @@ def load_run(run_dir: Path) -> RunData:
     :meth:`RunData.prepare` (or the first checker) reads them.
 
     The digests of the files under 64 MiB (the frontiers, the updates) are checked before
-    anything is read; the big ones' in a thread while the inputs are read. A file whose digest
+    anything is read; the big ones' in a thread while the inputs are read. The captured steps
+    are read from disk once, and their digest is of the bytes parsed. A file whose digest
     differs refuses the run just the same: nothing is judged, and whatever reading it raised
     is not reported (it is refused, not unreadable).
     """
@@ -67,9 +69,15 @@ def load_run(run_dir: Path) -> RunData:
     # the reading allocates follows from them. The big ones' digests (~2 s for 1.6 GB) are
     # taken beside the reading; nothing read is judged unless every file proves the run's.
     big = {rel: e for rel, e in recorded.items() if _size(e) >= _BIG}
-    proven = files.verify(run_dir, {rel: e for rel, e in recorded.items() if rel not in big})
+    # The captured steps (the biggest file) are read once: the digest proves the bytes parsed.
+    held: dict[str, bytes] = {}
+    if CAPTURES in recorded:
+        with contextlib.suppress(OSError):  # missing or unreadable: verify names it
+            held[CAPTURES] = files.read_whole(run_dir / CAPTURES)
+    small = {rel: e for rel, e in recorded.items() if rel not in big}
+    proven = files.verify(run_dir, small, held)
     with ThreadPoolExecutor(1, thread_name_prefix="digests") as pool:
-        digests = pool.submit(files.verify, run_dir, big)
+        digests = pool.submit(files.verify, run_dir, big, held)
         for rel, what in (
             (files.TOPIC, "the harness dumps the topic there after the final phase"),
             (export.updates, "the harness exports the system's store there at the end of a run"),
@@ -97,7 +105,7 @@ def load_run(run_dir: Path) -> RunData:
         read: RunData | Exception | None = None
         if not unlisted and not proven:
             try:
-                read = _read(run_dir, history, recorded, export)
+                read = _read(run_dir, history, recorded, export, held.get(CAPTURES))
             except Exception as exc:  # a refusal, if any, is what is said: kept until known
                 read = exc
         refusals = proven + digests.result() + unlisted
@@ -120,10 +128,15 @@ def _size(entry: object) -> int:
 
 
 def _read(
-    run_dir: Path, history: History, recorded: dict[str, object], export: files.Export
+    run_dir: Path,
+    history: History,
+    recorded: dict[str, object],
+    export: files.Export,
+    captured: bytes | None,
 ) -> RunData:
-    """The run's inputs as :class:`RunData` (big inputs as lazy scans); a file that cannot be
-    read as its format says is a :class:`RunInputError` naming it."""
+    """The run's inputs as :class:`RunData` (big inputs as lazy scans; the captured steps from
+    their bytes, ``captured``, when read already); a file that cannot be read as its format
+    says is a :class:`RunInputError` naming it."""
     try:
         files.check_parquet(run_dir / files.TOPIC, TOPIC_SCHEMA.names())
         files.check_parquet(run_dir / export.updates, UPDATES_SCHEMA.names())
@@ -140,7 +153,7 @@ def _read(
     updates = pl.scan_parquet(run_dir / export.updates).cast(UPDATES_SCHEMA)
     try:
         judged, sinces, steps = load_steps(
-            run_dir, CAPTURES in recorded, history.ops, updates, uppers, exported
+            run_dir, CAPTURES in recorded, history.ops, updates, uppers, exported, captured
         )
     except files.InputFileError as exc:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None

@@ -147,15 +147,17 @@ def load(
     export: pl.LazyFrame,
     uppers: dict[str, int],
     sinces: dict[str, int],
+    held: bytes | None = None,
 ) -> tuple[pl.LazyFrame, dict[str, int], Steps]:
     """:func:`merge` with the run's captures — read only when the manifest lists them
-    (``listed``). An unreadable captures file or export is a
+    (``listed``), from their bytes when the caller already read them (``held``: the bytes it
+    proves). An unreadable captures file or export is a
     :class:`sealcheck.rundir.files.InputFileError` naming it."""
     rows: pl.DataFrame | None = None
     if listed:
         path = run_dir / captures.CAPTURES
         try:
-            read = pl.from_arrow(captures.read(path))
+            read = pl.from_arrow(captures.read(path if held is None else held))
         except (OSError, pa.ArrowException) as exc:
             raise InputFileError(
                 f"{path}: not a whole Arrow IPC stream ({why_unreadable(exc)}): restore it "

@@ -116,8 +116,12 @@ class CaptureWriter:
             self._writer = self._sink = None
 
 
-def read(path: Path) -> pa.Table:
-    """Every captured row (``collection, key, value, ts, diff``); raises ``OSError`` or
-    ``pyarrow.ArrowInvalid`` on a file that is not a whole stream."""
-    with pa.OSFile(str(path), "rb") as source:
-        return pa.ipc.open_stream(source).read_all()
+def read(source: Path | bytes) -> pa.Table:
+    """Every captured row (``collection, key, value, ts, diff``) of the file at a path, or of
+    its bytes already read (:func:`sealcheck.rundir.files.read_whole`: the table then points
+    into them, nothing is copied); raises ``OSError`` or ``pyarrow.ArrowInvalid`` on a file
+    that is not a whole stream."""
+    if isinstance(source, bytes):
+        return pa.ipc.open_stream(pa.py_buffer(source)).read_all()
+    with pa.OSFile(str(source), "rb") as stream:
+        return pa.ipc.open_stream(stream).read_all()

@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,6 +152,14 @@ def sha256(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
+def read_whole(path: Path) -> bytes:
+    """A file's bytes, read once: a reader that parses these and :func:`verify` proves the
+    same bytes judges exactly what was proven (a file read twice could change in between),
+    and the file is read from disk once, not twice."""
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 def _rows(path: Path) -> int | None:
     """Rows of a Parquet file or an Arrow IPC stream, entries of a JSON document; None for
     other files and for a file that cannot be read as its suffix says (truncated, corrupt,
@@ -196,27 +204,33 @@ def describe(run_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def verify(run_dir: Path, recorded: dict[str, Any]) -> list[str]:
+def verify(
+    run_dir: Path, recorded: dict[str, Any], held: Mapping[str, bytes] | None = None
+) -> list[str]:
     """Every recorded input that is missing, unreadable or differs now (empty: all match),
-    one line each naming the file; never raises for what the files hold."""
+    one line each naming the file; never raises for what the files hold. A file whose bytes
+    were already read (``held``, by :func:`read_whole`) is proven by those bytes."""
     problems: list[str] = []
     for rel, entry in sorted(recorded.items()):
         want = entry if isinstance(entry, dict) else {}
         path = run_dir / rel
-        if not path.exists():
+        if held is not None and rel in held:
+            have = hashlib.sha256(held[rel]).hexdigest()  # releases the GIL while it hashes
+        elif not path.exists():
             problems.append(
                 f"{rel} is missing, but the history records it ({want.get('rows')} rows): "
                 "restore it from the run, or re-run the test"
             )
             continue
-        try:
-            have = sha256(path)
-        except OSError as exc:  # unreadable, or a directory where the file was
-            problems.append(
-                f"{rel} cannot be read ({why_unreadable(exc)}): make it readable or restore "
-                "it from the run, then check again"
-            )
-            continue
+        else:
+            try:
+                have = sha256(path)
+            except OSError as exc:  # unreadable, or a directory where the file was
+                problems.append(
+                    f"{rel} cannot be read ({why_unreadable(exc)}): make it readable or "
+                    "restore it from the run, then check again"
+                )
+                continue
         if have != want.get("sha256"):
             rows, was = _rows(path), want.get("rows")
             now = "not readable as its format now" if rows is None else f"{rows} rows now"

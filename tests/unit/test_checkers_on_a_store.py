@@ -197,3 +197,49 @@ def test_a_capture_without_a_hold_leaves_the_store_unwritten(tmp_path: Path) -> 
     assert Path(db + "-wal").read_bytes() == before
     assert read_capture(db, everything) is not None and store.holds() == {READER: 2}
     store.close()
+
+
+def _compacted_run(tmp_path: Path) -> Path:
+    """A run directory whose compacted store is judged step by step through its captures."""
+    config = LoopConfig(max_records_per_step=150, retain_steps=2, compact_every=3)
+    return observed_run(tmp_path, config, sample_every=1)[0]
+
+
+def test_the_captured_steps_are_read_once_and_judged_as_proven(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file changes right after it was read: what is judged is what was read and proven,
+    # not what a second read would find.
+    from sealcheck.rundir import files
+
+    run_dir, real, reads = _compacted_run(tmp_path), files.read_whole, list[str]()
+
+    def changed_after_reading(path: Path) -> bytes:
+        reads.append(path.name)
+        data = real(path)
+        path.write_bytes(b"another file")
+        return data
+
+    monkeypatch.setattr(files, "read_whole", changed_after_reading)
+    result = check_run(run_dir)
+    assert reads == [CAPTURES]
+    assert result.valid is True and result.input_problems == []
+
+
+def test_captured_bytes_that_are_not_the_run_s_are_refused_though_the_file_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The bytes parsed differ from the file on disk (it changed between reads): the digest is
+    # of the bytes parsed, so the run is refused, not judged from bytes nobody proved.
+    from sealcheck.rundir import files
+
+    run_dir, real = _compacted_run(tmp_path), files.read_whole
+
+    def tampered(path: Path) -> bytes:
+        data = real(path)
+        return data[:-1] + bytes([data[-1] ^ 1])
+
+    monkeypatch.setattr(files, "read_whole", tampered)
+    refusals = load_run(run_dir).refusals
+    assert [r for r in refusals if r.startswith(f"{CAPTURES} is not the file")], refusals
+    assert check_run(run_dir).valid is None
