@@ -4,7 +4,6 @@ against the manifest in its final op, the big inputs left as lazy scans
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -45,7 +44,8 @@ def load_run(run_dir: Path) -> RunData:
 
     The digests of the files under 64 MiB (the frontiers, the updates) are checked before
     anything is read; the big ones' in a thread while the inputs are read. The captured steps
-    are read from disk once, and their digest is of the bytes parsed. A file whose digest
+    are read from disk once (:func:`sealcheck.rundir.files.hold`: no further than the size the
+    manifest records), and their digest is of the bytes parsed. A file whose digest
     differs refuses the run just the same: nothing is judged, and whatever reading it raised
     is not reported (it is refused, not unreadable).
     """
@@ -65,17 +65,23 @@ def load_run(run_dir: Path) -> RunData:
     final = history.final()
     recorded = dict((final.get("value") or {}).get("files") or {}) if final else {}
     export = files.Export.of(run_dir)  # export/, or persist/ in a run stored before
-    # The small files (the frontiers, the updates) are proven before anything is read: what
-    # the reading allocates follows from them. The big ones' digests (~2 s for 1.6 GB) are
-    # taken beside the reading; nothing read is judged unless every file proves the run's.
-    big = {rel: e for rel, e in recorded.items() if _size(e) >= _BIG}
-    # The captured steps (the biggest file) are read once: the digest proves the bytes parsed.
+    # The captured steps (the biggest file) are read once, no further than the size the
+    # manifest records: their digest is of the very bytes parsed. Of the rest, the small files
+    # (the frontiers, the updates) are proven before anything is read: what the reading
+    # allocates follows from them. The big ones' digests (~2 s for 1.6 GB) are taken beside
+    # the reading; nothing read is judged unless every file proves the run's.
     held: dict[str, bytes] = {}
+    unheld: list[str] = []  # why the captures were not read: nothing is, then
     if CAPTURES in recorded:
-        with contextlib.suppress(OSError):  # missing or unreadable: verify names it
-            held[CAPTURES] = files.read_whole(run_dir / CAPTURES)
-    small = {rel: e for rel, e in recorded.items() if rel not in big}
-    proven = files.verify(run_dir, small, held)
+        got = files.hold(run_dir, CAPTURES, recorded[CAPTURES])
+        if isinstance(got, bytes):
+            held[CAPTURES] = got
+        else:
+            unheld.append(got)
+    checked = {rel: e for rel, e in recorded.items() if not (unheld and rel == CAPTURES)}
+    big = {rel: e for rel, e in checked.items() if _size(e) >= _BIG}
+    small = {rel: e for rel, e in checked.items() if rel not in big}
+    proven = unheld + files.verify(run_dir, small, held)
     with ThreadPoolExecutor(1, thread_name_prefix="digests") as pool:
         digests = pool.submit(files.verify, run_dir, big, held)
         for rel, what in (

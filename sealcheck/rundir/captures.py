@@ -118,7 +118,7 @@ class CaptureWriter:
 
 def read(source: Path | bytes) -> pa.Table:
     """Every captured row (``collection, key, value, ts, diff``) of the file at a path, or of
-    its bytes already read (:func:`sealcheck.rundir.files.read_whole`: the table then points
+    its bytes already read (:func:`sealcheck.rundir.files.hold`: the table then points
     into them, nothing is copied); raises ``OSError`` or ``pyarrow.ArrowInvalid`` on a file
     that is not a whole stream."""
     if isinstance(source, bytes):

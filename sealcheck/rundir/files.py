@@ -152,19 +152,54 @@ def sha256(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def read_whole(path: Path) -> bytes:
-    """A file's bytes, read once: a reader that parses these and :func:`verify` proves the
-    same bytes judges exactly what was proven (a file read twice could change in between),
-    and the file is read from disk once, not twice."""
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
-def _rows(path: Path) -> int | None:
-    """Rows of a Parquet file or an Arrow IPC stream, entries of a JSON document; None for
-    other files and for a file that cannot be read as its suffix says (truncated, corrupt,
-    unreadable): the rows are for people, the SHA-256 is the proof."""
+def hold(run_dir: Path, rel: str, entry: Any) -> bytes | str:
+    """A recorded input's bytes, read once, for a reader to parse and :func:`verify` to prove
+    (``held``): what is judged is then exactly what was proven, where a file read twice could
+    change in between. Or one line saying why nothing was read: the file is missing, cannot be
+    read, or is not the size the manifest records (nothing past that size is read, so what
+    the reading allocates follows from the manifest)."""
+    want = entry if isinstance(entry, dict) else {}
+    size = want.get("bytes")
     try:
+        with open(run_dir / rel, "rb") as fh:
+            data = fh.read(size + 1 if isinstance(size, int) and size >= 0 else -1)
+    except FileNotFoundError:
+        return _missing(rel, want)
+    except OSError as exc:  # unreadable, or a directory where the file was
+        return _unreadable(rel, exc)
+    if isinstance(size, int) and len(data) != size:
+        now = f"more than {size:,}" if len(data) > size else f"{len(data):,}"
+        return (
+            f"{rel} is not the file the run produced ({now} bytes now, {size:,} recorded): "
+            "judging it would judge other data; restore the original or re-run the test"
+        )
+    return data
+
+
+def _missing(rel: str, want: dict[str, Any]) -> str:
+    return (
+        f"{rel} is missing, but the history records it ({want.get('rows')} rows): restore it "
+        "from the run, or re-run the test"
+    )
+
+
+def _unreadable(rel: str, exc: OSError) -> str:
+    return (
+        f"{rel} cannot be read ({why_unreadable(exc)}): make it readable or restore it from "
+        "the run, then check again"
+    )
+
+
+def _rows(path: Path, data: bytes | None = None) -> int | None:
+    """Rows of a Parquet file or an Arrow IPC stream (or of its bytes, ``data``, already
+    read), entries of a JSON document; None for other files and for a file that cannot be
+    read as its suffix says (truncated, corrupt, unreadable): the rows are for people, the
+    SHA-256 is the proof."""
+    try:
+        if data is not None:
+            if path.suffix != ".arrows":
+                return None
+            return int(pa.ipc.open_stream(pa.py_buffer(data)).read_all().num_rows)
         if path.suffix == ".parquet":
             return int(pq.ParquetFile(path).metadata.num_rows)
         if path.suffix == ".json":
@@ -209,30 +244,25 @@ def verify(
 ) -> list[str]:
     """Every recorded input that is missing, unreadable or differs now (empty: all match),
     one line each naming the file; never raises for what the files hold. A file whose bytes
-    were already read (``held``, by :func:`read_whole`) is proven by those bytes."""
+    were already read (``held``, by :func:`hold`) is proven by those bytes."""
     problems: list[str] = []
     for rel, entry in sorted(recorded.items()):
         want = entry if isinstance(entry, dict) else {}
         path = run_dir / rel
-        if held is not None and rel in held:
-            have = hashlib.sha256(held[rel]).hexdigest()  # releases the GIL while it hashes
+        data = held.get(rel) if held is not None else None
+        if data is not None:
+            have = hashlib.sha256(data).hexdigest()  # releases the GIL while it hashes
         elif not path.exists():
-            problems.append(
-                f"{rel} is missing, but the history records it ({want.get('rows')} rows): "
-                "restore it from the run, or re-run the test"
-            )
+            problems.append(_missing(rel, want))
             continue
         else:
             try:
                 have = sha256(path)
             except OSError as exc:  # unreadable, or a directory where the file was
-                problems.append(
-                    f"{rel} cannot be read ({why_unreadable(exc)}): make it readable or "
-                    "restore it from the run, then check again"
-                )
+                problems.append(_unreadable(rel, exc))
                 continue
         if have != want.get("sha256"):
-            rows, was = _rows(path), want.get("rows")
+            rows, was = _rows(path, data), want.get("rows")
             now = "not readable as its format now" if rows is None else f"{rows} rows now"
             counts = f"; {now}, {was} rows recorded" if was is not None else ""
             problems.append(

@@ -205,41 +205,88 @@ def _compacted_run(tmp_path: Path) -> Path:
     return observed_run(tmp_path, config, sample_every=1)[0]
 
 
+#: the captures proven before anything is read (a small file), or in a thread beside the
+#: reading (a big one: every file counts as big when the threshold is 0)
+PROOF_PATHS = pytest.mark.parametrize("big", [False, True], ids=["small", "big"])
+
+
+def _proof_path(monkeypatch: pytest.MonkeyPatch, big: bool) -> None:
+    from sealcheck.checkers import load
+
+    if big:
+        monkeypatch.setattr(load, "_BIG", 0)
+
+
+@PROOF_PATHS
 def test_the_captured_steps_are_read_once_and_judged_as_proven(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: bool
 ) -> None:
     # The file changes right after it was read: what is judged is what was read and proven,
     # not what a second read would find.
     from sealcheck.rundir import files
 
-    run_dir, real, reads = _compacted_run(tmp_path), files.read_whole, list[str]()
+    _proof_path(monkeypatch, big)
+    run_dir, real, reads = _compacted_run(tmp_path), files.hold, list[str]()
 
-    def changed_after_reading(path: Path) -> bytes:
-        reads.append(path.name)
-        data = real(path)
-        path.write_bytes(b"another file")
+    def changed_after_reading(run_dir: Path, rel: str, entry: object) -> bytes | str:
+        reads.append(rel)
+        data = real(run_dir, rel, entry)
+        (run_dir / rel).write_bytes(b"another file")
         return data
 
-    monkeypatch.setattr(files, "read_whole", changed_after_reading)
+    monkeypatch.setattr(files, "hold", changed_after_reading)
     result = check_run(run_dir)
     assert reads == [CAPTURES]
     assert result.valid is True and result.input_problems == []
 
 
+@PROOF_PATHS
 def test_captured_bytes_that_are_not_the_run_s_are_refused_though_the_file_is(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: bool
 ) -> None:
     # The bytes parsed differ from the file on disk (it changed between reads): the digest is
     # of the bytes parsed, so the run is refused, not judged from bytes nobody proved.
     from sealcheck.rundir import files
 
-    run_dir, real = _compacted_run(tmp_path), files.read_whole
+    _proof_path(monkeypatch, big)
+    run_dir, real = _compacted_run(tmp_path), files.hold
 
-    def tampered(path: Path) -> bytes:
-        data = real(path)
+    def tampered(run_dir: Path, rel: str, entry: object) -> bytes | str:
+        data = real(run_dir, rel, entry)
+        assert isinstance(data, bytes)
         return data[:-1] + bytes([data[-1] ^ 1])
 
-    monkeypatch.setattr(files, "read_whole", tampered)
+    monkeypatch.setattr(files, "hold", tampered)
     refusals = load_run(run_dir).refusals
     assert [r for r in refusals if r.startswith(f"{CAPTURES} is not the file")], refusals
     assert check_run(run_dir).valid is None
+
+
+@PROOF_PATHS
+def test_captures_grown_unreadable_or_gone_are_refused_in_one_line_and_never_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: bool
+) -> None:
+    # Nothing of the captures is parsed then, from the bytes or from the path, and no more of
+    # a grown file is read than the manifest records.
+    from sealcheck.checkers import steps
+
+    _proof_path(monkeypatch, big)
+    run_dir = _compacted_run(tmp_path)
+    path, original = run_dir / CAPTURES, (run_dir / CAPTURES).read_bytes()
+    monkeypatch.setattr(steps.captures, "read", lambda _: pytest.fail("captures parsed"))
+    expected = {
+        "grown": f"{CAPTURES} is not the file the run produced (more than {len(original):,} bytes",
+        "unreadable": f"{CAPTURES} cannot be read (IsADirectoryError",
+        "gone": f"{CAPTURES} is missing, but the history records it",
+    }
+    for how, line in expected.items():
+        if how == "grown":
+            path.write_bytes(original + b"\0" * (1 << 20))
+        elif how == "unreadable":
+            path.unlink()
+            path.mkdir()
+        else:
+            path.rmdir()
+        run = load_run(run_dir)
+        assert [r for r in run.refusals if r.startswith(line)] == run.refusals[:1], how
+        assert check_run(run_dir).valid is None
