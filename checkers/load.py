@@ -71,17 +71,16 @@ def load_run(run_dir: Path) -> RunData:
     # allocates follows from them. The big ones' digests (~2 s for 1.6 GB) are taken beside
     # the reading; nothing read is judged unless every file proves the run's.
     held: dict[str, bytes] = {}
-    unheld: list[str] = []  # why the captures were not read: nothing is, then
+    proven: list[str] = []  # why the files are not the run's: nothing is read, then
     if CAPTURES in recorded:
         got = files.hold(run_dir, CAPTURES, recorded[CAPTURES])
         if isinstance(got, bytes):
             held[CAPTURES] = got
         else:
-            unheld.append(got)
-    checked = {rel: e for rel, e in recorded.items() if not (unheld and rel == CAPTURES)}
+            proven.append(got)  # not read: not proven again
+    checked = {rel: e for rel, e in recorded.items() if rel != CAPTURES or held}
     big = {rel: e for rel, e in checked.items() if _size(e) >= _BIG}
-    small = {rel: e for rel, e in checked.items() if rel not in big}
-    proven = unheld + files.verify(run_dir, small, held)
+    proven += files.verify(run_dir, {rel: e for rel, e in checked.items() if rel not in big}, held)
     with ThreadPoolExecutor(1, thread_name_prefix="digests") as pool:
         digests = pool.submit(files.verify, run_dir, big, held)
         for rel, what in (
@@ -141,8 +140,8 @@ def _read(
     captured: bytes | None,
 ) -> RunData:
     """The run's inputs as :class:`RunData` (big inputs as lazy scans; the captured steps from
-    their bytes, ``captured``, when read already); a file that cannot be read as its format
-    says is a :class:`RunInputError` naming it."""
+    their bytes, ``captured``, None when the manifest lists none); a file that cannot be read
+    as its format says is a :class:`RunInputError` naming it."""
     try:
         files.check_parquet(run_dir / files.TOPIC, TOPIC_SCHEMA.names())
         files.check_parquet(run_dir / export.updates, UPDATES_SCHEMA.names())
@@ -159,7 +158,7 @@ def _read(
     updates = pl.scan_parquet(run_dir / export.updates).cast(UPDATES_SCHEMA)
     try:
         judged, sinces, steps = load_steps(
-            run_dir, CAPTURES in recorded, history.ops, updates, uppers, exported, captured
+            run_dir, captured, history.ops, updates, uppers, exported
         )
     except files.InputFileError as exc:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None

@@ -142,26 +142,25 @@ def observed_uppers(ops: list[dict[str, object]]) -> dict[str, int]:
 
 def load(
     run_dir: Path,
-    listed: bool,
+    captured: bytes | None,
     ops: list[dict[str, object]],
     export: pl.LazyFrame,
     uppers: dict[str, int],
     sinces: dict[str, int],
-    held: bytes | None = None,
 ) -> tuple[pl.LazyFrame, dict[str, int], Steps]:
-    """:func:`merge` with the run's captures — read only when the manifest lists them
-    (``listed``), from their bytes when the caller already read them (``held``: the bytes it
-    proves). An unreadable captures file or export is a
-    :class:`sealcheck.rundir.files.InputFileError` naming it."""
+    """:func:`merge` with the run's captures: ``captured`` is the bytes of ``captures.arrows``
+    the caller read and proves (:func:`sealcheck.rundir.files.hold`), None when the manifest
+    does not list it. Captures that are not a whole stream, or an unreadable export, are a
+    :class:`sealcheck.rundir.files.InputFileError` naming the file."""
     rows: pl.DataFrame | None = None
-    if listed:
-        path = run_dir / captures.CAPTURES
+    listed = captured is not None
+    if captured is not None:
         try:
-            read = pl.from_arrow(captures.read(path if held is None else held))
+            read = pl.from_arrow(captures.read(captured))
         except (OSError, pa.ArrowException) as exc:
             raise InputFileError(
-                f"{path}: not a whole Arrow IPC stream ({why_unreadable(exc)}): restore it "
-                "from the run, or re-run the test"
+                f"{run_dir / captures.CAPTURES}: not a whole Arrow IPC stream "
+                f"({why_unreadable(exc)}): restore it from the run, or re-run the test"
             ) from None
         rows = read if isinstance(read, pl.DataFrame) else read.to_frame()
     ranges = captured_ranges(ops) if listed else {}

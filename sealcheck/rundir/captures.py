@@ -116,12 +116,8 @@ class CaptureWriter:
             self._writer = self._sink = None
 
 
-def read(source: Path | bytes) -> pa.Table:
-    """Every captured row (``collection, key, value, ts, diff``) of the file at a path, or of
-    its bytes already read (:func:`sealcheck.rundir.files.hold`: the table then points
-    into them, nothing is copied); raises ``OSError`` or ``pyarrow.ArrowInvalid`` on a file
-    that is not a whole stream."""
-    if isinstance(source, bytes):
-        return pa.ipc.open_stream(pa.py_buffer(source)).read_all()
-    with pa.OSFile(str(source), "rb") as stream:
-        return pa.ipc.open_stream(stream).read_all()
+def read(data: bytes) -> pa.Table:
+    """Every captured row (``collection, key, value, ts, diff``) of the file's bytes, read once
+    (:func:`sealcheck.rundir.files.hold`: the table points into them, nothing is copied);
+    raises ``pyarrow.ArrowInvalid`` on bytes that are not a whole stream."""
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()

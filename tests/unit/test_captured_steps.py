@@ -157,7 +157,7 @@ def test_captures_round_trip_and_a_sqlite_store_is_captured_read_only(tmp_path: 
     for c in (first, second, Capture({"data": (3, 3)})):
         writer.write(c)
     writer.close()
-    table = read(tmp_path / "captures.arrows")
+    table = read((tmp_path / "captures.arrows").read_bytes())
     assert table.num_rows == 4 and table.column("ts").to_pylist() == [0, 1, 1, 2]
     assert read_capture(str(tmp_path / "absent.db"), {}) is None
 
@@ -183,7 +183,7 @@ def test_the_observer_stops_once_and_nothing_follows_the_final_op(tmp_path: Path
     uppers["data"] = 2  # teardown stops it again after the final op: nothing may be written
     observer.stop()
     assert (tmp_path / "history.jsonl").read_text().count("\n") == lines
-    assert read(tmp_path / "captures.arrows").num_rows == 1
+    assert read((tmp_path / "captures.arrows").read_bytes()).num_rows == 1
     with pytest.raises(ValueError, match="is closed"):
         captures.write(capture({}))
 
