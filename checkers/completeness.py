@@ -17,7 +17,7 @@ import polars as pl
 
 from sealcheck.checkers.frames import pair_hash, run_ends, signed
 from sealcheck.checkers.inputs import RunData
-from sealcheck.checkers.replay import binding_ranges, latest, positioned
+from sealcheck.checkers.replay import binding_ranges, latest, positions
 from sealcheck.checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
 
@@ -53,7 +53,7 @@ def _acknowledged(run: RunData, res: CheckResult) -> None:
         res.counts["acknowledged_writes_written"] = written
     mismatch = run.kafka_lost()
     lost, changed = mismatch.filter(~pl.col("present")), mismatch.filter(pl.col("present"))
-    pos = positioned(run.classified(), "kh", "rvh")["pos"].to_numpy()
+    pos = positions(run.classified())
     for kind, frame, what in (
         ("kafka-lost-write", lost, "acknowledged (acks=all) but absent from the topic"),
         ("kafka-changed-write", changed, "acknowledged, but the topic holds another record there"),

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from sealcheck.checkers.frames import change_points, h, sort_runs
@@ -29,7 +30,8 @@ from sealcheck.checkers.replay import (
     changes,
     classify,
     error_bytes,
-    positioned,
+    locate,
+    positions,
     reason_text,
     slot_bytes,
     step_winners,
@@ -181,7 +183,7 @@ class RunData:
 
     def acked(self) -> pl.DataFrame:
         """The acknowledged writes in history order, as ``pos`` (:func:`sealcheck.checkers.replay.
-        packed` partition and offset) and ``full`` (a hash of position, key and value)."""
+        packed` partition and offset), ``kh`` and ``vh`` (the key's and the value's hashes)."""
 
         def compute() -> pl.DataFrame:
             acked = self.history.collect(
@@ -192,24 +194,30 @@ class RunData:
                     h("value").alias("vh"),
                 )
             )
-            return positioned(acked, "kh", "vh").hstack(acked.select("kh", "vh"))
+            return acked.select(pl.Series("pos", positions(acked)), "kh", "vh")
 
         return self._once("acked", compute)
 
     def kafka_lost(self) -> pl.DataFrame:
         """Acknowledged writes the topic does not hold as written — a Kafka anomaly, never the
         pipeline's: ``ack`` (position in history order), ``pos``, ``kh``, ``vh``, ``present``
-        (the topic holds another record at that position). Computed once."""
+        (the topic holds another record at that position). Each write is compared with the
+        record at its position (:func:`sealcheck.checkers.replay.locate`). Computed once."""
 
         def compute() -> pl.DataFrame:
-            topic = positioned(self.classified(), "kh", "rvh")
-            return (
-                self.acked()
-                .with_row_index("ack")
-                .filter(~pl.col("full").is_in(topic["full"].implode()))
-                .with_columns(pl.col("pos").is_in(topic["pos"].implode()).alias("present"))
-                .drop("full")
-            )
+            records, acked = self.classified(), self.acked()
+            at = locate(positions(records), acked["pos"].to_numpy())
+            present = pl.Series("present", at >= 0)
+            if records.height:
+                there = records.select("kh", "rvh")[pl.Series(np.maximum(at, 0))]
+                same = (
+                    present
+                    & there["kh"].eq_missing(acked["kh"])
+                    & there["rvh"].eq_missing(acked["vh"])
+                )
+            else:
+                same = present
+            return acked.with_row_index("ack").with_columns(present).filter(~same)
 
         return self._once("kafka_lost", compute)
 

@@ -28,7 +28,9 @@ def _unwritten(run: RunData, name: str) -> tuple[pl.DataFrame, int, int]:
     explain; how many were inserted and how many were explained."""
     inserted = run.change_points(name).filter(pl.col("diff") > 0)
     unwritten = inserted.filter(~pair_hash("kh", "vh").is_in(_written(run, name)))
-    if run.stated is None and name == "data":  # the raw pair of an acknowledged write
+    if unwritten.height == 0:
+        phantoms = unwritten
+    elif run.stated is None and name == "data":  # the raw pair of an acknowledged write
         acked = run.acked().select(pair_hash("kh", "vh")).to_series().implode()
         phantoms = unwritten.filter(~pair_hash("kh", "vh").is_in(acked))
     elif run.stated is None:  # an error cites the position of the record it is about

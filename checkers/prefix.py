@@ -89,10 +89,15 @@ class Judgement:
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """A second 64-bit hash of hashes (splitmix64's finaliser; wrapping)."""
+    out: np.ndarray = x >> np.uint64(30)  # in place from here: one array, not six
+    out ^= x
     with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        out: np.ndarray = x ^ (x >> np.uint64(31))
+        out *= np.uint64(0xBF58476D1CE4E5B9)
+        shifted = out >> np.uint64(27)
+        out ^= shifted
+        out *= np.uint64(0x94D049BB133111EB)
+    np.right_shift(out, np.uint64(31), out=shifted)
+    out ^= shifted
     return out
 
 
@@ -126,16 +131,26 @@ def _shown_by_key(observed: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.nd
     state = per["state"].to_numpy().astype(np.int64, copy=False)
     diff = per["diff"].to_numpy().astype(np.int64, copy=False)
     vh = per["vh"].cast(pl.UInt64).to_numpy().astype(np.uint64, copy=False)
+    # Each (key, state)'s running sums over the key's changes so far: one running sum over
+    # all rows, read at the last row of each (key, state), less its value before the key's
+    # first row (no per-run sums, no second pass per key).
+    n = len(kh)
+    key_start = np.empty(n, dtype=bool)
+    key_start[0] = True
+    np.not_equal(kh[1:], kh[:-1], out=key_start[1:])
+    run_end = np.empty(n, dtype=bool)
+    run_end[-1] = True
+    np.not_equal(state[1:], state[:-1], out=run_end[:-1])
+    run_end[:-1] |= key_start[1:]
+    ends = np.flatnonzero(run_end)
+    base = np.flatnonzero(key_start)[np.cumsum(key_start)[ends] - 1]  # its key's first row
     d = diff.astype(np.uint64)  # wrapping: -1 is 2**64 - 1
     with np.errstate(over="ignore"):
-        one, two = vh * d, _mix(vh) * d
-    # each (key, state)'s changes summed, then running sums per key over its states
-    runs = np.flatnonzero(np.r_[True, (kh[1:] != kh[:-1]) | (state[1:] != state[:-1])])
-    kh, state = kh[runs], state[runs]
-    starts_key = np.r_[True, kh[1:] != kh[:-1]]
-    count = _segmented_cumsum(np.add.reduceat(diff, runs), starts_key)
-    total = _segmented_cumsum(np.add.reduceat(one, runs), starts_key)
-    check = _segmented_cumsum(np.add.reduceat(two, runs), starts_key)
+        one = vh * d
+        two = _mix(vh)
+        two *= d
+    count, total, check = (_running(x, ends, base) for x in (diff, one, two))
+    kh, state = kh[ends], state[ends]
     value = total.view(np.int64).copy()
     none = (count == 0) & (total == 0) & (check == 0)
     single = (count == 1) & (check == _mix(total))
@@ -153,14 +168,13 @@ def _stable_order(state: np.ndarray) -> np.ndarray:
     return np.argsort(state, kind="stable")
 
 
-def _segmented_cumsum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Running sums of ``values`` restarting at every True of ``starts`` (wrapping for
-    unsigned values)."""
+def _running(values: np.ndarray, ends: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """The sum of ``values`` over rows ``base[i]`` to ``ends[i]`` inclusive, for each ``i``
+    (wrapping for unsigned values)."""
     total = np.cumsum(values, dtype=values.dtype)
-    first = np.flatnonzero(starts)
-    base = total[first] - values[first]
-    lengths = np.diff(np.r_[first, len(values)])
-    out: np.ndarray = total - np.repeat(base, lengths)
+    out: np.ndarray = total[ends]
+    out -= total[base]
+    out += values[base]
     return out
 
 

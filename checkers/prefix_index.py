@@ -132,13 +132,16 @@ def _table(eff: pl.DataFrame, observed_keys: pl.Series) -> Table:
         )
     # records are in partition, offset order: sorting (key id, position) as one int64 keeps
     # that within a key (~4x a stable sort of the key ids)
-    by_key = np.sort((kid.astype(np.int64) << 32) | np.arange(n, dtype=np.int64)) & 0xFFFF_FFFF
+    ordered = np.sort((kid.astype(np.int64) << 32) | np.arange(n, dtype=np.int64))
+    by_key = ordered & 0xFFFF_FFFF
     prev = np.full(n, ABSENT, dtype=np.int64)
     next_of_key = np.full(n, n, dtype=np.int64)
     if n:
-        same = kid[by_key][1:] == kid[by_key][:-1]  # record by_key[i + 1] follows by_key[i]
-        prev[by_key[1:][same]] = val[by_key[:-1][same]]
-        next_of_key[by_key[:-1][same]] = by_key[1:][same]
+        ordered >>= 32  # the key ids in that order
+        same = ordered[1:] == ordered[:-1]  # record by_key[i + 1] follows by_key[i]
+        before, after = by_key[:-1][same], by_key[1:][same]
+        prev[after] = val[before]
+        next_of_key[before] = after
     part_of = np.full(len(keys), -1, dtype=np.int64)
     part_of[kid] = part
     offsets = eff["offset"].to_numpy().astype(np.int64, copy=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
 import orjson
 import polars as pl
 import pytest
@@ -199,3 +200,21 @@ def test_assign_steps_uses_the_range_that_holds_each_offset() -> None:
         {"partition": [0, 0, 1], "ts": [0, 2, 1], "start": [0, 1, 0], "end": [1, 3, 2]}
     )
     assert assign_steps(records, ranges).to_list() == [0, 2, None, 1, None]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sets(st.integers(0, 2**41), max_size=40),
+    st.lists(st.integers(0, 2**41), max_size=20),
+    st.booleans(),
+)
+def test_locate_finds_the_record_at_each_position(
+    held: set[int], others: list[int], shuffled: bool
+) -> None:
+    ordered = sorted(held)
+    if shuffled:
+        ordered.reverse()
+    where = {p: i for i, p in enumerate(ordered)}
+    wanted = [*ordered[::2], *others]
+    got = replay.locate(np.array(ordered, dtype=np.int64), np.array(wanted, dtype=np.int64))
+    assert got.tolist() == [where.get(p, -1) for p in wanted]

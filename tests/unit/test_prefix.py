@@ -10,6 +10,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sealcheck.checkers import prefix
 from sealcheck.checkers.prefix import judge, observed_values
 from sealcheck.checkers.prefix_explain import explain, feasible, spans_of
 from sealcheck.checkers.prefix_index import ABSENT, MANY, index
@@ -187,6 +188,37 @@ def test_shown_values_come_from_the_changes_with_their_multiplicities():
     assert observed_values(both)["value"][-1] == int(MANY)
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4), st.integers(1, 3), st.integers(1, 3), st.integers(-2, 2)),
+        max_size=30,
+    )
+)
+def test_shown_values_equal_a_replay_of_the_changes(rows: list[tuple[int, int, int, int]]) -> None:
+    # any order, unconsolidated: each key's value after every state that changes it
+    changes = pl.DataFrame(
+        rows,
+        schema={"state": pl.Int64, "kh": pl.UInt64, "vh": pl.UInt64, "diff": pl.Int64},
+        orient="row",
+    )
+    held: dict[int, dict[int, int]] = {}
+    want: dict[tuple[int, int], int] = {}
+    for state in sorted({r[0] for r in rows}):
+        for _, k, v, d in (r for r in rows if r[0] == state):
+            held.setdefault(k, {})[v] = held.setdefault(k, {}).get(v, 0) + d
+        for k in {r[1] for r in rows if r[0] == state}:
+            live = {v: m for v, m in held[k].items() if m}
+            if not live:
+                want[(state, k)] = int(ABSENT)
+            elif len(live) == 1 and list(live.values()) == [1]:
+                want[(state, k)] = next(iter(live))
+            else:
+                want[(state, k)] = int(MANY)
+    got = {(s, k): v for s, k, v in observed_values(changes).iter_rows()}
+    assert got == want
+
+
 # -- against a brute-force search ---------------------------------------------------------
 
 
@@ -304,3 +336,15 @@ def test_a_table_without_input_records_holds_nothing_after_catch_up():
     assert judge(empty, observed([])).valid is True
     out = judge(empty, observed([{"z": "1"}]))
     assert out.valid is False and out.invented == [(0, kh("z"))]
+
+
+def test_the_second_hash_is_splitmix64s_finaliser() -> None:
+    def reference(x: int) -> int:
+        m = (1 << 64) - 1
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & m
+        return x ^ (x >> 31)
+
+    values = [0, 1, 2**63, 2**64 - 1, 0x5EA1C4EC, 123456789123456789]
+    got = prefix._mix(np.array(values, dtype=np.uint64))
+    assert got.tolist() == [reference(v) for v in values]
