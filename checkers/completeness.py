@@ -17,7 +17,8 @@ import polars as pl
 
 from sealcheck.checkers.frames import pair_hash, run_ends, signed
 from sealcheck.checkers.inputs import RunData
-from sealcheck.checkers.replay import binding_ranges, latest, positions
+from sealcheck.checkers.kafka_lost import locate, positions
+from sealcheck.checkers.replay import binding_ranges, latest
 from sealcheck.checkers.result import MAX_EXAMPLES, Anomaly, CheckResult, show
 
 
@@ -63,8 +64,8 @@ def _acknowledged(run: RunData, res: CheckResult) -> None:
         acks = run.ack_rows(head["ack"].to_list())
         for r in head.iter_rows(named=True):
             ack = acks[int(r["ack"])]
-            rows = np.flatnonzero(pos == r["pos"])
-            there = run.topic_row(int(rows[0])) if rows.size else None
+            row = int(locate(pos, np.array([r["pos"]], dtype=np.int64))[0])
+            there = run.topic_row(row) if row >= 0 else None
             examples.append(
                 Anomaly(
                     kind,

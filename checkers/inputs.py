@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import polars as pl
 
+from sealcheck.checkers import kafka_lost
 from sealcheck.checkers.frames import change_points, h, sort_runs
 from sealcheck.checkers.replay import (
     assign_steps,
@@ -30,8 +30,6 @@ from sealcheck.checkers.replay import (
     changes,
     classify,
     error_bytes,
-    locate,
-    positions,
     reason_text,
     slot_bytes,
     step_winners,
@@ -182,44 +180,15 @@ class RunData:
         return self._memo["record_errors"]
 
     def acked(self) -> pl.DataFrame:
-        """The acknowledged writes in history order, as ``pos`` (:func:`sealcheck.checkers.replay.
-        packed` partition and offset), ``kh`` and ``vh`` (the key's and the value's hashes)."""
-
-        def compute() -> pl.DataFrame:
-            acked = self.history.collect(
-                self.history.acked.lazy().select(
-                    pl.col("partition").cast(pl.Int64),
-                    pl.col("offset").cast(pl.Int64),
-                    h("key").alias("kh"),
-                    h("value").alias("vh"),
-                )
-            )
-            return acked.select(pl.Series("pos", positions(acked)), "kh", "vh")
-
-        return self._once("acked", compute)
+        """The acknowledged writes in history order: ``pos``, ``kh``, ``vh``
+        (:func:`sealcheck.checkers.kafka_lost.hashed`). Computed once."""
+        return self._once("acked", lambda: kafka_lost.hashed(self.history))
 
     def kafka_lost(self) -> pl.DataFrame:
         """Acknowledged writes the topic does not hold as written — a Kafka anomaly, never the
-        pipeline's: ``ack`` (position in history order), ``pos``, ``kh``, ``vh``, ``present``
-        (the topic holds another record at that position). Each write is compared with the
-        record at its position (:func:`sealcheck.checkers.replay.locate`). Computed once."""
-
-        def compute() -> pl.DataFrame:
-            records, acked = self.classified(), self.acked()
-            at = locate(positions(records), acked["pos"].to_numpy())
-            present = pl.Series("present", at >= 0)
-            if records.height:
-                there = records.select("kh", "rvh")[pl.Series(np.maximum(at, 0))]
-                same = (
-                    present
-                    & there["kh"].eq_missing(acked["kh"])
-                    & there["rvh"].eq_missing(acked["vh"])
-                )
-            else:
-                same = present
-            return acked.with_row_index("ack").with_columns(present).filter(~same)
-
-        return self._once("kafka_lost", compute)
+        pipeline's: ``ack``, ``pos``, ``kh``, ``vh``, ``present``
+        (:func:`sealcheck.checkers.kafka_lost.lost`). Computed once."""
+        return self._once("kafka_lost", lambda: kafka_lost.lost(self.classified(), self.acked()))
 
     def kafka_explains(self, name: str) -> pl.Expr:
         """True on the rows (column ``kh``: a key hash of ``data`` or ``errors``) whose

@@ -28,11 +28,12 @@ def _unwritten(run: RunData, name: str) -> tuple[pl.DataFrame, int, int]:
     explain; how many were inserted and how many were explained."""
     inserted = run.change_points(name).filter(pl.col("diff") > 0)
     unwritten = inserted.filter(~pair_hash("kh", "vh").is_in(_written(run, name)))
-    if unwritten.height == 0:
+    if run.stated is None and name == "data":  # the raw pair of an acknowledged write
+        acked = run.acked()  # read whatever is unwritten: the acknowledgements are an input
         phantoms = unwritten
-    elif run.stated is None and name == "data":  # the raw pair of an acknowledged write
-        acked = run.acked().select(pair_hash("kh", "vh")).to_series().implode()
-        phantoms = unwritten.filter(~pair_hash("kh", "vh").is_in(acked))
+        if unwritten.height:  # (hashing 10M acknowledged pairs only when it can matter)
+            pairs = acked.select(pair_hash("kh", "vh")).to_series().implode()
+            phantoms = unwritten.filter(~pair_hash("kh", "vh").is_in(pairs))
     elif run.stated is None:  # an error cites the position of the record it is about
         lost = set(run.kafka_lost().filter(~pl.col("present"))["pos"].to_list())
         gone = [

@@ -203,29 +203,6 @@ def packed(partition: np.ndarray, offset: np.ndarray) -> np.ndarray:
     return (partition.astype(np.int64) << POS_BITS) + offset.astype(np.int64)
 
 
-def positions(frame: pl.DataFrame) -> np.ndarray:
-    """Each row's packed ``(partition, offset)`` (:func:`packed`)."""
-    return packed(frame["partition"].to_numpy(), frame["offset"].to_numpy())
-
-
-def locate(held: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Per packed position in ``wanted``, the index in ``held`` (the packed positions of the
-    topic's records) of the record there; -1 where the topic holds none.
-
-    A topic dump is in position order, so this is one binary search per position; an
-    unordered one is sorted first."""
-    order: np.ndarray | None = None
-    if held.size > 1 and not bool(np.all(held[1:] > held[:-1])):
-        order = np.argsort(held, kind="stable")
-        held = held[order]
-    if held.size == 0:
-        return np.full(len(wanted), -1, dtype=np.int64)
-    at = np.minimum(np.searchsorted(held, wanted), held.size - 1)
-    found = at if order is None else order[at]
-    out: np.ndarray = np.where(held[at] == wanted, found, -1)
-    return out
-
-
 def first_bound(ranges: pl.DataFrame) -> pl.DataFrame:
     """The ranges of :func:`binding_ranges` as each record's *first* binding: per partition,
     ``start`` and ``end`` become running maxima in step order and empty ranges are dropped.

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sealcheck.checkers import replay
+from sealcheck.checkers import kafka_lost, replay
 from sealcheck.checkers.frames import (
     _packed_sort,
     change_points,
@@ -216,5 +216,12 @@ def test_locate_finds_the_record_at_each_position(
         ordered.reverse()
     where = {p: i for i, p in enumerate(ordered)}
     wanted = [*ordered[::2], *others]
-    got = replay.locate(np.array(ordered, dtype=np.int64), np.array(wanted, dtype=np.int64))
+    got = kafka_lost.locate(np.array(ordered, dtype=np.int64), np.array(wanted, dtype=np.int64))
     assert got.tolist() == [where.get(p, -1) for p in wanted]
+
+
+def test_locate_gives_the_first_record_of_a_repeated_position() -> None:
+    held = np.array([5, 3, 3, -1], dtype=np.int64)  # unordered; -1: partition 0, offset -1
+    wanted = np.array([3, -1, 4, 5], dtype=np.int64)
+    assert kafka_lost.locate(held, wanted).tolist() == [1, 3, -1, 0]
+    assert kafka_lost.locate(held[:0], wanted).tolist() == [-1, -1, -1, -1]
