@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from sealcheck.checkers.frames import pair_hash, run_ends, signed
@@ -54,7 +53,7 @@ def _acknowledged(run: RunData, res: CheckResult) -> None:
         res.counts["acknowledged_writes_written"] = written
     mismatch = run.kafka_lost()
     lost, changed = mismatch.filter(~pl.col("present")), mismatch.filter(pl.col("present"))
-    pos = positions(run.classified())
+    pos = positions(run.classified()) if mismatch.height else None
     for kind, frame, what in (
         ("kafka-lost-write", lost, "acknowledged (acks=all) but absent from the topic"),
         ("kafka-changed-write", changed, "acknowledged, but the topic holds another record there"),
@@ -62,9 +61,9 @@ def _acknowledged(run: RunData, res: CheckResult) -> None:
         examples = []
         head = frame.head(MAX_EXAMPLES)
         acks = run.ack_rows(head["ack"].to_list())
-        for r in head.iter_rows(named=True):
+        rows = locate(pos, head["pos"].to_numpy()).tolist() if pos is not None else []
+        for r, row in zip(head.iter_rows(named=True), rows, strict=True):
             ack = acks[int(r["ack"])]
-            row = int(locate(pos, np.array([r["pos"]], dtype=np.int64))[0])
             there = run.topic_row(row) if row >= 0 else None
             examples.append(
                 Anomaly(
