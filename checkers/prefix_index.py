@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from sealcheck.checkers.frames import sort_runs
+from sealcheck.checkers.frames import hash_order, sort_runs
 
 #: the value id of "no value" (never written, deleted, or a key the state does not hold)
 ABSENT = np.int64(-(2**63))
@@ -79,13 +79,6 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def key_ids(keys: np.ndarray, kh: pl.Series) -> np.ndarray:
-    """The position of every hash of ``kh`` in the sorted ``keys`` (each must be there)."""
-    ids = pl.Series("kh", keys, dtype=pl.UInt64)
-    dense = kh.cast(pl.UInt64).replace_strict(ids, pl.int_range(len(keys), eager=True))
-    return dense.to_numpy().astype(np.int64, copy=False)
-
-
 def index(effects: pl.DataFrame, observed_keys: pl.Series) -> tuple[Table, list[int]]:
     """Index one table's effects (``partition, offset, kh, vh, row``); the key hashes whose
     records span partitions are dropped and returned."""
@@ -110,35 +103,34 @@ def _partition_of_each(table: Table) -> np.ndarray:
 
 def _table(eff: pl.DataFrame, observed_keys: pl.Series) -> Table:
     """The index of effects already by partition and offset."""
-    keys = sorted_unique(
-        np.concatenate(
-            [
-                eff["kh"].cast(pl.UInt64).unique().to_numpy().astype(np.uint64, copy=False),
-                observed_keys.cast(pl.UInt64).unique().to_numpy().astype(np.uint64, copy=False),
-            ]
+    n = eff.height
+    hashes = eff["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64, copy=False)
+    found = hash_order(hashes) if n < 1 << 32 else None  # None: too many to pack
+    if found is None:
+        raise ValueError(
+            f"{n:,} records in one table: the prefix index packs a key hash's high bits and a "
+            "position in 64 bits (fewer than 2**32 records)"
         )
-    )
-    kid = key_ids(keys, eff["kh"])
+    # the records in key order, each key's in position order: one sort of packed integers
+    order, sorted_kh = found
+    by_key = order.astype(np.int64)
+    first = np.empty(n, dtype=bool)
+    first[:1] = True
+    np.not_equal(sorted_kh[1:], sorted_kh[:-1], out=first[1:])
+    own = sorted_kh[first]  # the table's keys, ascending
+    observed = observed_keys.cast(pl.UInt64).to_numpy().astype(np.uint64, copy=False)
+    keys = sorted_unique(np.concatenate([own, observed]))
+    kid = np.empty(n, dtype=np.int64)
+    kid[by_key] = np.searchsorted(keys, own)[np.cumsum(first) - 1]
     val = as_ids(eff["vh"])
     part = eff["partition"].to_numpy().astype(np.int64, copy=False)
-    n = len(kid)
     change = np.flatnonzero(np.r_[True, part[1:] != part[:-1]]) if n else np.array([], int)
     ends = np.r_[change[1:], n] if n else np.array([], int)
     bounds = {int(part[s]): (int(s), int(e)) for s, e in zip(change, ends, strict=True)}
-    if n >= 1 << 32 or len(keys) >= 1 << 31:  # the checker is unknown, saying so
-        raise ValueError(
-            f"{n:,} records over {len(keys):,} keys in one table: the prefix index packs a "
-            "key id and a position in 64 bits (fewer than 2**32 records, 2**31 keys)"
-        )
-    # records are in partition, offset order: sorting (key id, position) as one int64 keeps
-    # that within a key (~4x a stable sort of the key ids)
-    ordered = np.sort((kid.astype(np.int64) << 32) | np.arange(n, dtype=np.int64))
-    by_key = ordered & 0xFFFF_FFFF
     prev = np.full(n, ABSENT, dtype=np.int64)
     next_of_key = np.full(n, n, dtype=np.int64)
     if n:
-        ordered >>= 32  # the key ids in that order
-        same = ordered[1:] == ordered[:-1]  # record by_key[i + 1] follows by_key[i]
+        same = ~first[1:]  # record by_key[i + 1] follows by_key[i], of the same key
         before, after = by_key[:-1][same], by_key[1:][same]
         prev[after] = val[before]
         next_of_key[before] = after

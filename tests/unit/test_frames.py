@@ -18,6 +18,7 @@ from sealcheck.checkers.frames import (
     _packed_sort,
     change_points,
     fingerprints,
+    hash_order,
     pair_hash,
     signed,
     sort_runs,
@@ -43,39 +44,66 @@ def test_sort_runs_equals_a_full_sort(rows: list[tuple[int, int, int]], presorte
     assert by_ka == sorted((k, a) for k, a, _ in rows)
 
 
-hashes = st.one_of(st.integers(0, 2**64 - 1), st.integers(0, 7))  # low ones share high bits
+hashes = st.one_of(
+    st.integers(0, 2**64 - 1),
+    st.integers(0, 7),  # low ones share their high bits
+    st.integers(0, 7).map(lambda low: (0xABC << 52) | low),  # and high ones
+)
 
 
 @SETTINGS
-@given(st.lists(st.tuples(hashes, st.integers(-3, 40)), max_size=40))
+@given(st.lists(st.tuples(hashes, st.integers(-3, 40)), max_size=40), st.sampled_from([1, 3]))
 def test_sort_runs_of_hashes_by_a_narrow_column_is_a_stable_sort(
-    rows: list[tuple[int, int]],
+    rows: list[tuple[int, int]], copies: int
 ) -> None:
-    # hashes and a time: one sort of the hash with its low bits replaced by the time, or,
-    # where two hashes share their high bits in the frame, the two stable sorts
+    # hashes and a time: one sort of the hash's high bits, the time and the row, packed, with
+    # the runs where distinct hashes share their high bits put in order; by the hash alone
+    # when more inner columns follow
     schema = {"k": pl.UInt64, "t": pl.Int64}
-    frame = pl.DataFrame(rows, schema=schema, orient="row").with_row_index("i")
+    frame = pl.DataFrame(rows * copies, schema=schema, orient="row").with_row_index("i")
     got = sort_runs(frame, "k", "t").rows()
     assert got == sorted(frame.rows(), key=lambda r: (r[1], r[2]))  # ties stay in input order
+    alone = _packed_sort(frame, "k", None)
+    if frame.height >= 2:
+        assert alone is not None
+        assert alone.rows() == sorted(frame.rows(), key=lambda r: r[1])
+    assert sort_runs(frame, "k", "t", "i").rows() == sorted(frame.rows(), key=lambda r: r[1:])
 
 
-def test_sort_runs_falls_back_when_two_hashes_share_their_high_bits() -> None:
-    # 8 and 9 differ only in the lowest bit, which the time 0-1 takes: not packed
+@SETTINGS
+@given(st.lists(st.tuples(hashes, st.integers(-(2**31), 2**31 - 1)), max_size=60))
+def test_hash_order_is_a_stable_sort(rows: list[tuple[int, int]]) -> None:
+    keys = np.array([k for k, _ in rows], dtype=np.uint64)
+    within = np.array([t for _, t in rows], dtype=np.int32)
+    for inner in (within, None):
+        found = hash_order(keys, inner)
+        assert found is not None
+        order, ordered = found
+        tie = inner if inner is not None else np.zeros(len(rows), np.int32)
+        want = np.lexsort((np.arange(len(rows)), tie, keys))
+        assert order.tolist() == want.tolist()
+        assert ordered.tolist() == keys[want].tolist()
+
+
+def test_sort_runs_puts_hashes_sharing_their_high_bits_in_order() -> None:
+    # 8 and 9 differ only in the lowest bit, far below what is packed: their rows interleave
+    # in the packed sort and are put in order after it
     frame = pl.DataFrame(
         {"k": [9, 8, 9, 8], "t": [1, 1, 0, 0]}, schema={"k": pl.UInt64, "t": pl.Int64}
     )
-    assert _packed_sort(frame, "k", "t") is None
+    packed = _packed_sort(frame, "k", "t")
+    assert packed is not None and packed.rows() == [(8, 0), (8, 1), (9, 0), (9, 1)]
     assert sort_runs(frame, "k", "t").rows() == [(8, 0), (8, 1), (9, 0), (9, 1)]
     wide = pl.DataFrame(
         {"k": [5, 5, 3], "t": [2**64 - 1, 2**64 - 2, 0]}, schema={"k": pl.UInt64, "t": pl.UInt64}
     )
-    assert _packed_sort(wide, "k", "t") is None  # a range over 32 bits: the two sorts
+    assert _packed_sort(wide, "k", "t") is None  # a range of 64 bits: the two sorts
     assert sort_runs(wide, "k", "t").rows() == [(3, 0), (5, 2**64 - 2), (5, 2**64 - 1)]
     high = wide.with_columns(pl.col("t").clip(2**64 - 3))  # unsigned, near the top: packed
     assert sort_runs(high, "k", "t").rows() == [(3, 2**64 - 3), (5, 2**64 - 2), (5, 2**64 - 1)]
-    apart = frame.with_columns(pl.col("k") * 4)  # 32 and 36: their high bits differ
-    packed = _packed_sort(apart, "k", "t")
-    assert packed is not None and packed.rows() == [(32, 0), (32, 1), (36, 0), (36, 1)]
+    nulls = frame.with_columns(pl.when(pl.col("t") == 0).then(pl.col("k")).alias("k"))
+    assert _packed_sort(nulls, "k", "t") is None  # a null hash: the two sorts
+    assert sort_runs(nulls, "k", "t").rows() == [(None, 1), (None, 1), (8, 0), (9, 0)]
 
 
 updates = st.lists(
