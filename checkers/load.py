@@ -4,6 +4,7 @@ against the manifest in its final op, the big inputs left as lazy scans
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -49,14 +50,37 @@ def load_run(run_dir: Path) -> RunData:
     differs refuses the run just the same: nothing is judged, and whatever reading it raised
     is not reported (it is refused, not unreadable).
     """
-    notes: list[str] = []
+    path = run_dir / "history.jsonl"
+    history = _history(path, lambda: History.load(path, acks=False))
+    # acks.arrows (~1.5 s to decompress at 10M writes) is read beside the other files
+    with ThreadPoolExecutor(2, thread_name_prefix="load") as pool:
+        acks = pool.submit(_history, path, history.with_ack_file)
+        try:
+            run: RunData | RunInputError = _open(run_dir, history, pool)
+        except RunInputError as exc:
+            run = exc
+        read = acks.result()
+        if read is not history:  # acks.arrows cannot be read: no usable history, as if
+            return _open(run_dir, read, pool)  # History.load had said so
+    if isinstance(run, RunInputError):
+        raise run
+    return run
+
+
+def _history(path: Path, read: Callable[[], History]) -> History:
+    """What ``read`` gives, or an empty history saying why the history cannot be used."""
     try:
-        history = History.load(run_dir / "history.jsonl")
+        return read()
     except HistoryError as exc:
-        history = History.empty(unusable=str(exc))
+        return History.empty(unusable=str(exc))
     except (OSError, pl.exceptions.PolarsError) as exc:  # unreadable, or not text at all
-        why = files.why_unreadable(exc)
-        history = History.empty(unusable=f"{run_dir / 'history.jsonl'} cannot be read ({why})")
+        return History.empty(unusable=f"{path} cannot be read ({files.why_unreadable(exc)})")
+
+
+def _open(run_dir: Path, history: History, pool: ThreadPoolExecutor) -> RunData:
+    """:func:`load_run` with the history read: the digests of the big files are taken in
+    ``pool``."""
+    notes: list[str] = []
     if history.torn_tail:
         notes.append(
             f"history.jsonl: a torn last line ({history.torn_tail} bytes) was skipped: the "
@@ -81,39 +105,37 @@ def load_run(run_dir: Path) -> RunData:
     checked = {rel: e for rel, e in recorded.items() if rel != CAPTURES or held}
     big = {rel: e for rel, e in checked.items() if _size(e) >= _BIG}
     proven += files.verify(run_dir, {rel: e for rel, e in checked.items() if rel not in big}, held)
-    with ThreadPoolExecutor(1, thread_name_prefix="digests") as pool:
-        digests = pool.submit(files.verify, run_dir, big, held)
-        for rel, what in (
-            (files.TOPIC, "the harness dumps the topic there after the final phase"),
-            (export.updates, "the harness exports the system's store there at the end of a run"),
-            (export.frontiers, "the export writes the collections' uppers there"),
-        ):
-            if not (run_dir / rel).exists():
-                raise RunInputError(
-                    f"{run_dir / rel} is missing: {what}; a run that died before it cannot be "
-                    "judged",
-                    tuple(history.harness_failures()),
-                )
-        unlisted: list[str] = []
-        if final is not None:  # the manifest is the closed list of what a checker may read
-            acks = [files.ACKS] if (run_dir / files.ACKS).exists() else []
-            unlisted = [
-                f"{rel} is not in the manifest of the history's final op: it cannot be proven "
-                "to be the run's, so nothing is judged; re-run the test"
-                for rel in (*export.inputs, *acks)
-                if rel not in recorded
-            ]
-            notes += [
-                f"{rel} is not in the manifest of the history's final op: no checker read it"
-                for rel in files.unlisted(run_dir, recorded)
-            ]
-        read: RunData | Exception | None = None
-        if not unlisted and not proven:
-            try:
-                read = _read(run_dir, history, recorded, export, held.get(CAPTURES))
-            except Exception as exc:  # a refusal, if any, is what is said: kept until known
-                read = exc
-        refusals = proven + digests.result() + unlisted
+    digests = pool.submit(files.verify, run_dir, big, held)
+    for rel, what in (
+        (files.TOPIC, "the harness dumps the topic there after the final phase"),
+        (export.updates, "the harness exports the system's store there at the end of a run"),
+        (export.frontiers, "the export writes the collections' uppers there"),
+    ):
+        if not (run_dir / rel).exists():
+            raise RunInputError(
+                f"{run_dir / rel} is missing: {what}; a run that died before it cannot be judged",
+                tuple(history.harness_failures()),
+            )
+    unlisted: list[str] = []
+    if final is not None:  # the manifest is the closed list of what a checker may read
+        acks = [files.ACKS] if (run_dir / files.ACKS).exists() else []
+        unlisted = [
+            f"{rel} is not in the manifest of the history's final op: it cannot be proven "
+            "to be the run's, so nothing is judged; re-run the test"
+            for rel in (*export.inputs, *acks)
+            if rel not in recorded
+        ]
+        notes += [
+            f"{rel} is not in the manifest of the history's final op: no checker read it"
+            for rel in files.unlisted(run_dir, recorded)
+        ]
+    read: RunData | Exception | None = None
+    if not unlisted and not proven:
+        try:
+            read = _read(run_dir, history, recorded, export, held.get(CAPTURES))
+        except Exception as exc:  # a refusal, if any, is what is said: kept until known
+            read = exc
+    refusals = proven + digests.result() + unlisted
     if refusals or read is None:  # nothing is judged from files that are not the run's
         empty = pl.DataFrame(schema=TOPIC_SCHEMA), pl.DataFrame(schema=UPDATES_SCHEMA)
         return RunData(*empty, {}, {}, history, refusals=refusals, notes=notes)

@@ -106,6 +106,8 @@ class History:
     after_final: int = 0
     #: bytes of ``acks.arrows`` after its last complete record batch, not read
     acks_torn: int = 0
+    #: ``acks.arrows`` was read into :attr:`acked` (:meth:`with_ack_file`: once)
+    ack_file_read: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for op in self.ops:  # a run stored under the old names reads as a new one
@@ -118,8 +120,10 @@ class History:
         return History(pl.DataFrame(schema=BYTES_SCHEMA), unusable=unusable)
 
     @staticmethod
-    def load(path: Path) -> History:
-        """Read ``history.jsonl``: a :class:`HistoryError` names the first bad line; a torn
+    def load(path: Path, *, acks: bool = True) -> History:
+        """Read ``history.jsonl`` and, with ``acks``, the acknowledged writes of ``acks.arrows``
+        beside it (:meth:`with_ack_file`; without, a caller reads them later, e.g. in a thread
+        while it reads other files). A :class:`HistoryError` names the first bad line; a torn
         last line (a crashed harness) is skipped and reported in :attr:`torn_tail`; whatever
         follows the final op is skipped and counted in :attr:`after_final`.
 
@@ -183,7 +187,17 @@ class History:
         else:
             lazy = acked_writes(pl.scan_ndjson(path, schema=WRITE_SCHEMA))
             history = History(lazy, ops, path, total, size - complete)
-        return _with_ack_file(history, path.parent / ack_file.ACKS)
+        return history.with_ack_file() if acks else history
+
+    def with_ack_file(self) -> History:
+        """This history with the acknowledged writes of ``acks.arrows`` beside it after those
+        of its own lines, when that file exists (a history read from no file, or unusable,
+        reads none): a file that is not such a stream is a :class:`HistoryError` naming it.
+        Returns ``self``, changed."""
+        if self.path is None or self.unusable is not None or self.ack_file_read:
+            return self
+        self.ack_file_read = True
+        return _with_ack_file(self, self.path.parent / ack_file.ACKS)
 
     def collect(self, query: pl.LazyFrame) -> pl.DataFrame:
         """Collect a query over :attr:`acked`; a line polars cannot read against the schema

@@ -109,6 +109,11 @@ def test_the_history_reads_its_acks_beside_its_lines_and_counts_them(tmp_path: P
     ]
     assert acked["time"].is_sorted() and history.problems() == []
     assert history.written_acks() == 2
+    # read apart (load_run reads acks.arrows in a thread beside the other files), and once
+    later = History.load(tmp_path / "history.jsonl", acks=False)
+    assert later.acked.lazy().collect().height == 0 and later.ops == history.ops
+    assert later.with_ack_file().with_ack_file() is later
+    assert later.acked.lazy().collect().equals(acked)
 
 
 def test_an_ack_after_the_run_ended_is_a_line_after_the_final_op(tmp_path: Path) -> None:
