@@ -95,9 +95,14 @@ class RunData:
     _memo: dict[str, pl.DataFrame] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    #: one derived frame computed at a time: checkers run side by side (``run_checkers``)
-    _lock: threading.RLock = field(
-        default_factory=threading.RLock, init=False, repr=False, compare=False
+    #: a lock per derived frame (or group computed together): checkers run side by side
+    #: (``run_checkers``), each frame is computed once, and one checker computing a frame
+    #: does not hold up another that needs a different one
+    _locks: dict[str, threading.RLock] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
     )
     #: records bound at sealed steps (set by :meth:`winners`)
     bound_records: int = field(default=0, init=False, repr=False, compare=False)
@@ -119,11 +124,16 @@ class RunData:
         """The derived frames computed so far (so callers can avoid forcing a parse)."""
         return set(self._memo)
 
-    def _once(self, memo: str, compute: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+    def _once(
+        self, memo: str, compute: Callable[[], pl.DataFrame], group: str | None = None
+    ) -> pl.DataFrame:
         """``_memo[memo]``: what ``compute`` returns (it may memoise what it derives beside
-        it), computed the first time it is asked for; one thread computes at a time."""
+        it, under its ``group``'s lock), computed the first time it is asked for, by one
+        thread. A computation locks only what it depends on, in that order: no cycle."""
         if memo not in self._memo:
             with self._lock:
+                lock = self._locks.setdefault(group or memo, threading.RLock())
+            with lock:
                 if memo not in self._memo:
                     self._memo[memo] = compute()
         return self._memo[memo]
@@ -229,7 +239,7 @@ class RunData:
                 .collect(engine="streaming")
             )
 
-        return self._once(memo, compute)
+        return self._once(memo, compute, "effects")
 
     def effect_value(self, name: str, row: int) -> bytes | None:
         """The value input record ``row`` puts into collection ``name`` (None: it deletes, or
@@ -303,7 +313,7 @@ class RunData:
             since = max(self.sinces.values(), default=0)
             return step_winners(self.effects(name), step, since)
 
-        return self._once(memo, compute)
+        return self._once(memo, compute, "winners")
 
     def model_changes(self, name: str) -> pl.DataFrame:
         """The winners as changes of ``data`` or ``errors``

@@ -4,6 +4,7 @@ reported with the right collection, key and step."""
 from __future__ import annotations
 
 import json
+import threading
 
 import polars as pl
 import pytest
@@ -292,3 +293,32 @@ def test_context_names_the_last_nemesis_and_restart(run: RunData) -> None:
     ctx = hist.context_for_step(2)
     assert ctx["last_nemesis"]["f"] == "kill"
     assert ctx["last_sut_start"]["value"] == {"incarnation": 2}
+
+
+def test_derived_frames_are_computed_side_by_side_and_each_once(run: RunData) -> None:
+    # checkers run two at a time: one computing a frame must not hold up another that needs a
+    # different one (a single lock would keep "b" waiting until "a" gave up), and a frame
+    # asked for again is not computed again
+    copy = RunData(run.topic, run.updates, run.uppers, run.sinces, run.history)
+    started, calls = threading.Event(), []
+
+    def slow() -> pl.DataFrame:
+        calls.append("a")
+        assert started.wait(60), "b was held up while a was computed"
+        return pl.DataFrame({"x": [1]})
+
+    def other() -> pl.DataFrame:
+        calls.append("b")
+        started.set()
+        return pl.DataFrame({"x": [2]})
+
+    def never() -> pl.DataFrame:
+        raise AssertionError("computed again")
+
+    first = threading.Thread(target=copy._once, args=("a", slow))
+    first.start()
+    while "a" not in calls and first.is_alive():
+        first.join(0.01)
+    assert copy._once("b", other)["x"].to_list() == [2]
+    first.join()
+    assert copy._once("a", never)["x"].to_list() == [1] and calls == ["a", "b"]
