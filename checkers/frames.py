@@ -136,6 +136,8 @@ def sort_runs(frame: pl.DataFrame, key: str, *within: str) -> pl.DataFrame:
 
 
 _MIN_HIGH = 16  # fewer high bits of the hash than this left beside the rest: not packed
+#: the integer types numpy holds (not polars' 128-bit ones): what ``within`` may be to pack it
+_NUMPY_INTEGERS = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
 
 
 def _packed_sort(frame: pl.DataFrame, key: str, within: str | None) -> pl.DataFrame | None:
@@ -147,7 +149,7 @@ def _packed_sort(frame: pl.DataFrame, key: str, within: str | None) -> pl.DataFr
     frame = frame.rechunk()  # a gather from many chunks takes ~5x as long
     inner = None
     if within is not None:
-        if not frame.schema[within].is_integer() or frame[within].null_count():
+        if frame.schema[within] not in _NUMPY_INTEGERS or frame[within].null_count():
             return None
         inner = frame[within].to_numpy()
     found = hash_order(frame[key].to_numpy(), inner)

@@ -104,6 +104,11 @@ def _partition_of_each(table: Table) -> np.ndarray:
 def _table(eff: pl.DataFrame, observed_keys: pl.Series) -> Table:
     """The index of effects already by partition and offset."""
     n = eff.height
+    if eff["kh"].null_count():  # the checker is unknown, saying so
+        raise ValueError(
+            f"{eff['kh'].null_count():,} records of the table act on no key (a null key): the "
+            "prefix index judges keyed records only"
+        )
     hashes = eff["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64, copy=False)
     found = hash_order(hashes) if n < 1 << 32 else None  # None: too many to pack
     if found is None:

@@ -196,8 +196,9 @@ class History:
         Returns ``self``, changed."""
         if self.path is None or self.unusable is not None or self.ack_file_read:
             return self
-        self.ack_file_read = True
-        return _with_ack_file(self, self.path.parent / ack_file.ACKS)
+        _with_ack_file(self, self.path.parent / ack_file.ACKS)
+        self.ack_file_read = True  # only once read: a failed read leaves it to be tried again
+        return self
 
     def collect(self, query: pl.LazyFrame) -> pl.DataFrame:
         """Collect a query over :attr:`acked`; a line polars cannot read against the schema

@@ -15,7 +15,7 @@ import pytest
 from sealcheck.checkers import check_run
 from sealcheck.rundir import acks
 from sealcheck.rundir.files import ACKS
-from sealcheck.rundir.history import History, HistoryWriter, record_inputs
+from sealcheck.rundir.history import History, HistoryError, HistoryWriter, record_inputs
 from tests.runs import stored_run
 
 ROWS = [
@@ -114,6 +114,13 @@ def test_the_history_reads_its_acks_beside_its_lines_and_counts_them(tmp_path: P
     assert later.acked.lazy().collect().height == 0 and later.ops == history.ops
     assert later.with_ack_file().with_ack_file() is later
     assert later.acked.lazy().collect().equals(acked)
+    good = (tmp_path / ACKS).read_bytes()
+    (tmp_path / ACKS).write_bytes(b"not arrow")
+    again = History.load(tmp_path / "history.jsonl", acks=False)
+    with pytest.raises(HistoryError):
+        again.with_ack_file()
+    (tmp_path / ACKS).write_bytes(good)  # a failed read is not taken for a read one
+    assert again.with_ack_file().acked.lazy().collect().equals(acked)
 
 
 def test_an_ack_after_the_run_ended_is_a_line_after_the_final_op(tmp_path: Path) -> None:

@@ -104,6 +104,9 @@ def test_sort_runs_puts_hashes_sharing_their_high_bits_in_order() -> None:
     nulls = frame.with_columns(pl.when(pl.col("t") == 0).then(pl.col("k")).alias("k"))
     assert _packed_sort(nulls, "k", "t") is None  # a null hash: the two sorts
     assert sort_runs(nulls, "k", "t").rows() == [(None, 1), (None, 1), (8, 0), (9, 0)]
+    wider = frame.with_columns(pl.col("t").cast(pl.Int128))  # numpy holds no 128-bit integer
+    assert _packed_sort(wider, "k", "t") is None
+    assert sort_runs(wider, "k", "t").rows() == [(8, 0), (8, 1), (9, 0), (9, 1)]
 
 
 updates = st.lists(

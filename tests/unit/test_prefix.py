@@ -7,6 +7,7 @@ from itertools import combinations
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -348,3 +349,18 @@ def test_the_second_hash_is_splitmix64s_finaliser() -> None:
     values = [0, 1, 2**63, 2**64 - 1, 0x5EA1C4EC, 123456789123456789]
     got = prefix._mix(np.array(values, dtype=np.uint64))
     assert got.tolist() == [reference(v) for v in values]
+
+
+def test_a_record_with_no_key_is_refused_by_the_index() -> None:
+    # a null key hash would otherwise be taken for some key: the checker says it cannot judge
+    effects = pl.DataFrame(
+        {
+            "row": [0, 1, 2],
+            "partition": [0, 0, 0],
+            "offset": [0, 1, 2],
+            "kh": pl.Series([5, None, 7], dtype=pl.UInt64),
+            "vh": pl.Series([1, 2, 3], dtype=pl.UInt64),
+        }
+    )
+    with pytest.raises(ValueError, match="1 records of the table act on no key"):
+        index(effects, pl.Series("kh", [5], dtype=pl.UInt64))
