@@ -210,8 +210,8 @@ def hash_order(
         lengths = np.searchsorted(packed, high, "right") - starts
         rows = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
         src = order[rows]
-        tie = inner[src] if inner is not None else src
-        fix = np.lexsort((src, tie, hashes[src]))
+        by = (src, hashes[src]) if inner is None else (src, inner[src], hashes[src])
+        fix = np.lexsort(by)
         order[rows], sorted_keys[rows] = src[fix], sorted_keys[rows][fix]
     return order, sorted_keys
 

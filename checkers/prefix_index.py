@@ -110,11 +110,11 @@ def _table(eff: pl.DataFrame, observed_keys: pl.Series) -> Table:
             "prefix index judges keyed records only"
         )
     hashes = eff["kh"].cast(pl.UInt64).to_numpy().astype(np.uint64, copy=False)
-    found = hash_order(hashes) if n < 1 << 32 else None  # None: too many to pack
-    if found is None:
+    found = hash_order(hashes)
+    if found is None:  # the checker is unknown, saying so
         raise ValueError(
             f"{n:,} records in one table: the prefix index packs a key hash's high bits and a "
-            "position in 64 bits (fewer than 2**32 records)"
+            "position in 64 bits (fewer than 2**48 records)"
         )
     # the records in key order, each key's in position order: one sort of packed integers
     order, sorted_kh = found

@@ -107,7 +107,7 @@ class History:
     #: bytes of ``acks.arrows`` after its last complete record batch, not read
     acks_torn: int = 0
     #: ``acks.arrows`` was read into :attr:`acked` (:meth:`with_ack_file`: once)
-    ack_file_read: bool = field(default=False, repr=False, compare=False)
+    ack_file_read: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for op in self.ops:  # a run stored under the old names reads as a new one
@@ -194,9 +194,20 @@ class History:
         of its own lines, when that file exists (a history read from no file, or unusable,
         reads none): a file that is not such a stream is a :class:`HistoryError` naming it.
         Returns ``self``, changed."""
-        if self.path is None or self.unusable is not None or self.ack_file_read:
+        path = self.path.parent / ack_file.ACKS if self.path is not None else None
+        if path is None or self.unusable is not None or self.ack_file_read or not path.exists():
             return self
-        _with_ack_file(self, self.path.parent / ack_file.ACKS)
+        try:
+            table, torn = ack_file.read(path)
+        except (OSError, pa.ArrowException) as exc:  # ArrowInvalid is a ValueError too
+            raise HistoryError(
+                f"{path}: not a stream of acknowledged writes ({why_unreadable(exc)}): restore "
+                "it from the run, or re-run the test"
+            ) from None
+        rows = pl.from_arrow(table)
+        assert isinstance(rows, pl.DataFrame)  # a table gives a frame
+        self.acked = pl.concat([self.acked.lazy(), rows.lazy()], how="vertical")
+        self.acks_torn = torn
         self.ack_file_read = True  # only once read: a failed read leaves it to be tried again
         return self
 
@@ -341,26 +352,6 @@ def _up_to_final(path: Path, ops: list[dict[str, Any]], final_at: int) -> Histor
         prefix = fh.read(keep)
         after = fh.seek(0, io.SEEK_END) - keep
     return History(_read_acked(path, prefix), ops, path, final_at, 0, after_final=after)
-
-
-def _with_ack_file(history: History, path: Path) -> History:
-    """``history`` with the acknowledged writes of ``path`` (``acks.arrows``) after those of
-    its own lines, when that file exists; a file that is not such a stream is a
-    :class:`HistoryError` naming it."""
-    if not path.exists():
-        return history
-    try:
-        table, torn = ack_file.read(path)
-    except (OSError, pa.ArrowException) as exc:  # ArrowInvalid is a ValueError too
-        raise HistoryError(
-            f"{path}: not a stream of acknowledged writes ({why_unreadable(exc)}): restore it "
-            "from the run, or re-run the test"
-        ) from None
-    rows = pl.from_arrow(table)
-    assert isinstance(rows, pl.DataFrame)  # a table gives a frame
-    history.acked = pl.concat([history.acked.lazy(), rows.lazy()], how="vertical")
-    history.acks_torn = torn
-    return history
 
 
 def _read_acked(path: Path, data: bytes) -> pl.DataFrame:
