@@ -191,8 +191,9 @@ class LocalBackend:
 
     def __init__(self, brokers: int, work: Path, run_id: str = "") -> None:
         self.cluster = KafkaCluster(work / "kafka", size=brokers)
-        # Spark's scratch (``blockmgr-*``, ``spark-*``) under the run's work directory, which
-        # the run removes: a JVM killed with SIGKILL never deletes its own from /tmp
+        # Spark's scratch (``blockmgr-*``, ``spark-*``) and the JVM's temporary files under the
+        # run's work directory, which the run removes: a JVM killed with SIGKILL never deletes
+        # its own from /tmp
         self.scratch = work / "spark-local"
         self.brokers = [LocalBroker(self.cluster, n) for n in self.cluster.nodes]
         self._disks: dict[str, LazyDisk] = {}
@@ -257,13 +258,21 @@ class LocalBackend:
         return LocalProcess(name, [*launch.program, *launch.args], env, log_path)
 
     def _scratch_env(self, name: str) -> dict[str, str]:
-        """``SPARK_LOCAL_DIRS`` for the process ``name``; a launch that sets it wins, and so
-        does the harness's own environment (the user chose a place)."""
-        if "SPARK_LOCAL_DIRS" in os.environ:
-            return {}
+        """Where the process ``name`` keeps Spark's scratch: ``SPARK_LOCAL_DIRS`` (the block
+        manager's) and the JVM's temporary directory (``-Djava.io.tmpdir`` in
+        ``SPARK_SUBMIT_OPTS``: ``spark-submit`` makes a ``spark-<uuid>`` directory there, and
+        extracts native libraries), both under the run's work directory. Each is left out when
+        the harness's own environment sets that variable (the user chose), and a launch that
+        sets it wins."""
         directory = self.scratch / name
-        directory.mkdir(parents=True, exist_ok=True)
-        return {"SPARK_LOCAL_DIRS": str(directory)}
+        env = {
+            "SPARK_LOCAL_DIRS": str(directory),
+            "SPARK_SUBMIT_OPTS": f"-Djava.io.tmpdir={directory}",
+        }
+        env = {k: v for k, v in env.items() if k not in os.environ}
+        if env:
+            directory.mkdir(parents=True, exist_ok=True)
+        return env
 
     def address(self, name: str) -> str:
         """Every local process listens on loopback."""

@@ -199,17 +199,24 @@ def test_local_processes_keep_sparks_scratch_in_the_runs_work_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A JVM killed with SIGKILL never deletes its ``blockmgr-*``/``spark-*`` directories: each
-    local process gets ``SPARK_LOCAL_DIRS`` under ``work/`` (which the run removes), unless its
-    launch or the harness's own environment sets one."""
+    local process gets ``SPARK_LOCAL_DIRS`` and a JVM temporary directory
+    (``SPARK_SUBMIT_OPTS``) under ``work/`` (which the run removes), unless its launch or the
+    harness's own environment sets the variable."""
     monkeypatch.delenv("SPARK_LOCAL_DIRS", raising=False)
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)
     backend = LocalBackend(1, tmp_path / "work")
     plain = Launch(program=("true",), args=())
     own = Launch(program=("true",), args=(), local_env={"SPARK_LOCAL_DIRS": "/elsewhere"})
     service = backend.service(plain, "spark", tmp_path / "s.log")
     incarnation = backend.incarnation(plain, "sut-0", tmp_path / "i.log", tmp_path / "fp")
-    assert service.env["SPARK_LOCAL_DIRS"] == str(tmp_path / "work" / "spark-local" / "spark")
-    assert incarnation.env["SPARK_LOCAL_DIRS"] == str(tmp_path / "work" / "spark-local" / "sut-0")
+    scratch = tmp_path / "work" / "spark-local"
+    assert service.env["SPARK_LOCAL_DIRS"] == str(scratch / "spark")
+    assert service.env["SPARK_SUBMIT_OPTS"] == f"-Djava.io.tmpdir={scratch / 'spark'}"
+    assert incarnation.env["SPARK_LOCAL_DIRS"] == str(scratch / "sut-0")
+    assert incarnation.env["SPARK_SUBMIT_OPTS"] == f"-Djava.io.tmpdir={scratch / 'sut-0'}"
     assert Path(incarnation.env["SPARK_LOCAL_DIRS"]).is_dir()
     assert backend.service(own, "x", tmp_path / "x.log").env["SPARK_LOCAL_DIRS"] == "/elsewhere"
     monkeypatch.setenv("SPARK_LOCAL_DIRS", "/users/choice")
-    assert "SPARK_LOCAL_DIRS" not in backend.service(plain, "y", tmp_path / "y.log").env
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dusers.choice=1")
+    chosen = backend.service(plain, "y", tmp_path / "y.log").env
+    assert "SPARK_LOCAL_DIRS" not in chosen and "SPARK_SUBMIT_OPTS" not in chosen
