@@ -251,7 +251,7 @@ def judge(
         out.invented_count = _note(out.invented, out.invented_count, state, t, invented, limit)
         many = kid[value == MANY]
         out.not_a_map_count = _note(out.not_a_map, out.not_a_map_count, state, t, many, limit)
-        for p in np.unique(part[part >= 0]).tolist():
+        for p in np.flatnonzero(np.bincount(part[part >= 0])).tolist():  # partitions
             mine = part == p
             k, v = kid[mine], value[mine]
             now = held[k]
