@@ -63,10 +63,8 @@ class Table:
     def whole(self, kids: np.ndarray) -> np.ndarray:
         """What keys ``kids`` hold after every record: their last record's value."""
         held = np.full(len(self.keys), ABSENT, dtype=np.int64)
-        if len(self.kid):
-            ordered = self.kid[self.by_key]
-            ends = np.r_[ordered[1:] != ordered[:-1], True]
-            held[ordered[ends]] = self.val[self.by_key][ends]
+        last = self.next_of_key == len(self.kid)  # each key's last record: none follows it
+        held[self.kid[last]] = self.val[last]
         out: np.ndarray = held[kids]
         return out
 
