@@ -7,6 +7,7 @@ host's network namespace); nemeses that need either are refused before a run."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -193,8 +194,8 @@ class LocalBackend:
         self.cluster = KafkaCluster(work / "kafka", size=brokers)
         # Spark's scratch (``blockmgr-*``, ``spark-*``) and the JVM's temporary files under the
         # run's work directory, which the run removes: a JVM killed with SIGKILL never deletes
-        # its own from /tmp
-        self.scratch = work / "spark-local"
+        # its own from /tmp. Absolute: a job's processes start in a directory of their own
+        self.scratch = work.absolute() / "spark-local"
         self.brokers = [LocalBroker(self.cluster, n) for n in self.cluster.nodes]
         self._disks: dict[str, LazyDisk] = {}
 
@@ -258,16 +259,17 @@ class LocalBackend:
         return LocalProcess(name, [*launch.program, *launch.args], env, log_path)
 
     def _scratch_env(self, name: str) -> dict[str, str]:
-        """Where the process ``name`` keeps Spark's scratch: ``SPARK_LOCAL_DIRS`` (the block
-        manager's) and the JVM's temporary directory (``-Djava.io.tmpdir`` in
-        ``SPARK_SUBMIT_OPTS``: ``spark-submit`` makes a ``spark-<uuid>`` directory there, and
-        extracts native libraries), both under the run's work directory. Each is left out when
-        the harness's own environment sets that variable (the user chose), and a launch that
-        sets it wins."""
+        """Where the process ``name`` keeps Spark's scratch, under the run's work directory:
+        ``SPARK_LOCAL_DIRS`` (the block manager's) and, for the JVMs ``spark-submit`` starts
+        (a job's driver, the Spark Connect server), their temporary directory
+        (``-Djava.io.tmpdir`` in ``SPARK_SUBMIT_OPTS``, quoted as Spark's launcher splits it:
+        ``spark-submit`` makes a ``spark-<uuid>`` directory there and extracts native
+        libraries). Each is left out when the harness's own environment sets that variable
+        (the user chose), and a launch that sets it wins."""
         directory = self.scratch / name
         env = {
             "SPARK_LOCAL_DIRS": str(directory),
-            "SPARK_SUBMIT_OPTS": f"-Djava.io.tmpdir={directory}",
+            "SPARK_SUBMIT_OPTS": "-Djava.io.tmpdir=" + shlex.quote(str(directory)),
         }
         env = {k: v for k, v in env.items() if k not in os.environ}
         if env:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -220,3 +221,28 @@ def test_local_processes_keep_sparks_scratch_in_the_runs_work_directory(
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dusers.choice=1")
     chosen = backend.service(plain, "y", tmp_path / "y.log").env
     assert "SPARK_LOCAL_DIRS" not in chosen and "SPARK_SUBMIT_OPTS" not in chosen
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS")  # each variable on its own
+    alone = backend.service(plain, "z", tmp_path / "z.log").env
+    assert "SPARK_LOCAL_DIRS" not in alone
+    assert alone["SPARK_SUBMIT_OPTS"] == f"-Djava.io.tmpdir={scratch / 'z'}"
+    assert (scratch / "z").is_dir()
+    theirs = Launch(program=("true",), args=(), env={"SPARK_SUBMIT_OPTS": "-Dtheirs=1"})
+    assert backend.service(theirs, "t", tmp_path / "t.log").env["SPARK_SUBMIT_OPTS"] == "-Dtheirs=1"
+
+
+def test_the_jvms_temporary_directory_is_one_absolute_argument(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark's launcher splits ``SPARK_SUBMIT_OPTS`` as a shell would: a work directory with a
+    space or a quote in its path stays one ``-Djava.io.tmpdir`` argument; and a relative work
+    directory is made absolute (a job's processes start in a directory of their own)."""
+    monkeypatch.delenv("SPARK_LOCAL_DIRS", raising=False)
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)
+    odd = tmp_path / "my runs" / "it's"
+    env = LocalBackend(1, odd / "work").service(Launch(("true",), ()), "sut-0", tmp_path / "l").env
+    expected = odd / "work" / "spark-local" / "sut-0"
+    assert shlex.split(env["SPARK_SUBMIT_OPTS"]) == [f"-Djava.io.tmpdir={expected}"]
+    assert env["SPARK_LOCAL_DIRS"] == str(expected) and expected.is_dir()
+    monkeypatch.chdir(tmp_path)
+    relative = LocalBackend(1, Path("work")).service(Launch(("true",), ()), "s", tmp_path / "l")
+    assert relative.env["SPARK_LOCAL_DIRS"] == str(tmp_path / "work" / "spark-local" / "s")
