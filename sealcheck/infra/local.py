@@ -254,9 +254,13 @@ class LocalBackend:
         return LocalProcess(name, [*launch.program, *launch.args], env, log_path, cwd)
 
     def service(self, launch: Launch, name: str, log_path: Path) -> LocalProcess:
-        """``launch`` as a long-lived local process."""
+        """``launch`` as a long-lived local process, started in its scratch directory unless
+        the launch names one: a Spark driver makes ``artifacts/spark-<uuid>`` in its working
+        directory, which would otherwise be the user's."""
         env = {**self._scratch_env(name), **launch.env, **launch.local_env}
-        return LocalProcess(name, [*launch.program, *launch.args], env, log_path)
+        cwd = Path(launch.workdir) if launch.workdir else self.scratch / name
+        cwd.mkdir(parents=True, exist_ok=True)
+        return LocalProcess(name, [*launch.program, *launch.args], env, log_path, cwd)
 
     def _scratch_env(self, name: str) -> dict[str, str]:
         """Where the process ``name`` keeps Spark's scratch, under the run's work directory:

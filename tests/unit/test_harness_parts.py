@@ -211,6 +211,7 @@ def test_local_processes_keep_sparks_scratch_in_the_runs_work_directory(
     service = backend.service(plain, "spark", tmp_path / "s.log")
     incarnation = backend.incarnation(plain, "sut-0", tmp_path / "i.log", tmp_path / "fp")
     scratch = tmp_path / "work" / "spark-local"
+    assert service.cwd == scratch / "spark" and service.cwd.is_dir()  # not the user's directory
     assert service.env["SPARK_LOCAL_DIRS"] == str(scratch / "spark")
     assert service.env["SPARK_SUBMIT_OPTS"] == f"-Djava.io.tmpdir={scratch / 'spark'}"
     assert incarnation.env["SPARK_LOCAL_DIRS"] == str(scratch / "sut-0")
