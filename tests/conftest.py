@@ -18,12 +18,19 @@ def kafka(sealcheck_kafka: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """A local-mode Spark session with the Kafka connector."""
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A local-mode Spark session with the Kafka connector. Its JVM starts in a temporary
+    directory: a Spark driver makes ``artifacts/`` in its working directory, which would
+    otherwise be the checkout."""
     from sealcheck.infra.jars import spark_connector_jars
     from sealcheck_upsert_source.spark import spark_session
 
-    session = spark_session([str(p) for p in spark_connector_jars()], "sealcheck-tests")
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("spark-driver"))  # the JVM inherits it when launched
+    try:
+        session = spark_session([str(p) for p in spark_connector_jars()], "sealcheck-tests")
+    finally:
+        os.chdir(here)
     try:
         yield session
     finally:

@@ -269,12 +269,16 @@ class LocalBackend:
         (``-Djava.io.tmpdir`` in ``SPARK_SUBMIT_OPTS``, quoted as Spark's launcher splits it:
         ``spark-submit`` makes a ``spark-<uuid>`` directory there and extracts native
         libraries). Each is left out when the harness's own environment sets that variable
-        (the user chose), and a launch that sets it wins."""
+        (the user chose), and a launch that sets it wins. Spark splits its local
+        directories (``SPARK_LOCAL_DIRS``, else the JVM's temporary directory) at commas: a
+        work directory with a comma in its path gets neither, and Spark's defaults."""
         directory = self.scratch / name
         env = {
             "SPARK_LOCAL_DIRS": str(directory),
             "SPARK_SUBMIT_OPTS": "-Djava.io.tmpdir=" + shlex.quote(str(directory)),
         }
+        if "," in str(directory):
+            return {}
         env = {k: v for k, v in env.items() if k not in os.environ}
         if env:
             directory.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,8 @@ def start(dep: JobDeployment, n: int, tmp: Path, fp: Path) -> subprocess.Popen[b
     launch = dep.launch(n)
     env = {**os.environ, **launch.env, **launch.local_env, launch.failpoint_env: str(fp)}
     log = open(tmp / f"job-{n}.log", "wb")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen([*launch.program, *launch.args], env=env, stdout=log, stderr=log)
+    argv = [*launch.program, *launch.args]  # started where the backend would start it
+    return subprocess.Popen(argv, env=env, stdout=log, stderr=log, cwd=launch.workdir)
 
 
 def run_job(

@@ -247,3 +247,7 @@ def test_the_jvms_temporary_directory_is_one_absolute_argument(
     monkeypatch.chdir(tmp_path)
     relative = LocalBackend(1, Path("work")).service(Launch(("true",), ()), "s", tmp_path / "l")
     assert relative.env["SPARK_LOCAL_DIRS"] == str(tmp_path / "work" / "spark-local" / "s")
+    # Spark splits its local directories at commas: a path with one gets Spark's defaults
+    comma = LocalBackend(1, tmp_path / "a,b" / "work").service(Launch(("true",), ()), "s", tmp_path)
+    assert "SPARK_LOCAL_DIRS" not in comma.env and "SPARK_SUBMIT_OPTS" not in comma.env
+    assert comma.cwd == tmp_path / "a,b" / "work" / "spark-local" / "s" and comma.cwd.is_dir()

@@ -71,6 +71,9 @@ class _Backend:
     def service(self, launch: Launch, name: str, log_path: Path) -> Launch:
         return launch
 
+    def database(self) -> None:
+        return None
+
 
 def test_the_delta_job_submits_to_the_cluster_whose_workers_see_its_directory(
     tmp_path: Path,
@@ -91,6 +94,27 @@ def test_the_delta_job_submits_to_the_cluster_whose_workers_see_its_directory(
     )
     assert local.cluster is None and "--master" not in local.launch(0).args
     assert local.nodes("spark-worker") == []
+
+
+@pytest.mark.parametrize("name", ["upsert-source", "delta-streaming"])
+def test_a_built_in_incarnation_starts_in_the_runs_work_directory(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its Spark driver makes ``artifacts/`` in its working directory: never the user's. The
+    run's directory may be relative (``--runs runs``): the incarnation's directory and the
+    paths it is given are absolute, so they name the same files from there."""
+    import sealcheck.infra.jars
+
+    monkeypatch.setattr(sealcheck.infra.jars, "spark_connector_jars", lambda: [])
+    monkeypatch.setattr(sealcheck.infra.jars, "delta_jars", lambda: [])
+    monkeypatch.chdir(tmp_path)
+    work = Path("runs/t/work")
+    settings = Settings("t", 100, 0, 0, spark="local")
+    launch = system(name).deploy(_Backend(), settings, work, Path("logs")).launch(0)  # type: ignore[arg-type]
+    assert launch.workdir is not None and Path(launch.workdir).is_absolute()
+    assert Path(launch.workdir).is_relative_to(tmp_path / work)
+    (store,) = [launch.args[i + 1] for i, a in enumerate(launch.args) if a in ("--store", "--dir")]
+    assert Path(store).is_absolute() and Path(store).is_relative_to(tmp_path / work)
 
 
 def test_the_delta_drivers_executors_load_its_jars_and_call_back_on_its_address(

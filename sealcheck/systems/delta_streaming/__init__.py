@@ -205,6 +205,7 @@ class JobDeployment:
             image=delta_streaming_image,
             failpoint_env=FILE_ENV_VAR,
             shared=(str(self.root),),
+            workdir=str(self.root),  # its driver's artifacts/ stays in the run, as a job's does
         )
 
     def uppers(self) -> dict[str, int] | None:

@@ -75,6 +75,10 @@ class PipelineDeployment:
 
     def __init__(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> None:
         self.backend, self.settings = backend, settings
+        #: where a local incarnation starts (absolute, as every path it is given): its own
+        #: Spark driver (``--spark local``) makes ``artifacts/`` there, not in the user's
+        #: directory
+        self.work = work = work.resolve()
         self.cluster = SparkCluster(backend, logs) if settings.spark == "cluster" else None
         master = self.cluster.url if self.cluster is not None else None
         workers = len(self.cluster.workers) if self.cluster is not None else 2
@@ -171,6 +175,7 @@ class PipelineDeployment:
             local_env={"SEALCHECK_SPARK_JARS": jars},
             image=upsert_source_image,
             failpoint_env=FILE_ENV_VAR,
+            workdir=str(self.work),
         )
 
     def uppers(self) -> dict[str, int] | None:
