@@ -12,6 +12,7 @@ until it has sealed the log end. Rehydration: a store holding N keys, then the t
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import tempfile
@@ -96,6 +97,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="sealcheck-bench-") as name:
         tmp = Path(name)
+        os.chdir(tmp)  # its Spark driver makes artifacts/ in the working directory
         for n in (int(x) for x in args.rehydrate.split(",") if x):
             rehydration(n, tmp)
         if not args.skip_throughput:

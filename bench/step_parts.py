@@ -200,7 +200,10 @@ def main() -> int:
             cmd = [sys.executable, __file__, "--child", mode, "--bootstrap", backend.bootstrap]
             cmd += ["--url", url, "--sizes", args.sizes, "--reps", str(args.reps)]
             cmd += ["--ends", json.dumps(ends)]
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            # started in the work directory: its Spark driver makes artifacts/ where it starts
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, check=False, cwd=args.work.absolute()
+            )
             found = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
             if done.returncode != 0 or not found:
                 print(f"{mode} failed:\n{(done.stdout + done.stderr)[-3000:]}", flush=True)

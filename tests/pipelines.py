@@ -47,7 +47,8 @@ class PipelineRun:
             "PYTHONUNBUFFERED": "1",
             "SEALCHECK_FAILPOINTS": failpoints,
         }
-        self.proc = LocalProcess("pipeline", argv, env, log)
+        # started beside its log, not in the checkout: a Spark driver makes artifacts/ there
+        self.proc = LocalProcess("pipeline", argv, env, log, log.absolute().parent)
 
     def start(self) -> None:
         self.proc.start()

@@ -243,12 +243,14 @@ class LocalBackend:
         self, launch: Launch, name: str, log_path: Path, failpoint_file: Path
     ) -> LocalProcess:
         """``launch`` as a local process: its program and arguments, its environment plus
-        where its failpoint file is."""
+        where its failpoint file is (an absolute path: the process may start in a directory
+        of its own, ``launch.workdir``, where a relative one would name no file, and a
+        failpoint that finds no file never fires)."""
         env = {
             **self._scratch_env(name),
             **launch.env,
             **launch.local_env,
-            launch.failpoint_env: str(failpoint_file),
+            launch.failpoint_env: str(failpoint_file.absolute()),
         }
         cwd = Path(launch.workdir) if launch.workdir else None
         return LocalProcess(name, [*launch.program, *launch.args], env, log_path, cwd)

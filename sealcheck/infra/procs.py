@@ -70,7 +70,7 @@ def mark_children(run_dir: Path, detached: bool = False) -> None:
     ``detached``, they survive the harness (no ``PR_SET_PDEATHSIG``; ``--leave-running``) and
     are owned by a keeper started now (:mod:`sealcheck.infra.keeper`) instead of the harness."""
     global _detached, _owner
-    os.environ[RUN_ENV] = str(run_dir)
+    os.environ[RUN_ENV] = str(run_dir.absolute())  # its processes may start elsewhere
     os.environ.pop(OWNER_ENV, None)  # the keeper carries no owner: no cleanup takes it
     _detached = detached
     _owner = owner_token()

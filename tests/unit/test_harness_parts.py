@@ -231,6 +231,25 @@ def test_local_processes_keep_sparks_scratch_in_the_runs_work_directory(
     assert backend.service(theirs, "t", tmp_path / "t.log").env["SPARK_SUBMIT_OPTS"] == "-Dtheirs=1"
 
 
+def test_an_incarnation_in_a_directory_of_its_own_finds_its_failpoint_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launch may name the directory its process starts in (a job's directory, the
+    pipeline's ``work/``); with a relative ``--runs`` the failpoint file's path is relative
+    to the harness's: the process is handed it absolute, or a failpoint would never fire."""
+    monkeypatch.chdir(tmp_path)
+    fp = Path("runs/t/work/fp/failpoints")
+    fp.parent.mkdir(parents=True)
+    fp.write_text("data.before_append=crash")
+    elsewhere = tmp_path / "runs" / "t" / "work" / "job"
+    elsewhere.mkdir()
+    show = Launch(("sh", "-c", 'cat "$SEALCHECK_FAILPOINTS_FILE"'), (), workdir=str(elsewhere))
+    proc = LocalBackend(1, Path("runs/t/work")).incarnation(show, "sut-0", tmp_path / "l", fp)
+    proc.start()
+    assert proc.wait_exit() == 0 and proc.cwd == elsewhere
+    assert proc.log_text().strip() == "data.before_append=crash"
+
+
 def test_the_jvms_temporary_directory_is_one_absolute_argument(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

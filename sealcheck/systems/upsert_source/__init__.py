@@ -75,10 +75,10 @@ class PipelineDeployment:
 
     def __init__(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> None:
         self.backend, self.settings = backend, settings
-        #: where a local incarnation starts (absolute, as every path it is given): its own
-        #: Spark driver (``--spark local``) makes ``artifacts/`` there, not in the user's
-        #: directory
-        self.work = work = work.resolve()
+        #: where a local incarnation starts: its own Spark driver (``--spark local``) makes
+        #: ``artifacts/`` there, not in the user's directory. Absolute, as the store's path
+        #: given to it (the backend makes the failpoint file's absolute too)
+        self.work = work = work.absolute()
         self.cluster = SparkCluster(backend, logs) if settings.spark == "cluster" else None
         master = self.cluster.url if self.cluster is not None else None
         workers = len(self.cluster.workers) if self.cluster is not None else 2
