@@ -250,7 +250,9 @@ class SparkCluster:
         """A worker with one core and 1 GiB for its executor, registering at the master."""
         host = self.backend.address(worker.name)
         web = 8081 if self.in_image else free_ports(1)[0]
-        work = "/tmp/spark-work" if self.in_image else str(self.logs.parent / "work" / worker.name)
+        # absolute: a local worker starts in a directory of its own (its scratch)
+        here = (self.logs.parent / "work" / worker.name).absolute()
+        work = "/tmp/spark-work" if self.in_image else str(here)
         args = ["org.apache.spark.deploy.worker.Worker", self.url, "--host", host]
         args += ["--cores", "1", "--memory", "1g", "--webui-port", str(web), "--work-dir", work]
         return self._launch(args, {})

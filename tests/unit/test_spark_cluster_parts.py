@@ -117,6 +117,21 @@ def test_a_built_in_incarnation_starts_in_the_runs_work_directory(
     assert Path(store).is_absolute() and Path(store).is_relative_to(tmp_path / work)
 
 
+def test_a_local_workers_directory_is_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local worker starts in its scratch directory: the directory it keeps its executors'
+    files in is named absolute, or it would land under that scratch (``--runs`` relative)."""
+    from sealcheck.systems.spark_cluster import SparkCluster
+
+    monkeypatch.chdir(tmp_path)
+    cluster = SparkCluster(_Backend(), Path("runs/t/logs"))  # type: ignore[arg-type]
+    for worker in cluster.workers:
+        launch = cluster.worker_launch(worker)
+        work = Path(launch.program[launch.program.index("--work-dir") + 1])
+        assert work == tmp_path / "runs" / "t" / "work" / worker.name
+
+
 def test_the_delta_drivers_executors_load_its_jars_and_call_back_on_its_address(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
