@@ -85,8 +85,10 @@ class Session:
     ) -> None:
         self.test, self.cfg, self.run_dir = test, test.spec, run_dir
         self.history, self.display, self.teardown = history, display, teardown
-        self.work = run_dir / "work"
-        self.logs = run_dir / "logs"
+        # absolute, whatever ``--runs`` says: the paths handed to the backend and the system
+        # reach processes that may start in directories of their own
+        self.work = run_dir.absolute() / "work"
+        self.logs = run_dir.absolute() / "logs"
         self.kept: Kept | None = None  # with --leave-running, once the run is over
 
     def run(self) -> str:

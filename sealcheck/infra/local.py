@@ -275,12 +275,12 @@ class LocalBackend:
         directories (``SPARK_LOCAL_DIRS``, else the JVM's temporary directory) at commas: a
         work directory with a comma in its path gets neither, and Spark's defaults."""
         directory = self.scratch / name
+        if "," in str(directory):
+            return {}
         env = {
             "SPARK_LOCAL_DIRS": str(directory),
             "SPARK_SUBMIT_OPTS": "-Djava.io.tmpdir=" + shlex.quote(str(directory)),
         }
-        if "," in str(directory):
-            return {}
         env = {k: v for k, v in env.items() if k not in os.environ}
         if env:
             directory.mkdir(parents=True, exist_ok=True)

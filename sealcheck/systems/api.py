@@ -218,7 +218,8 @@ class SystemUnderTest:
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> Deployment:
         """Prepare one run on ``backend`` (a store, an image); ``work`` is scratch space,
-        ``logs`` where its services' logs go."""
+        ``logs`` where its services' logs go (both absolute in a run: a process started in a
+        directory of its own, ``Launch.workdir``, finds them from there)."""
         raise NotImplementedError(f"{type(self).__name__} does not say how to deploy it")
 
     def fired_failpoint(self, log_text: str) -> str | None:

@@ -151,6 +151,18 @@ def test_the_session_provisions_what_the_built_nemeses_require(
     assert teardown.steps  # Kafka's stop is registered as soon as the backend exists
 
 
+def test_the_session_hands_out_absolute_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--runs`` may be relative; what the backend and the system are given reaches processes
+    that start in directories of their own (a job's, a service's scratch)."""
+    monkeypatch.chdir(tmp_path)
+    test = dataclasses.replace(build_test(TestConfig(nemeses=("kill",))), backend=_Backend)
+    session = Session(test, Path("runs/t/1"), None, _Display(), _Teardown())  # type: ignore[arg-type]
+    assert session.work == tmp_path / "runs" / "t" / "1" / "work"
+    assert session.logs == tmp_path / "runs" / "t" / "1" / "logs"
+
+
 def test_run_is_the_list_of_its_phases(tmp_path: Path) -> None:
     """The phases in ``Session.run``'s docstring are the methods it calls, in that order."""
     doc = Session.run.__doc__ or ""
