@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -97,22 +97,64 @@ class EffectError(ValueError):
     encoded; the message names what and why."""
 
 
+def _short(value: object, limit: int = 80) -> str:
+    """``repr(value)``, cut to about ``limit`` characters (a message names a value, however
+    big, in one line)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _named(value: object) -> str:
+    """``42 (int)``: a value and its type, for a message."""
+    return f"{_short(value)} ({type(value).__name__})"
+
+
+class NotAnEffect(EffectError):
+    """A mapping returned, or listed among its effects, a ``value`` that is no effect;
+    ``fix`` says what to return instead."""
+
+    fix = "return Upsert(key, row), Delete(key), DeadLetter(key, row), a list of them, or SKIP"
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+        super().__init__(f"{_named(value)} is not an effect: {self.fix}")
+
+
 def effects_of(result: Effects) -> tuple[Effect, ...]:
-    """A mapping's result as a tuple of effects, each checked (:class:`EffectError`)."""
+    """A mapping's result as a tuple of effects, each checked (:class:`EffectError`): one
+    effect, a sequence of them, or None; anything else (a number, text, a mapping) is named
+    with its type."""
     if result is None:
         return ()
-    found = (result,) if isinstance(result, Upsert | Delete) else tuple(result)
-    for e in found:
+    items: Iterable[object]
+    if isinstance(result, Upsert | Delete):
+        items = (result,)
+    elif isinstance(result, Iterable) and not isinstance(result, str | bytes | Mapping):
+        items = result
+    else:
+        raise NotAnEffect(result)
+    found: list[Effect] = []
+    for e in items:
         if not isinstance(e, Upsert | Delete):
-            raise EffectError(
-                f"{e!r} is not an effect: return Upsert(key, row), Delete(key), "
-                "DeadLetter(key, row), a list of them, or SKIP"
-            )
+            raise NotAnEffect(e)
         if e.table not in TABLES:
-            raise EffectError(f"{e!r}: table {e.table!r} is not one of {', '.join(TABLES)}")
+            raise EffectError(f"{_short(e)}: table {e.table!r} is not one of {', '.join(TABLES)}")
+        found.append(e)
     tables = [e.table for e in found]
     if len(set(tables)) != len(tables):
-        raise EffectError(f"{found!r}: at most one effect per table for one record")
+        raise EffectError(f"{_short(found)}: at most one effect per table for one record")
+    return tuple(found)
+
+
+def checked_effects(result: Effects) -> tuple[Effect, ...]:
+    """:func:`effects_of`, with every key and row encodable (:func:`encode_key`,
+    :func:`encode_row`): every check the harness applies to what a mapping returns, before a
+    run (on a sample of its records) and after it (on the whole topic)."""
+    found = effects_of(result)
+    for e in found:
+        encode_key(e.key)
+        if not isinstance(e, Delete):
+            encode_row(e.row)
     return found
 
 

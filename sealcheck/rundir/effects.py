@@ -22,7 +22,7 @@ from sealcheck.core.effects import (
     EffectError,
     EffectMapping,
     Record,
-    effects_of,
+    checked_effects,
     encode_key,
     encode_row,
 )
@@ -80,11 +80,7 @@ def _apply(mapping: EffectMapping, rec: Record) -> tuple[Effect, ...]:
     """The checked effects of one record (:class:`EffectError` naming it otherwise)."""
     where = f"record partition {rec.partition} offset {rec.offset} (key {rec.key!r})"
     try:
-        found = effects_of(mapping(rec))
-        for e in found:  # encodable: a bad key or row fails here, naming the record
-            encode_key(e.key)
-            if not isinstance(e, Delete):
-                encode_row(e.row)
+        found = checked_effects(mapping(rec))  # a bad key or row fails here, naming the record
     except EffectError as exc:
         raise EffectError(f"the mapping's effect of {where}: {exc}") from None
     except Exception as exc:  # the user's mapping raised: say where, keep its words

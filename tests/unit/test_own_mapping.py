@@ -242,5 +242,16 @@ def test_a_mapping_that_fails_names_the_record(tmp_path: Path) -> None:
     def wrong(record: Record) -> Effects:
         return "upsert"  # type: ignore[return-value]
 
-    with pytest.raises(EffectError, match=r"offset 0 .*not an effect"):
+    with pytest.raises(EffectError, match=r"offset 0 .*'upsert' \(str\) is not an effect"):
         write_effects(tmp_path / "t.parquet", wrong, tmp_path / "e.parquet")
+
+    def number(record: Record) -> Effects:
+        return 42  # type: ignore[return-value]
+
+    with pytest.raises(EffectError) as info:  # named, not "'int' object is not iterable"
+        write_effects(tmp_path / "t.parquet", number, tmp_path / "e.parquet")
+    assert str(info.value) == (
+        "the mapping's effect of record partition 0 offset 0 (key b'k'): 42 (int) is not an "
+        "effect: return Upsert(key, row), Delete(key), DeadLetter(key, row), a list of them, "
+        "or SKIP"
+    )
