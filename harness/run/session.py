@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sealcheck.core.effects import EffectError
+from sealcheck.harness.run.config import ConfigError
 from sealcheck.harness.run.faults import FaultPhase
 from sealcheck.harness.run.leave import STOP_KAFKA, STOP_SERVICES, Kept
 from sealcheck.harness.run.observer import Observer
@@ -22,6 +23,7 @@ from sealcheck.harness.run.producers import Producers
 from sealcheck.harness.run.progress import Display
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode, Supervisor
 from sealcheck.harness.run.target import RunTarget, heal_all
+from sealcheck.harness.run.workload import TOPIC as TOPIC  # the runner names it from here
 from sealcheck.infra.node import Backend
 from sealcheck.infra.topic import log_end, read_topic
 from sealcheck.rundir.captures import CAPTURES, CaptureWriter
@@ -31,11 +33,10 @@ from sealcheck.rundir.files import write_topic
 from sealcheck.rundir.history import EXPORT_FAILED, NEVER_STARTED, HistoryWriter, record_inputs
 from sealcheck.rundir.names import sut_log
 from sealcheck.systems import CapturesSteps, Deployment, Settings
+from sealcheck.systems.job_calls import DescriptorError
 
 if TYPE_CHECKING:
     from sealcheck.harness.run.test import Test
-
-TOPIC = "upserts"
 
 
 class Teardown:
@@ -140,7 +141,9 @@ class Session:
 
     def _start_services(self) -> None:
         """Deploy the system under test on the backend (its store on a lazy disk when a built
-        nemesis requires one) and start its services; record the setup."""
+        nemesis requires one) and start its services; record the setup. A descriptor whose own
+        method fails with the run's values (:class:`DescriptorError`) ends the run here as a
+        :class:`ConfigError`, its reason recorded (:data:`NEVER_STARTED`)."""
         cfg = self.cfg
         settings = Settings(
             TOPIC,
@@ -152,11 +155,15 @@ class Session:
             lazy_store="lazy-disk" in self.test.requires,
             hold_steps=cfg.hold_steps,
         )
-        deployment = self.test.system.deploy(self.backend, settings, self.work, self.logs)
-        self.deployment = deployment
-        self.teardown.push(STOP_SERVICES, deployment.stop)
-        self.display.update(phase="starting the system's services")
-        deployment.start()
+        try:  # a descriptor that fails with the run's own values: refused, in one line
+            deployment = self.test.system.deploy(self.backend, settings, self.work, self.logs)
+            self.deployment = deployment
+            self.teardown.push(STOP_SERVICES, deployment.stop)
+            self.display.update(phase="starting the system's services")
+            deployment.start()
+        except DescriptorError as exc:  # said once, by the caller; the history keeps why
+            self.history.append("harness", "info", NEVER_STARTED, {"reason": str(exc)})
+            raise ConfigError(str(exc)) from None
         setup = {
             "backend": cfg.backend,
             "system": self.test.system.name,

@@ -20,7 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.harness.run.config import ConfigError, TestConfig, load_config
-from sealcheck.harness.run.validate import backend_capabilities, validate_parts
+from sealcheck.harness.run.validate import (
+    backend_capabilities,
+    refuse_broken_descriptor,
+    validate_parts,
+)
 from sealcheck.infra.backends import NAMES, BackendFactory, backend_factory
 from sealcheck.nemeses import NEMESES, Action, Nemesis, PlanInfo, plan_schedule
 from sealcheck.nemeses.registry import build
@@ -52,7 +56,9 @@ class Test:
         """Refuse, in one clear line (:class:`ConfigError`), parts that do not fit together, in
         one pass (:func:`sealcheck.harness.run.validate.validate_parts`): a fault aimed at a role
         the run lacks or one the run cannot host, a scheduled cut of a link the run does not
-        have, a system the backend cannot run, a broken mode the system lacks."""
+        have, a system the backend cannot run, a broken mode the system lacks; then a
+        descriptor whose own methods fail with placeholder values or on a sample of the run's
+        records (:func:`sealcheck.harness.run.validate.refuse_broken_descriptor`)."""
         validate_parts(
             self.spec,
             self.system,
@@ -61,6 +67,7 @@ class Test:
             self.plan_info,
             self.schedule,
         )
+        refuse_broken_descriptor(self.spec, self.system, self.producer_seeds)
 
     @property
     def plan_info(self) -> PlanInfo:

@@ -7,23 +7,51 @@ parts themselves: the system under test, the backend's capabilities, the run's r
 nemeses as built and the schedule they will play — so a fault aimed at a role the run lacks, a
 fault the backend cannot host, a scheduled cut of a link the run does not have (a replayed or
 shrunk schedule of another run), a system the backend cannot run or a broken mode the system
-lacks is one clear line before anything starts (:func:`validate_parts`).
+lacks is one clear line before anything starts (:func:`validate_parts`). So is a descriptor
+whose own methods fail (:func:`refuse_broken_descriptor`): a job's ``output``, ``command`` and
+``environment`` are called with placeholder values, and the system's mapping of records to
+effects is tried on a sample of the run's own records, with every check the mapping gets after
+the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+import json
+import random
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 from sealcheck.core.capabilities import CAPABILITIES
+from sealcheck.core.effects import (
+    EffectError,
+    EffectMapping,
+    NotAnEffect,
+    Record,
+    checked_effects,
+)
 from sealcheck.core.roles import Role
-from sealcheck.harness.run.config import ConfigError, TestConfig
+from sealcheck.harness.run.config import ConfigError, TestConfig, WorkloadConfig
+from sealcheck.harness.run.workload import TOPIC, records
 from sealcheck.nemeses import Action, Nemesis, PlanInfo
 from sealcheck.nemeses.partition import Partition
 from sealcheck.nemeses.registry import lacking
 from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles
+from sealcheck.systems.job import Job, JobRun, check_job
+from sealcheck.systems.job_calls import DescriptorError, named, raised
 
 #: Requirements met by a lazy (FUSE) disk: a run with a nemesis that needs one needs FUSE.
 LAZY_DISKS = frozenset({"lazy-disk", "broker-lazy-disk"})
+#: The mapping of records to effects is tried on at least this many of the run's first
+#: records, and on more until every kind of record the workload writes was among them ...
+SAMPLE = 2_000
+#: ... but never on more than this many.
+SAMPLE_MAX = 20_000
+#: The kinds of record a workload writes (:func:`sealcheck.harness.run.workload.records`).
+UPSERT, TOMBSTONE = "an upsert", "a tombstone"
+NO_KEY, NOT_JSON = "a bad record: no key", "a bad record: its value is not JSON"
+NOT_UTF8 = "a bad record: its value is not UTF-8"
 
 
 def backend_capabilities(factory: object) -> frozenset[str]:
@@ -170,3 +198,96 @@ def _check_parts(
         f"broken={spec.broken!r}: {spec.system!r} has the broken modes "
         f"{', '.join(sut.broken_modes) or '(none)'}",
     )
+
+
+def refuse_broken_descriptor(
+    spec: TestConfig, sut: SystemUnderTest, producer_seeds: Sequence[int]
+) -> None:
+    """Refuse, in one clear line (:class:`ConfigError`), a descriptor whose own methods fail
+    before anything starts: a :class:`~sealcheck.systems.job.Job`'s ``output``, ``command``
+    and ``environment`` called with :meth:`JobRun.placeholder` values (the run's topic, batch
+    size and broken mode; a bootstrap nobody serves, a ``dir`` not created yet), and the
+    system's mapping of records to effects on a sample of the run's own records
+    (:func:`refuse_broken_effect`)."""
+    if isinstance(sut, Job):
+        where = Path(spec.runs_dir).absolute() / spec.name / "not-started" / "work" / "job"
+        run = JobRun.placeholder(TOPIC, where, spec.max_records_per_step, spec.broken)
+        try:
+            check_job(sut, run)
+        except DescriptorError as exc:
+            raise ConfigError(str(exc)) from None
+    mapping = sut.effect_mapping()
+    if mapping is not None:
+        refuse_broken_effect(f"{type(sut).__name__}.effect", mapping, spec, producer_seeds)
+
+
+def refuse_broken_effect(
+    name: str, mapping: EffectMapping, spec: TestConfig, producer_seeds: Sequence[int]
+) -> None:
+    """Refuse, in one clear line (:class:`ConfigError`), a ``mapping`` (called ``name``) that
+    raises, or returns what is not effects (:func:`sealcheck.core.effects.checked_effects`),
+    on one of the run's records (:func:`sample_records`) — rather than after the whole run."""
+    for record in sample_records(spec.workload, producer_seeds, spec.partitions):
+        what = f"for the record {describe(record)}"
+        try:
+            result = mapping(record)
+        except Exception as exc:
+            raise ConfigError(
+                f"{name}(record) raised {raised(exc)} {what}: fix the descriptor's effect (it is "
+                "tried on a sample of the run's records before the run starts)"
+            ) from None
+        try:
+            checked_effects(result)
+        except EffectError as exc:  # the whole result no effect: say what to return instead
+            why = exc.fix if isinstance(exc, NotAnEffect) and exc.value is result else str(exc)
+            raise ConfigError(f"{name}(record) returned {named(result)} {what}: {why}") from None
+
+
+def sample_records(
+    workload: WorkloadConfig, producer_seeds: Sequence[int], partitions: int
+) -> Iterator[Record]:
+    """The run's first records as its producers will write them — each producer's own seeded
+    stream (same seed, same records), taken in turn — until :data:`SAMPLE` were given and every
+    kind of record the workload writes was among them (at most :data:`SAMPLE_MAX`).
+    Partitions and offsets are placeholders: a record's partition is its key's CRC-32 modulo
+    ``partitions`` (librdkafka's default for a keyed record; partition 0 without a key), its
+    offset the count of records given to that partition before."""
+    mix = workload.mix()
+    streams = [records(random.Random(s), mix, tag=f"w{i}") for i, s in enumerate(producer_seeds)]
+    expected = {UPSERT} if mix.tombstone_ratio + mix.bad_ratio < 1 else set()
+    expected |= {TOMBSTONE} if mix.tombstone_ratio > 0 else set()
+    expected |= {NO_KEY, NOT_JSON, NOT_UTF8} if mix.bad_ratio > 0 else set()
+    seen: set[str] = set()
+    offsets = [0] * partitions
+    pairs = (pair for turn in zip(*streams, strict=True) for pair in turn)
+    for n, (key, value) in enumerate(itertools.islice(pairs, SAMPLE_MAX)):
+        if n >= SAMPLE and seen >= expected:
+            return
+        partition = zlib.crc32(key) % partitions if key is not None else 0
+        record = Record(partition, offsets[partition], key, value)
+        offsets[partition] += 1
+        seen.add(kind(record))
+        yield record
+
+
+def kind(record: Record) -> str:
+    """Which kind of record the workload wrote (:data:`UPSERT`, :data:`TOMBSTONE`,
+    :data:`NO_KEY`, :data:`NOT_JSON`, :data:`NOT_UTF8`)."""
+    if record.key is None:
+        return NO_KEY
+    if record.value is None:
+        return TOMBSTONE
+    try:
+        json.loads(record.value.decode("utf-8"))
+    except UnicodeDecodeError:
+        return NOT_UTF8
+    except ValueError:
+        return NOT_JSON
+    return UPSERT
+
+
+def describe(record: Record, limit: int = 40) -> str:
+    """``key b'k5' value b'{"i": 17, …}' (an upsert)``: a record in a message."""
+    value = record.value
+    shown = "None" if value is None else repr(value[:limit]) + ("…" if len(value) > limit else "")
+    return f"key {record.key!r} value {shown} ({kind(record)})"

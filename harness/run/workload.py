@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 #: Key distributions: every key equally likely, or Zipf (key ``k<i>`` with weight 1/(i+1)**s).
 DISTRIBUTIONS = ("uniform", "zipf")
+#: The topic a run's producers write (and its system under test reads).
+TOPIC = "upserts"
 
 
 @dataclass(frozen=True)

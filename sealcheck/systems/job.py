@@ -41,11 +41,19 @@ from sealcheck.infra.lazy_disk import LazyDisk
 from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
 from sealcheck.systems.api import Progress, Settings, SystemUnderTest
+from sealcheck.systems.job_calls import (
+    DescriptorError,
+    call_command,
+    call_environment,
+    call_output,
+)
 from sealcheck.systems.outputs import Output
 from sealcheck.systems.spark_cluster import SparkCluster
 
 #: the environment variable naming the failpoint file (:mod:`sealcheck_failpoint`)
 FAILPOINT_ENV = "SEALCHECK_FAILPOINTS_FILE"
+#: Kafka's bootstrap servers in :meth:`JobRun.placeholder` (nothing listens there)
+PLACEHOLDER_BOOTSTRAP = "127.0.0.1:9092"
 
 
 @dataclass(frozen=True)
@@ -66,11 +74,23 @@ class JobRun:
     #: None: the job runs its own driver in local mode
     master: str | None = None
 
+    @classmethod
+    def placeholder(
+        cls, topic: str, directory: Path, max_records_per_step: int, broken: str | None
+    ) -> JobRun:
+        """What a descriptor is called with before the run starts, when it is checked
+        (:func:`check_job`): the run's topic, batch size and broken mode, but Kafka's bootstrap
+        :data:`PLACEHOLDER_BOOTSTRAP` (no broker runs yet), a ``directory`` that does not exist
+        yet, and no Spark master."""
+        return cls(PLACEHOLDER_BOOTSTRAP, topic, directory, max_records_per_step, broken, None)
+
 
 class Job(SystemUnderTest):
     """A job started from a command, its output read from outside: subclass it and define
     :meth:`command` and :meth:`output` (and :meth:`effect`, when the job writes rows of its
-    own shape rather than the record's value)."""
+    own shape rather than the record's value). The harness calls them before anything starts,
+    with :meth:`JobRun.placeholder` values (:func:`check_job`), so they must not need Kafka or
+    the job's directory to exist yet."""
 
     #: the job's directory is shared with the harness; its incarnations are host processes
     requires = frozenset({"host-directory", "host-processes"})
@@ -206,6 +226,32 @@ def settling(
     return dataclasses.replace(progress, changed_at=max(progress.changed_at, written))
 
 
+def job_output(job: Job, run: JobRun, before: bool = False) -> Output:
+    """``job.output(run)``, checked (:func:`sealcheck.systems.job_calls.call_output`); an
+    output that takes states only between batches (``between_batches``) is refused too when the
+    descriptor declares no windows that tell a batch in flight (:class:`DescriptorError`)."""
+    out = call_output(job, run, before)
+    between = getattr(out, "watch_batches", None) is not None and getattr(
+        out, "between_batches", False
+    )
+    if between and not any(_paired(w) for w in job.windows.values()):
+        raise DescriptorError(
+            f"{type(job).__name__}.output(run) takes states between batches (between_batches), "
+            "but the descriptor declares no windows that tell a batch in flight: add "
+            'windows = sealcheck.streaming_windows("checkpoint")'
+        )
+    return out
+
+
+def check_job(job: Job, run: JobRun) -> None:
+    """Call ``job``'s ``output``, ``command`` and ``environment`` with ``run`` (before the run
+    starts: :meth:`JobRun.placeholder`) and refuse, in one line (:class:`DescriptorError`), one
+    that raises or returns what the harness cannot use."""
+    job_output(job, run, before=True)
+    call_command(job, run, before=True)
+    call_environment(job, run, before=True)
+
+
 class JobDeployment:
     """A :class:`Job` on one backend for one run (:class:`sealcheck.systems.api.Deployment`)."""
 
@@ -234,15 +280,9 @@ class JobDeployment:
             settings.broken,
             None,
         )
-        self.out = job.output(self.run)
+        self.out = job_output(job, self.run)
         watch = getattr(self.out, "watch_batches", None)
         if watch is not None and getattr(self.out, "between_batches", False):
-            if not any(_paired(w) for w in job.windows.values()):
-                raise ValueError(
-                    f"{job.name}: its output takes states between batches (between_batches), "
-                    "but the descriptor declares no windows that tell a batch in flight: add "
-                    'windows = sealcheck.streaming_windows("checkpoint")'
-                )
             root, windows = self.root, tuple(job.windows.values())
             watch(lambda: batch_boundary(root, windows))
 
@@ -252,13 +292,18 @@ class JobDeployment:
         return str(self.root)
 
     def start(self) -> None:
-        """The job's directory (mounted, on a lazy disk); the cluster (``--spark cluster``)."""
+        """The job's directory (mounted, on a lazy disk); the cluster (``--spark cluster``);
+        then the descriptor's ``command(run)`` and ``environment(run)`` tried with the run's
+        own values, so one that fails with them is a :class:`DescriptorError` here, before any
+        incarnation starts, rather than an incarnation that cannot start."""
         self.root.mkdir(parents=True, exist_ok=True)
         if self.disk is not None:
             self.disk.start()
         if self.cluster is not None:
             self.cluster.start()
             self.run = dataclasses.replace(self.run, master=self.cluster.url)
+        call_command(self.job, self.run)
+        call_environment(self.job, self.run)
 
     def stop(self) -> None:
         """Stop the cluster (``--spark cluster``); close the output's connection (an output
@@ -276,12 +321,12 @@ class JobDeployment:
                     self.disk.stop()
 
     def launch(self, incarnation: int) -> Launch:
-        """The job's command, with its environment."""
-        argv = [str(a) for a in self.job.command(self.run)]
+        """The job's command, with its environment (each checked: :class:`DescriptorError`)."""
+        argv = call_command(self.job, self.run)
         return Launch(
             program=tuple(argv[:1]),
             args=tuple(argv[1:]),
-            env={"PYTHONUNBUFFERED": "1", **self.job.environment(self.run)},
+            env={"PYTHONUNBUFFERED": "1", **call_environment(self.job, self.run)},
             failpoint_env=FAILPOINT_ENV,
             shared=(str(self.root),),
             workdir=str(self.root),  # Spark's spark-warehouse/ and the like stay in the run

@@ -25,7 +25,7 @@ from sealcheck.systems.registry import SystemNotFound, reference, registered, sy
 USER_MODULE = """
 import sys
 from dataclasses import dataclass
-from sealcheck import DeltaOutput, Delete, Job, Upsert
+from sealcheck import SKIP, DeltaOutput, Delete, Job, Upsert
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,11 @@ class UserJob(Job):
         return DeltaOutput(run.dir / "checkpoint", run.dir / self.table, key="id")
 
     def effect(self, record):
+        if record.key is None:
+            return SKIP
         if record.value is None:
             return Delete(record.key_text)
-        return Upsert(record.key_text, {"raw": record.value.decode()})
+        return Upsert(record.key_text, {"raw": record.value.hex()})
 
 
 def make():
