@@ -85,7 +85,8 @@ def call_output(job: object, run: object, before: bool = False) -> Output:
 
 
 def call_command(job: object, run: object, before: bool = False) -> list[str]:
-    """``job.command(run)``, checked (a non-empty list or tuple of text or paths), as text."""
+    """``job.command(run)``, checked (a non-empty list or tuple of text, paths or whole
+    numbers), as text."""
     argv = _call(job, "command", run, before)
     where = f"{type(job).__name__}.command(run) returned {named(argv)}"
     if isinstance(argv, str):
@@ -101,10 +102,12 @@ def call_command(job: object, run: object, before: bool = False) -> list[str]:
             '"my_job", "--bootstrap", run.bootstrap]'
         )
     for n, arg in enumerate(argv):
-        if not isinstance(arg, str | os.PathLike):
+        # a whole number (``run.max_records_per_step``) is taken as its digits, as always
+        whole = isinstance(arg, int) and not isinstance(arg, bool)
+        if not (isinstance(arg, str | os.PathLike) or whole):
             raise DescriptorError(
-                f"{where}: argument {n} is {named(arg)}: give every argument as text or a "
-                f"path, e.g. str({_REPR.repr(arg)})"
+                f"{where}: argument {n} is {named(arg)}: give every argument as text, a path "
+                f"or a whole number, e.g. str({_REPR.repr(arg)})"
             )
     return [str(a) for a in argv]
 

@@ -60,7 +60,10 @@ class Broken(Job):
             return "python -m job"
         if self.fault == "command-late" and run.dir.exists():
             raise RuntimeError("no launcher in the run's directory")
-        return [sys.executable, "-m", "job", "--dir", run.dir, "--topic", run.topic]
+        if self.fault == "command-float":
+            return [sys.executable, "-m", "job", "--rate", 1.5]
+        batch = ["--max-offsets", run.max_records_per_step]  # a whole number, as always taken
+        return [sys.executable, "-m", "job", "--dir", run.dir, "--topic", run.topic, *batch]
 
     def environment(self, run: JobRun) -> Any:
         return {"N": 5} if self.fault == "environment" else {"TZ": "UTC"}
@@ -131,6 +134,14 @@ def test_a_command_given_as_one_string_says_to_give_a_list() -> None:
     assert _refusal("command-str") == (
         "Broken.command(run) returned 'python -m job' (str): return a list of arguments, e.g. "
         '["python", "-m", "job"]'
+    )
+
+
+def test_a_command_takes_whole_numbers_as_their_digits_and_refuses_other_values() -> None:
+    _validated("")  # the correct descriptor passes an int (run.max_records_per_step) as before
+    assert _refusal("command-float").endswith(
+        "argument 4 is 1.5 (float): give every argument as text, a path or a whole number, "
+        "e.g. str(1.5)"
     )
 
 
