@@ -179,7 +179,8 @@ def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
     for name, valid in (("good", True), ("bad", False)):
         run = store / name / "20260101T000000"
         run.mkdir(parents=True)
-        (run / "results.json").write_text(json.dumps({"valid": valid}))
+        doc = {"valid": valid, "checkers": {"completeness": {"valid": valid}}}
+        (run / "results.json").write_text(json.dumps(doc))
         (run / "report.html").write_text(f"<html>{name}</html>")
     server = make_server(store, 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
