@@ -1,10 +1,12 @@
 """Results of checkers: anomalies that explain themselves, and Jepsen-style composition.
 
-``valid`` is ``True``, ``False`` or ``None`` (unknown). Composition: false beats unknown beats
-true. A checker for which the system under test offers nothing to judge is *not applicable*
-(:meth:`CheckResult.not_applicable`): it is left out of the composition and never shown as
-valid. The JSON form (``results.json``) is documented in ``docs/architecture.md``; its
-``"facts"`` (what the report shows besides the verdict) in :mod:`sealcheck.rundir.facts`.
+``valid`` is ``True``, ``False`` or ``None`` (unknown). Composition, by the one rule every
+reader of ``results.json`` applies too (:func:`sealcheck.rundir.judged.run_verdict`): false
+beats unknown beats true. A checker for which the system under test offers nothing to judge is
+*not applicable* (:meth:`CheckResult.not_applicable`): it is left out of the composition and
+never shown as valid. The JSON form (``results.json``) is documented in
+``docs/architecture.md``; its ``"facts"`` (what the report shows besides the verdict) in
+:mod:`sealcheck.rundir.facts`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sealcheck.rundir.facts import FACTS, RunFacts
-from sealcheck.rundir.judged import NOT_APPLICABLE
+from sealcheck.rundir.judged import NOT_APPLICABLE, run_verdict
 
 #: Examples kept per anomaly kind; counts are always complete.
 MAX_EXAMPLES = 10
@@ -103,15 +105,6 @@ def show(raw: bytes | None) -> str | None:
         return "0x" + raw.hex()
 
 
-def compose(values: list[bool | None]) -> bool | None:
-    """False beats unknown beats true (an empty list is true)."""
-    if any(v is False for v in values):
-        return False
-    if any(v is None for v in values):
-        return None
-    return True
-
-
 def verdict_text(valid: bool | None) -> str:
     """``valid`` / ``invalid`` / ``unknown``."""
     return {True: "valid", False: "invalid", None: "unknown"}[valid]
@@ -140,12 +133,11 @@ class RunResult:
     @property
     def valid(self) -> bool | None:
         """The composed verdict of the applicable checkers (unknown when none is, and when a
-        registered checker did not run: a passing subset proves only part)."""
+        registered checker did not run: a passing subset proves only part), by the one rule
+        every reader of ``results.json`` applies too
+        (:func:`sealcheck.rundir.judged.run_verdict`)."""
         judged = [r.valid for r in self.checkers.values() if r.applicable]
-        if not judged:
-            return None
-        verdict = compose(judged)
-        return None if verdict is True and (self.input_problems or self.not_run) else verdict
+        return run_verdict(judged, bool(self.input_problems or self.not_run))
 
     @property
     def not_applicable(self) -> list[str]:

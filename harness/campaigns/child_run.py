@@ -17,6 +17,7 @@ from typing import Any
 from sealcheck.harness.campaigns.verdicts import ChaosResult, read_result
 from sealcheck.harness.run.config import ConfigError, TestConfig
 from sealcheck.harness.run.flags import to_flags
+from sealcheck.infra.sweep import sweep
 
 __all__ = ["ALIASES", "ConfigError", "child_env", "command", "config_for", "run_chaos"]
 
@@ -103,8 +104,9 @@ def run_chaos(
         try:
             output, _ = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
-            proc.kill()  # its leftovers are removed by the next run's cleanup
+            proc.kill()
             output, _ = proc.communicate()
+            sweep(runs)  # what its children left (only this archive's runs': not another's)
         return ChaosResult(
             "UNKNOWN",
             run_dir(),

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.rundir.archive import REJUDGING, verdict_reason
-from sealcheck.rundir.judged import is_not_applicable, step_order
-
-#: results.json's encoding of a verdict -> the word people read
-VERDICTS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN", None: "UNKNOWN"}
+from sealcheck.rundir.judged import (
+    VERDICT_WORDS,
+    is_not_applicable,
+    proven,
+    report_verdict,
+    step_order,
+)
 
 
 @dataclass(frozen=True)
@@ -115,10 +118,12 @@ class ChaosResult:
 
 
 def read_result(run_dir: Path, seed: int, exit_code: int, output: str) -> ChaosResult:
-    """The result of the run stored in ``run_dir`` (UNKNOWN, saying why, when it was not
-    judged: a run that crashed, a run being re-judged or a check of some checkers only is
-    never taken as valid). An UNKNOWN result's first problem is its reason
-    (:func:`sealcheck.rundir.archive.verdict_reason`)."""
+    """The result of the run stored in ``run_dir``: the verdict its checkers compose to
+    (:func:`sealcheck.rundir.judged.proven`), UNKNOWN, saying why, when it was not judged (a
+    run that crashed, a run being re-judged or a check of some checkers only is never taken as
+    valid) or when ``results.json`` does not match its checkers or its report. An UNKNOWN
+    result's first problem is its reason (the files' disagreement, else
+    :func:`sealcheck.rundir.archive.verdict_reason`)."""
     try:
         results: dict[str, Any] = json.loads((run_dir / "results.json").read_text())
     except (OSError, ValueError) as exc:
@@ -141,11 +146,12 @@ def read_result(run_dir: Path, seed: int, exit_code: int, output: str) -> ChaosR
             )
     examples.sort(key=lambda a: step_order(a.step, a.checker))  # the first wrong step first
     inputs = results.get("inputs", {})
-    verdict = VERDICTS.get(results.get("valid"), "UNKNOWN")
+    shown = proven(results, report_verdict(run_dir / "report.html"))  # never the flag alone
+    verdict = VERDICT_WORDS[shown.valid]
     problems = [str(p) for p in inputs.get("problems", [])]
     if results.get("partial") or results.get(REJUDGING):  # not a complete judgement
         verdict = "UNKNOWN"
-    reason = verdict_reason(results)
+    reason = shown.disagreement(str(run_dir)) or verdict_reason(results)
     if verdict == "UNKNOWN" and reason is not None and reason not in problems:
         problems.insert(0, reason)  # a partial check, or the first checker that could not run
     return ChaosResult(

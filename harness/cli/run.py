@@ -47,7 +47,7 @@ _HELP = {
     "workload.distribution": "uniform or zipf",
     "leave_running": "after the verdict and the report, keep Kafka, the store and a last "
     "incarnation of the system under test running (local backend) and print how to reach "
-    "them; `sealcheck cleanup` ends them",
+    "them; `sealcheck cleanup --runs DIR` (the same archive) ends them",
 }
 #: Flags that may be given with --replay: they change where the run goes or how it ends, not
 #: what it is.
@@ -143,16 +143,29 @@ def add_commands(sub: Any) -> None:
 
     clean = sub.add_parser(
         "cleanup",
-        help="end runs left running (--leave-running) and remove what runs whose harness died "
-        "left behind",
+        help="end the runs of an archive left running (--leave-running) and remove what its "
+        "runs whose harness died left behind (processes, lazy mounts, containers)",
+        description="End the runs of one archive of runs (--runs, default runs/) left running "
+        "and remove what its runs whose harness died left behind; what other archives' runs "
+        "left is named and left alone (--all takes every archive on this machine). "
+        "Idempotent; goes on past errors.",
     )
-    clean.add_argument(
+    where = clean.add_mutually_exclusive_group()
+    where.add_argument(
         "--runs",
         dest="runs_dir",
         type=Path,
         default=Path(RUNS_DIR),
-        help="also end the left-running runs recorded in this archive whose processes are "
-        "gone already (default runs/)",
+        help="the archive of runs to clean up (default runs/): only its runs' leftovers and "
+        "left-running runs",
+    )
+    where.add_argument(
+        "--all",
+        dest="every_archive",
+        action="store_true",
+        help="every archive on this machine, and leftovers that name no run (a test "
+        "fixture's containers, an older Sealcheck's); with the left-running runs recorded in "
+        "runs/",
     )
     _renamed(clean, "--store", "--runs")
     clean.set_defaults(func=cmd_cleanup)
@@ -325,17 +338,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    """End runs left running, kill leftover processes of dead runs; list what was removed.
-    Idempotent, and goes on past errors (each is printed)."""
-    from sealcheck.infra.cleanup import (
-        cleanup,
-        cleanup_containers,
-        cleanup_mounts,
-        end_left_running,
-        left_running_runs,
-    )
+    """End the archive's runs left running, remove what its dead runs left (every archive's
+    with ``--all``); list what was removed, and what other archives' runs left. Idempotent,
+    and goes on past errors (each is printed)."""
+    from sealcheck.infra.cleanup import end_left_running, left_running_runs
+    from sealcheck.infra.sweep import left_alone_line, removed_line, shown, sweep
 
-    ended = [end_left_running(run) for run in left_running_runs([args.runs_dir])]
+    archive = None if args.every_archive else args.runs_dir
+    runs = left_running_runs([args.runs_dir], within=archive)
+    ended = [end_left_running(run) for run in runs]
     for run in ended:
         print(f"ended left-running run {run.run_dir}:")
         for what in run.processes:
@@ -346,17 +357,19 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
             print(f"  removed {run.removed}")
         for error in run.errors:
             print(f"  warning: {error}")
-    gone = cleanup()
-    for item in gone:
-        print(f"killed pid {item.pid} of run {item.run}: {item.command}")
-    mounts = cleanup_mounts()
-    for where in mounts:
-        print(f"unmounted {where}")
-    boxes = cleanup_containers()
-    for what in boxes:
-        print(f"removed {what}")
+    swept = sweep(archive)
+    verbs = {"process": "killed", "mount": "unmounted"}
+    for item in swept.removed:
+        of = "no run" if item.run is None else shown(item.run, archive)
+        print(f"{verbs.get(item.kind, 'removed')} {item.kind} {item.what} (of {of})")
+    for line in (removed_line(swept), left_alone_line(swept)):
+        if line is not None:
+            print(line)
+    n = {kind: sum(x.kind == kind for x in swept.removed) for kind in ("process", "mount")}
+    boxes = len(swept.removed) - n["process"] - n["mount"]
     print(
-        f"cleanup: {len(ended)} left-running runs ended, {len(gone)} leftover processes, "
-        f"{len(mounts)} mounts, {len(boxes)} containers/networks removed"
+        f"cleanup of {'every archive' if archive is None else archive}: {len(ended)} "
+        f"left-running runs ended, {n['process']} leftover processes, {n['mount']} mounts, "
+        f"{boxes} containers/networks removed"
     )
     return 0

@@ -30,6 +30,7 @@ from sealcheck.harness.run.session import TOPIC, Session, Teardown
 from sealcheck.harness.run.test import Test
 from sealcheck.infra import cleanup, procs
 from sealcheck.infra.left_running import LEFT_RUNNING, LeftRunning
+from sealcheck.infra.sweep import left_alone_line, removed_line, sweep
 from sealcheck.nemeses import describe
 from sealcheck.rundir.archive import new_run_dir, point_latest, write_json
 from sealcheck.rundir.history import HistoryWriter
@@ -94,16 +95,11 @@ def run_test(test: Test, display: Display) -> Outcome:
     test.validate()
     cfg = test.spec
     started = time.monotonic()
-    gone = [
-        *(str(p.pid) for p in cleanup.cleanup()),
-        *cleanup.cleanup_containers(),
-        *cleanup.cleanup_mounts(),
-    ]
-    if gone:
-        display.log(
-            f"cleaned up {len(gone)} processes/containers/mounts left by runs whose harness died"
-        )
     archive = Path(cfg.runs_dir)
+    swept = sweep(archive)  # what runs of this archive left (not other archives')
+    for line in (removed_line(swept), left_alone_line(swept)):
+        if line is not None:
+            display.log(line)
     run_dir = new_run_dir(archive, cfg.name)
     point_latest(archive, run_dir)
     meta = run_meta(test, run_dir)

@@ -1,12 +1,13 @@
-"""Finding and removing what runs whose harness died left behind.
+"""Finding and removing the processes runs whose harness died left behind, and ending runs
+left running on purpose.
 
 Every process a run starts inherits two environment variables: ``SEALCHECK_RUN`` (the run
 directory) and ``SEALCHECK_OWNER`` (``<pid>:<start time>`` of the harness process). A process
 whose owner is gone — no such pid, or a pid reused by a process with another start time — is
 a leftover. ``PR_SET_PDEATHSIG`` already kills direct children when the harness dies; this
-catches the rest (grandchildren, processes started by a thread that had exited). Containers
-and iptables rules join the list with the containers backend, and lazy FUSE mounts (whose
-daemon died with the harness) with the lost-writes nemesis.
+catches the rest (grandchildren, processes started by a thread that had exited). Leftovers are
+taken by archive of runs (:func:`leftovers`, :func:`in_archive`); a run's start and ``sealcheck
+cleanup`` sweep one archive's processes, containers and lazy mounts (:mod:`sealcheck.infra.sweep`).
 
 A run left running on purpose (``--leave-running``: its directory holds
 ``left-running.json``, :mod:`sealcheck.infra.left_running`) is no leftover: only
@@ -31,9 +32,15 @@ class Leftover:
     """A process of a run whose harness is gone."""
 
     pid: int
-    run: str
+    run: str  # its SEALCHECK_RUN as written ("?": none)
     owner: str
     command: str
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The run directory it names, absolute with symlinks resolved (None: it names
+        none)."""
+        return None if self.run == "?" else resolved(run_dir_of(self.pid, self.run))
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -47,6 +54,15 @@ def _environ(pid: int) -> dict[str, str]:
         if sep and key in (RUN_ENV.encode(), OWNER_ENV.encode()):
             out[key.decode()] = value.decode(errors="replace")
     return out
+
+
+def resolved(path: Path) -> Path:
+    """``path`` absolute with its symlinks resolved, as far as they can be (how leftovers
+    and archives are compared)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a loop of symlinks: as written, made absolute
+        return Path(os.path.abspath(path))
 
 
 def run_dir_of(pid: int, run: str) -> Path:
@@ -80,14 +96,25 @@ def tagged() -> list[Leftover]:
     return found
 
 
-def leftovers() -> list[Leftover]:
-    """Processes tagged by a run whose owner (harness) is no longer alive, except those of a
-    run left running on purpose (``--leave-running``; :func:`end_left_running` ends them)."""
+def in_archive(path: Path | None, archive: Path | None) -> bool:
+    """Whether ``path`` (a run directory, a mount point) lies in the archive of runs
+    ``archive``, symlinks resolved; every path does when ``archive`` is None (every archive),
+    and None (naming no run) only then."""
+    if archive is None:
+        return True
+    return path is not None and resolved(path).is_relative_to(resolved(archive))
+
+
+def leftovers(archive: Path | None = None) -> list[Leftover]:
+    """Processes tagged by a run whose owner (harness) is no longer alive, of runs of
+    ``archive`` only when given, except those of a run left running on purpose
+    (``--leave-running``; :func:`end_left_running` ends them)."""
     return [
         p
         for p in tagged()
         if not owner_alive(p.owner)
         and (p.run == "?" or left_running_root(run_dir_of(p.pid, p.run)) is None)
+        and in_archive(p.run_dir, archive)
     ]
 
 
@@ -117,39 +144,12 @@ def end_owned(owner: str | None = None) -> list[Leftover]:
     return mine
 
 
-def cleanup() -> list[Leftover]:
-    """SIGKILL every leftover and its process group; return what was killed."""
-    gone = leftovers()
+def cleanup(archive: Path | None = None) -> list[Leftover]:
+    """SIGKILL every leftover (of runs of ``archive`` only, when given) and its process group;
+    return what was killed."""
+    gone = leftovers(archive)
     _kill_groups([item.pid for item in gone], signal.SIGKILL)
     return gone
-
-
-def cleanup_containers() -> list[str]:
-    """Remove containers and networks of runs whose harness is gone (by label); nothing when
-    no Docker engine answers here. iptables rules live in the containers' own network
-    namespaces, so they go with the containers."""
-    if not Path("/var/run/docker.sock").exists():
-        return []
-    try:
-        import docker
-
-        client = docker.from_env(timeout=10)
-        client.ping()
-    except Exception:  # no engine: no containers to clean
-        return []
-    from sealcheck.infra.containers.topology import remove_labelled
-
-    try:
-        return remove_labelled(client, owner_alive=owner_alive)
-    finally:
-        client.close()
-
-
-def cleanup_mounts() -> list[str]:
-    """Unmount lazyfs mounts (:mod:`sealcheck.infra.lazy_disk`) of runs whose harness is gone."""
-    from sealcheck.infra.lazy_disk import unmount_stale
-
-    return unmount_stale()
 
 
 @dataclass
@@ -189,9 +189,10 @@ def _stop(procs: dict[int, str], timeout_s: float) -> None:
     _wait_gone(procs, 5.0)
 
 
-def left_running_runs(archives: Iterable[Path] = ()) -> list[Path]:
+def left_running_runs(archives: Iterable[Path] = (), within: Path | None = None) -> list[Path]:
     """Left-running run directories: named by a live process or a lazy mount, or recorded in
-    ``<archive>/<test>/<time>/`` of one of ``archives``."""
+    ``<archive>/<test>/<time>/`` of one of ``archives``; only those in the archive ``within``
+    when given."""
     from sealcheck.infra.lazy_disk import lazy_mounts
     from sealcheck.infra.left_running import LEFT_RUNNING
 
@@ -206,7 +207,7 @@ def left_running_runs(archives: Iterable[Path] = ()) -> list[Path]:
             found.add(root)
     for archive in archives:
         found.update(p.parent.absolute() for p in archive.glob(f"*/*/{LEFT_RUNNING}"))
-    return sorted(found)
+    return sorted(r for r in found if in_archive(r, within))
 
 
 def end_left_running(run_dir: Path, timeout_s: float = 20.0) -> Ended:

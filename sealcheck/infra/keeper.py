@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from sealcheck.infra.left_running import LEFT_RUNNING
+from sealcheck.infra.left_running import LEFT_RUNNING, cleanup_command
 from sealcheck.infra.procs import owner_alive, owner_token
 
 
@@ -32,7 +32,8 @@ def keep(harness: str, run_dir: Path, poll_s: float = 0.5) -> int:
     while owner_alive(harness):
         time.sleep(poll_s)
     if (run_dir / LEFT_RUNNING).is_file():
-        print(f"the harness left {run_dir} running; keeping it until `sealcheck cleanup`")
+        until = cleanup_command(run_dir)
+        print(f"the harness left {run_dir} running; keeping it until `{until}`")
         sys.stdout.flush()
         while (run_dir / LEFT_RUNNING).is_file():
             time.sleep(5 * poll_s)  # ended: cleanup renamed the record (and signals us)

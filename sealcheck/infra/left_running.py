@@ -12,6 +12,7 @@ renames the record ``left-running.ended.json``.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,15 @@ from typing import Any
 #: The record's file name in the run directory, and its name once ended.
 LEFT_RUNNING = "left-running.json"
 ENDED = "left-running.ended.json"
-#: The command that ends every left-running run.
+#: The command that ends the left-running runs of an archive (:func:`cleanup_command`).
 CLEANUP_COMMAND = "sealcheck cleanup"
+
+
+def cleanup_command(run_dir: str | Path) -> str:
+    """The command that ends the run left running in ``run_dir``
+    (``<archive>/<test>/<time>``): ``sealcheck cleanup --runs <archive>`` (a cleanup ends
+    only its own archive's runs)."""
+    return f"{CLEANUP_COMMAND} --runs {shlex.quote(str(Path(run_dir).parent.parent))}"
 
 
 class LeftRunningError(ValueError):
@@ -87,7 +95,7 @@ class LeftRunning:
             "mounts": list(self.mounts),
             "logs": [list(pair) for pair in self.logs],
             "left_at": self.left_at,
-            "cleanup": CLEANUP_COMMAND,
+            "cleanup": cleanup_command(self.run_dir),
         }
 
     @classmethod
@@ -162,7 +170,7 @@ class LeftRunning:
                 f"log {self.log}); Kafka and the store are left running"
             )
         out = [
-            f"left running until `{CLEANUP_COMMAND}` ends them:",
+            f"left running until `{cleanup_command(self.run_dir)}` ends them:",
             f"  kafka:       bootstrap {self.bootstrap}  topic {self.topic}"
             + "".join(f"  ({p.role} pid {p.pid}, log {p.log or '?'})" for p in brokers),
             f"  store:       {self.store}",
@@ -177,7 +185,7 @@ class LeftRunning:
         out += [f"  mount:       {m}" for m in self.mounts]
         out += [
             f"  recorded in: {Path(self.run_dir) / LEFT_RUNNING}",
-            f"  end them:    {CLEANUP_COMMAND}",
+            f"  end them:    {cleanup_command(self.run_dir)}",
         ]
         return out
 

@@ -81,6 +81,12 @@ def mark_children(run_dir: Path, detached: bool = False) -> None:
     os.environ[OWNER_ENV] = _owner
 
 
+def run_tag() -> str | None:
+    """The absolute run directory this harness's children carry (``SEALCHECK_RUN``, set by
+    :func:`mark_children`); None outside a run."""
+    return os.environ.get(RUN_ENV)
+
+
 def owner() -> str:
     """The owner token this harness's children carry: its own, or its keeper's
     (:func:`mark_children`); this process's own before any run."""

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sealcheck.rundir.judged import proven, report_meta, report_verdict
+
 
 def new_run_dir(runs: Path, name: str) -> Path:
     """Create ``runs/<name>/<timestamp>/`` in the archive ``runs`` (unique even within one
@@ -113,7 +115,8 @@ def write_plain_report(run_dir: Path, word: str, lines: list[str]) -> Path:
     ``lines``: while a check runs, or when the full report cannot be rendered."""
     paragraphs = "".join(f'<p class="problem">{html.escape(line)}</p>\n' for line in lines)
     page = (
-        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{word}'
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">{report_meta(word)}'
+        f"<title>{word}"
         f'</title></head>\n<body><h1 id="verdict">{html.escape(word)}</h1>\n{paragraphs}'
         "</body></html>\n"
     )
@@ -131,7 +134,9 @@ class RunSummary:
     path: Path
     name: str
     started: str
-    valid: Any  # True / False / "unknown" / None (no results: the run died)
+    #: True / False / "unknown": what its results.json proves
+    #: (:func:`sealcheck.rundir.judged.proven`); None: no results (the run died)
+    valid: Any
     seed: int | None
     duration_s: float | None
     #: why it is not VALID when no anomaly says so (:func:`verdict_reason`)
@@ -148,7 +153,9 @@ def list_runs(runs_dir: Path) -> list[RunSummary]:
             valid, seed, took, reason = None, None, None, None
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 results = json.loads((run / "results.json").read_text())
-                valid, reason = results.get("valid"), verdict_reason(results)
+                shown = proven(results, report_verdict(run / "report.html"))
+                valid = "unknown" if shown.valid is None else shown.valid
+                reason = shown.disagreement(str(run)) or verdict_reason(results)
             with contextlib.suppress(OSError, ValueError):
                 meta = json.loads((run / "test.json").read_text())
                 seed = meta.get("config", {}).get("seed")

@@ -168,7 +168,7 @@ def test_a_killed_harness_leaves_no_containers_after_cleanup(
     os.kill(harness.pid, signal.SIGKILL)
     harness.wait()
     out = subprocess.run(
-        [sys.executable, "-m", "sealcheck", "cleanup"],
+        [sys.executable, "-m", "sealcheck", "cleanup", "--runs", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,

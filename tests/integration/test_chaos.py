@@ -241,7 +241,8 @@ def test_a_killed_harness_leaves_nothing_after_cleanup(tmp_path: Path) -> None:
     os.kill(harness.pid, signal.SIGKILL)
     harness.wait()
     time.sleep(2)
-    subprocess.run([sys.executable, "-m", "sealcheck", "cleanup"], cwd=ROOT, check=True)
+    cleaning = [sys.executable, "-m", "sealcheck", "cleanup", "--runs", str(tmp_path)]
+    subprocess.run(cleaning, cwd=ROOT, check=True)  # the archive the run was stored in
     time.sleep(1)
     assert not [p for p in cleanup.leftovers() if p.run == str(run_dir)]
     alive = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True)

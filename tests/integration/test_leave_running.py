@@ -73,8 +73,8 @@ def test_leave_running_until_cleanup(tmp_path: Path) -> None:
             f"bootstrap {record.bootstrap}  topic upserts",
             f"store:       {record.store}",
             f"database:    {record.database}",
-            f"pipeline:    {record.incarnation}, pid {record.pid}, log {record.log}",
-            "end them:    sealcheck cleanup",
+            f"{record.system + ':':<12} {record.incarnation}, pid {record.pid}, log {record.log}",
+            f"end them:    sealcheck cleanup --runs {store}",
         ):
             assert needle in out, (needle, out[-2000:])
         assert "--leave-running" not in (run_dir / "test.json").read_text()  # not reproduced

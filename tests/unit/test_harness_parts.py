@@ -152,12 +152,12 @@ def test_cleanup_kills_processes_whose_harness_is_gone(tmp_path: Path) -> None:
         start_new_session=True,
     )
     try:
-        # A harness starting elsewhere on this machine may clean the orphan up first (it is
-        # a leftover to every harness): then it is already dead of SIGKILL.
-        found = {p.pid for p in cleanup.leftovers()}
+        # An older harness starting elsewhere on this machine may clean the orphan up first
+        # (it took every archive's leftovers): then it is already dead of SIGKILL.
+        found = {p.pid for p in cleanup.leftovers(tmp_path)}  # tmp_path: its run and archive
         elsewhere = orphan.poll() == -9
         assert orphan.pid in found or elsewhere
-        gone = {p.pid for p in cleanup.cleanup()}
+        gone = {p.pid for p in cleanup.cleanup(tmp_path)}
         assert (orphan.pid in gone or elsewhere) and mine.pid not in gone
         deadline = time.monotonic() + 5
         while orphan.poll() is None and time.monotonic() < deadline:
@@ -179,7 +179,8 @@ def test_serve_lists_runs_coloured_by_verdict(tmp_path: Path) -> None:
     for name, valid in (("good", True), ("bad", False)):
         run = store / name / "20260101T000000"
         run.mkdir(parents=True)
-        (run / "results.json").write_text(json.dumps({"valid": valid}))
+        doc = {"valid": valid, "checkers": {"completeness": {"valid": valid}}}
+        (run / "results.json").write_text(json.dumps(doc))
         (run / "report.html").write_text(f"<html>{name}</html>")
     server = make_server(store, 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

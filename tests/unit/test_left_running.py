@@ -57,7 +57,7 @@ def test_the_record_round_trips_through_its_file(tmp_path: Path) -> None:
     path = tmp_path / LEFT_RUNNING
     path.write_text(json.dumps(RECORD.to_json()))
     assert read(path) == RECORD
-    assert json.loads(path.read_text())["cleanup"] == CLEANUP_COMMAND
+    assert json.loads(path.read_text())["cleanup"] == f"{CLEANUP_COMMAND} --runs /runs"
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_the_printed_lines_say_how_to_reach_everything_and_end_it() -> None:
         "upsert-source: sut-7, pid 4242, log /runs/chaos/20260101T000000/logs/sut-7.log",
         "service:     pid 4100, log /l/spark-server.log",
         "mount:       /runs/chaos/20260101T000000/work/store",
-        "end them:    sealcheck cleanup",
+        "end them:    sealcheck cleanup --runs /runs",  # its archive's cleanup ends it
     ):
         assert needle in text, needle
     exited = LeftRunning(**{**RECORD.__dict__, "exit_code": 4}).lines()

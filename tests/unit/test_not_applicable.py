@@ -20,6 +20,7 @@ from sealcheck.harness.campaigns.verdicts import read_result
 from sealcheck.harness.cli import app as cli
 from sealcheck.report.report import render
 from sealcheck.report.serve import read_run
+from sealcheck.rundir.archive import write_plain_report
 from sealcheck.rundir.history import History
 from sealcheck.rundir.judged import NOT_APPLICABLE
 from tests.runs import build_run, final_ops, stored_run
@@ -72,10 +73,13 @@ def test_every_reader_of_results_json_takes_it_as_neither_pass_nor_failure(judge
     assert read_run(judged.parent, judged).failing == []
     assert anomaly_kinds(doc) == []
     assert detection(judged)[:2] == (True, [])
-    # an INVALID run with as_of not applicable: as_of is not among the failing checkers
+    # an INVALID run with as_of not applicable: as_of is not among the failing checkers (its
+    # report says INVALID too: one that still said VALID would make the run UNKNOWN)
     doc["valid"] = False
     doc["checkers"]["sealed_state"]["valid"] = False
     (judged / "results.json").write_text(json.dumps(doc))
+    report = (judged / "report.html").read_bytes()
+    write_plain_report(judged, "INVALID", [])
     try:
         res = read_result(judged, 11, 1, "")
         assert res.verdict == "INVALID" and res.failing_checkers == ("sealed_state",)
@@ -85,6 +89,7 @@ def test_every_reader_of_results_json_takes_it_as_neither_pass_nor_failure(judge
         doc["valid"] = True
         doc["checkers"]["sealed_state"]["valid"] = True
         (judged / "results.json").write_text(json.dumps(doc))
+        (judged / "report.html").write_bytes(report)
 
 
 def test_a_not_applicable_result_never_counts_as_valid() -> None:

@@ -130,10 +130,10 @@ def test_the_cli_refuses_a_replay_once_in_one_line_starting_nothing(
     schedule = [{**doc, "value": {"kind": "pipeline-postgres", "broker": 0}} for doc in OLD_CUT]
     (stored / "test.json").write_text(json.dumps({"config": config, "schedule": schedule}))
 
-    def started(*_: object) -> list[str]:
+    def started(*_: object) -> None:
         raise AssertionError("the refused run started cleaning up")
 
-    monkeypatch.setattr(runner.cleanup, "cleanup", started)
+    monkeypatch.setattr(runner, "sweep", started)
     runs = tmp_path / "runs"
     code = main(["run", "--replay", str(stored), "--runs", str(runs), "--no-progress"])
     err = capsys.readouterr().err

@@ -1,10 +1,14 @@
 """`sealcheck serve` over a synthetic store, fetched over loopback: the index lists runs with
 their nemeses and failing checkers (a broken results.json is "no result", not a crash) and
 suites with every case's trend across nights; logs come as text; names are escaped; nothing
-outside the store is served."""
+outside the store is served, nor listed; a run whose results.json no longer matches its
+checkers or its report is UNKNOWN and marked, in the index, on its page and above its
+report."""
 
 from __future__ import annotations
 
+import contextlib
+import html
 import http.client
 import json
 import re
@@ -17,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from sealcheck.report.serve import index_html, make_server
+from sealcheck.report.serve import STATE_COLORS, index_html, make_server
 from sealcheck.report.suite_trend import case_summary, list_suites
+from sealcheck.rundir.archive import write_plain_report
 
 EVIL = "<script>alert(1)"
 LOG = "step 3 sealed\n<b>not markup</b>\n"
@@ -72,7 +77,7 @@ def build_store(store: Path) -> Path:
     (corrupt / "results.json").write_text('{"valid": tr')
     evil = _run(store, EVIL, "20261122T000000")
     _json(evil / "test.json", {"config": {"seed": 9, "nemeses": [EVIL]}})
-    _json(evil / "results.json", {"valid": True, "checkers": {EVIL: {"valid": False}}})
+    _json(evil / "results.json", {"valid": False, "checkers": {EVIL: {"valid": False}}})
     _run(store, "empty", "20261119T000000")
     (store / "latest").symlink_to("chaos/20261120T000000")
     broken = store / "suites" / "nightly" / "20261121T060000"
@@ -84,10 +89,10 @@ def build_store(store: Path) -> Path:
     return store
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """The base URL of a server over the synthetic store, stopped after the test."""
-    server = make_server(build_store(tmp_path / "store"), 0)
+@contextlib.contextmanager
+def serving(store: Path) -> Iterator[str]:
+    """The base URL of a server over ``store``, stopped on leaving."""
+    server = make_server(store, 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -96,6 +101,13 @@ def served(tmp_path: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """The base URL of a server over the synthetic store, stopped after the test."""
+    with serving(build_store(tmp_path / "store")) as url:
+        yield url
 
 
 def _get(url: str) -> tuple[str, Message]:
@@ -187,18 +199,55 @@ def test_logs_and_json_are_shown_as_text(served: str) -> None:
     assert headers["Content-Type"] == "text/html"
 
 
+def _status(base: str, path: str) -> tuple[int, bytes]:
+    """The status and body of GET ``path`` sent as it is (no client-side normalising)."""
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
 def test_nothing_outside_the_store_is_served(served: str, tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("secret")
     (tmp_path / "store" / "leak").symlink_to(tmp_path)
-    host, port = served.removeprefix("http://").split(":")
-    paths = ["/../secret.txt", "/%2e%2e/secret.txt", "/chaos/../../secret.txt"]
-    for path in [*paths, "/leak/", "/leak/secret.txt"]:
-        conn = http.client.HTTPConnection(host, int(port), timeout=10)
-        conn.request("GET", path)
-        resp = conn.getresponse()
-        body = resp.read()
-        conn.close()
-        assert (path, resp.status, b"secret" in body) == (path, 404, False)
+    (tmp_path / "store" / "chaos" / "20261120T000000" / "leak.txt").symlink_to(
+        tmp_path / "secret.txt"
+    )
+    paths = [
+        "/../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/chaos/../../secret.txt",
+        "/chaos/..%2f..%2fsecret.txt",
+        "/chaos/20261120T000000/leak.txt",
+        "/leak/",
+        "/leak/secret.txt",
+        "/%00",  # no file has a NUL in its name: refused, not a dropped connection
+        "/chaos/20261120T000000/%00/report.html",
+    ]
+    for path in paths:
+        status, body = _status(served, path)
+        assert (path, status, b"secret" in body) == (path, 404, False)
+    # and what cannot be served is not listed: the run's files leave the link out
+    files, _ = _get(served + "/chaos/20261120T000000/")
+    assert "leak.txt" not in files and 'href="logs/"' in files and 'href="report.html"' in files
+
+
+def test_a_run_folder_symlinked_from_outside_the_store_is_not_listed(tmp_path: Path) -> None:
+    store = build_store(tmp_path / "store")
+    outside = _run(tmp_path / "elsewhere", "chaos", "20261125T000000")
+    _json(outside / "results.json", {"valid": False, "checkers": {"prefix": {"valid": False}}})
+    (store / "chaos" / "20261125T000000").symlink_to(outside)
+    inner = store / "chaos" / "20261126T000000"  # a symlink within the store is served
+    inner.symlink_to(store / "chaos" / "20261120T000000")
+    page = index_html(store)
+    assert "20261125T000000" not in page and "20261126T000000" in page
+    with serving(store) as url:
+        assert _status(url, "/chaos/20261125T000000/results.json")[0] == 404
+        assert _status(url, "/chaos/20261126T000000/report.html")[0] == 200
 
 
 def test_a_store_without_runs_or_suites_says_so(tmp_path: Path) -> None:
@@ -249,3 +298,43 @@ def test_a_case_summary_names_the_streak_and_what_was_before(
 ) -> None:
     history = [(f"n{i}", s) for i, s in enumerate(states)]
     assert case_summary("x", history) == (current, changed, f"case x: {line}")
+
+
+def test_a_results_json_edited_to_valid_is_shown_unknown_and_marked(tmp_path: Path) -> None:
+    """The issue's run: INVALID, then its top-level valid edited to true."""
+    store = tmp_path / "store"
+    edited = _run(store, "chaos", "20261129T101500")
+    failing = ("completeness", "prefix", "sealed_state")
+    checkers = {n: {"valid": False} for n in failing}
+    _json(edited / "results.json", {"valid": True, "checkers": checkers})
+    write_plain_report(edited, "INVALID", ["the report as the run wrote it"])
+    good = _run(store, "chaos", "20261129T090000")
+    _json(good / "results.json", {"valid": True, "checkers": {"prefix": {"valid": True}}})
+    write_plain_report(good, "VALID", [])
+    why = (
+        "results.json does not match its checkers (top-level valid: true, its checkers: "
+        f"invalid): the file was changed after the run; re-judge it with `sealcheck check "
+        f"{edited.resolve()}`"
+    )
+    with serving(store) as url:
+        page, _ = _get(url + "/")
+        row = _row(page, "run-row", "20261129T101500")
+        assert '<td class="verdict UNKNOWN">UNKNOWN<span class="changed">files changed' in row
+        assert "completeness, prefix, sealed_state" in row
+        assert f'<span class="problem mismatch">{html.escape(why)}</span>' in row
+        assert "VALID<" not in row.replace("UNKNOWN<", "")
+        assert f".UNKNOWN {{ background: {STATE_COLORS['UNKNOWN']}; }}" in page
+        assert STATE_COLORS["UNKNOWN"] != STATE_COLORS["VALID"]
+        assert 'class="verdict VALID">VALID<' in _row(page, "run-row", "20261129T090000")
+        files, _ = _get(url + "/chaos/20261129T101500/")
+        assert '<span class="verdict UNKNOWN">UNKNOWN</span>' in files
+        assert f'<p class="mismatch">{html.escape(why)}</p>' in files
+        assert "failing checkers: completeness, prefix, sealed_state" in files
+        report, headers = _get(url + "/chaos/20261129T101500/report.html")
+        assert headers["Content-Length"] == str(len(report.encode()))
+        banner = report.index('id="sealcheck-serve-mismatch"')
+        assert report.index("<body>") < banner < report.index('<h1 id="verdict">INVALID')
+        assert html.escape(why) in report
+        kept, _ = _get(url + "/chaos/20261129T090000/report.html")
+        assert kept == (good / "report.html").read_text()  # files that agree: as stored
+        assert "sealcheck-serve-mismatch" not in _get(url + "/chaos/20261129T090000/")[0]

@@ -11,8 +11,13 @@ from sealcheck.infra import logwait
 from sealcheck.infra.containers import service
 from sealcheck.infra.containers.kafka import KafkaContainer
 from sealcheck.infra.containers.postgres import PostgresContainer
-from sealcheck.infra.containers.service import OWNER_LABEL, RUN_LABEL, ContainerService
-from sealcheck.infra.procs import owner_token
+from sealcheck.infra.containers.service import (
+    OWNER_LABEL,
+    RUN_DIR_LABEL,
+    RUN_LABEL,
+    ContainerService,
+)
+from sealcheck.infra.procs import RUN_ENV, owner_token
 
 
 class _Wrapped:
@@ -70,11 +75,19 @@ class _Lines(ContainerService):
     ready_line = "ready to serve"
 
 
-def test_a_service_starts_waits_for_its_line_and_is_removed_on_exit(docker: type[_Docker]) -> None:
+def test_a_service_starts_waits_for_its_line_and_is_removed_on_exit(
+    docker: type[_Docker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(RUN_ENV, "/srv/runs/t/20261129T101500")  # as a run's harness has it
     with _Lines("echo:1", "run-1", network="net", aliases=("echo",)) as svc:
         box = docker.made[0]
-        # the run, and the process that owns it (cleanup removes it once that is gone)
-        assert box.kw["labels"] == {RUN_LABEL: "run-1", OWNER_LABEL: owner_token()}
+        # the run, the process that owns it (cleanup removes it once that is gone) and the
+        # run directory (a run's start removes only its own archive's)
+        assert box.kw["labels"] == {
+            RUN_LABEL: "run-1",
+            OWNER_LABEL: owner_token(),
+            RUN_DIR_LABEL: "/srv/runs/t/20261129T101500",
+        }
         assert box.kw["network_aliases"] == ["echo"]
         assert svc.wrapped is box.box and "ready to serve" in box.box.logs().decode()
         assert svc.ip() == "10.0.0.7"

@@ -19,7 +19,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 
-from sealcheck.infra.procs import owner_token
+from sealcheck.infra.procs import owner_token, run_tag
 
 testcontainers_config.ryuk_disabled = True
 
@@ -27,6 +27,20 @@ testcontainers_config.ryuk_disabled = True
 RUN_LABEL = "dev.sealcheck.run"
 #: Label with the ``<pid>:<start time>`` of the harness that owns the container (cleanup).
 OWNER_LABEL = "dev.sealcheck.owner"
+#: Label with the absolute run directory, as the run's processes carry it (``SEALCHECK_RUN``):
+#: a run's start cleans up only the containers of runs of its own archive. Absent outside a
+#: run (a test's fixture): only ``sealcheck cleanup --all`` removes those once their owner is
+#: gone.
+RUN_DIR_LABEL = "dev.sealcheck.run-dir"
+
+
+def owned_labels(run_id: str) -> dict[str, str]:
+    """The labels of a container (or network) of run ``run_id``: the run, the harness that
+    owns it, and the run directory when this harness is running one
+    (:func:`sealcheck.infra.procs.run_tag`)."""
+    run_dir = run_tag()
+    mine = {RUN_LABEL: run_id, OWNER_LABEL: owner_token()}
+    return mine if run_dir is None else {**mine, RUN_DIR_LABEL: run_dir}
 
 
 def container_ip(container: Any) -> str:
@@ -65,7 +79,7 @@ class ContainerService:
             where = {"network": network, "network_aliases": list(aliases) or None}
         # every container names the process that owns it, so `sealcheck cleanup` removes it
         # once that process is gone, whoever made it (a run, a test fixture)
-        owned = {RUN_LABEL: run_id, OWNER_LABEL: owner_token(), **(labels or {})}
+        owned = {**owned_labels(run_id), **(labels or {})}
         self.container: Any = DockerContainer(image, labels=owned, **where)
         self.run_id, self.network = run_id, network
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,10 @@ import docker
 from confluent_kafka.admin import AdminClient
 from testcontainers.core.network import Network
 
-from sealcheck.infra.containers.kafka import OWNER_LABEL, RUN_LABEL, KafkaContainer
+from sealcheck.infra.containers.kafka import RUN_LABEL, KafkaContainer
 from sealcheck.infra.containers.postgres import PostgresContainer
 from sealcheck.infra.containers.service import container_ip as container_ip  # (re-exported)
-from sealcheck.infra.procs import owner_token
+from sealcheck.infra.containers.service import owned_labels
 
 #: Where an incarnation's failpoint directory is mounted inside its container.
 FAILPOINT_DIR = "/run/sealcheck"
@@ -37,7 +38,7 @@ class Topology:
         self.run_id, self.images = run_id, images
         self.client = docker.from_env()
         self.network_name = f"sealcheck-{run_id}"
-        self.labels = {RUN_LABEL: run_id, OWNER_LABEL: owner_token()}
+        self.labels = owned_labels(run_id)
         self.tc_network = Network(docker_network_kw={"labels": self.labels, "driver": "bridge"})
         self.tc_network.name = self.network_name
         voters = ",".join(f"{i + 1}@kafka-{i + 1}:9093" for i in range(brokers))
@@ -97,33 +98,47 @@ class Topology:
         self.client.close()
 
 
-def remove_labelled(
-    client: Any, run_id: str | None = None, owner_alive: Callable[[str], bool] | None = None
-) -> list[str]:
-    """Remove containers and networks labelled with ``run_id`` — or, with ``owner_alive``,
-    those of any run whose owning harness is gone."""
+@dataclass(frozen=True)
+class Labelled:
+    """A container or network Sealcheck started (:data:`RUN_LABEL`), with its labels."""
+
+    kind: str  # "container" or "network"
+    name: str
+    labels: Mapping[str, str]
+    obj: Any  # the docker SDK object
+
+    def remove(self) -> bool:
+        """Remove it (a container forcibly, with its volumes); whether that worked."""
+        try:
+            if self.kind == "container":
+                self.obj.remove(force=True, v=True)
+            else:
+                self.obj.remove()
+        except Exception:  # gone meanwhile, or the engine refused: the caller lists what went
+            return False
+        return True
+
+
+def labelled(client: Any, run_id: str | None = None) -> list[Labelled]:
+    """The containers, then the networks, labelled as Sealcheck's (of run ``run_id`` only,
+    when given)."""
     label = RUN_LABEL if run_id is None else f"{RUN_LABEL}={run_id}"
 
-    def doomed(obj: Any) -> bool:
-        if owner_alive is None:
-            return True
-        owner = (obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels") or {}).get(
-            OWNER_LABEL
-        )
-        return owner is not None and not owner_alive(owner)
+    def labels(obj: Any) -> Mapping[str, str]:
+        found = obj.attrs.get("Labels") or obj.attrs.get("Config", {}).get("Labels")
+        return found or {}
 
-    gone = []
-    for c in client.containers.list(all=True, filters={"label": label}):
-        if doomed(c):
-            with contextlib.suppress(Exception):
-                c.remove(force=True, v=True)
-                gone.append(f"container {c.name}")
-    for n in client.networks.list(filters={"label": label}):
-        if doomed(n):
-            with contextlib.suppress(Exception):
-                n.remove()
-                gone.append(f"network {n.name}")
-    return gone
+    boxes = client.containers.list(all=True, filters={"label": label})
+    nets = client.networks.list(filters={"label": label})
+    return [
+        *(Labelled("container", c.name, labels(c), c) for c in boxes),
+        *(Labelled("network", n.name, labels(n), n) for n in nets),
+    ]
+
+
+def remove_labelled(client: Any, run_id: str) -> list[str]:
+    """Remove the containers and networks labelled with ``run_id``; what was removed."""
+    return [f"{x.kind} {x.name}" for x in labelled(client, run_id) if x.remove()]
 
 
 class SutContainer:
