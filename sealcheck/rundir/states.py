@@ -11,8 +11,10 @@ Two kinds of states, two ways to know their batches:
   newest ``commits/N`` *before* it read the output (every batch up to it is in the state: a
   Structured Streaming query writes ``commits/N`` only after its sink committed batch N) and
   the newest ``offsets/N`` *after* (no later batch can be in it: a batch is planned before its
-  sink writes). Without such windows nothing is read (``"checkpoint": false``) and a state is
-  known by its index only.
+  sink writes). A later look that finds the output unchanged confirms the state as of the
+  batches committed by then (:func:`confirm`): a state read while its batch was in flight is
+  named by that batch once its ``commits/N`` is seen. Without such windows nothing is read
+  (``"checkpoint": false``) and a state is known by its index only.
 * **batches** / **commits** (Delta tables judged alone): the states are the tables' versions,
   read at the end — per batch their commits name (``batch`` = the state) or per commit in
   commit order; each names its table versions, and its batch when its commit names one.
@@ -172,6 +174,18 @@ def write_states(path: Path, record: StateRecord) -> None:
     doc[STATES] = record.to_dict()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1, sort_keys=True))
+
+
+def confirm(at_states: list[tuple[int | None, int | None]], committed: int | None) -> None:
+    """Raise the last sampled state's newest committed batch to ``committed`` (read from the
+    checkpoint *before* the harness found the output unchanged since that state): every batch
+    up to it was committed to the sink before then, so each is in the state — a state read
+    while its batch was in flight is that batch's once its ``commits/N`` is seen with the
+    output unchanged."""
+    if at_states and committed is not None:
+        before, planned = at_states[-1]
+        if before is None or committed > before:
+            at_states[-1] = (committed, planned)
 
 
 def sampled(at_states: Iterable[tuple[int | None, int | None]], checkpoint: bool) -> StateRecord:

@@ -56,7 +56,7 @@ from typing import Any
 from sealcheck.core.effects import EffectError
 from sealcheck.rundir.captures import Capture
 from sealcheck.rundir.files import VERSIONS, write_export
-from sealcheck.rundir.states import sampled, write_states
+from sealcheck.rundir.states import confirm, sampled, write_states
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs.rows import Encoder
 
@@ -161,15 +161,16 @@ class Snapshots:
                         if strict:
                             raise OutputError(f"{self.where()}: the database is not there")
                         return None
+                committed = s.batches()[0] if s.batches is not None else None
                 version = self._version(s.conn)
                 if version == s.version and s.exists and not strict:
+                    confirm(s.at_states, committed)  # nothing committed since the last read
                     return s.count
                 between = s.boundary() if s.boundary is not None else ""
                 if between is None:  # a batch in flight: not a state of the job's
                     if strict:
                         raise OutputError(f"{self.where()}: a batch was in flight at the end")
                     return s.count if s.exists else None
-                committed = s.batches()[0] if s.batches is not None else None
                 read = self._read(s.conn)
                 planned = s.batches()[1] if s.batches is not None else None
                 if s.boundary is not None and s.boundary() != between:
@@ -198,6 +199,8 @@ class Snapshots:
                 s.at_states.append((committed, planned))
                 s.rows.extend(rows)
                 s.last, s.count, s.changed_at = state, s.count + 1, time.monotonic()
+            else:  # the same state as the last one
+                confirm(s.at_states, committed)
             return s.count
 
     def where(self) -> str:

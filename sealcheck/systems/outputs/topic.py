@@ -39,7 +39,7 @@ from confluent_kafka import KafkaException
 from sealcheck.core.effects import EffectError, encode_key
 from sealcheck.infra.topic import dump_topic, log_end
 from sealcheck.rundir.files import VERSIONS, TopicRecord, write_export
-from sealcheck.rundir.states import sampled, write_states
+from sealcheck.rundir.states import confirm, sampled, write_states
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs.rows import Encoder
 from sealcheck.systems.outputs.sql import COLLECTIONS, OutputError
@@ -130,6 +130,8 @@ class TopicOutput:
                 m.ends.append(ends)
                 m.at_states.append((committed, planned))
                 m.changed_at = time.monotonic()
+            else:  # nothing written since the last state
+                confirm(m.at_states, committed)
             return len(m.ends)
 
     def where(self) -> str:
