@@ -96,11 +96,9 @@ def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
 def _when(run: RunData, state: int | None) -> dict[str, Any]:
     """When ``state`` was first seen (sealed) and the last fault, exit and start before it
     (:meth:`sealcheck.rundir.history.History.context_for_step`), as the other checkers give
-    their steps — only where a state has a moment in the run (:attr:`RunData.states_timed`:
-    not the versions of Delta tables read at the end, whose batch names them instead)."""
-    if state is None or not run.states_timed:
-        return {}
-    return run.history.context_for_step(state)
+    their steps (the registry drops it where a state has no moment in the run:
+    :attr:`RunData.states_timed`)."""
+    return {} if state is None else run.history.context_for_step(state)
 
 
 def _inputs(run: RunData, name: str) -> tuple[pl.DataFrame, pl.DataFrame]:
