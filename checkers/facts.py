@@ -1,6 +1,8 @@
 """The facts of a judged run that the report shows (:class:`sealcheck.rundir.facts.RunFacts`,
 written into ``results.json`` by :func:`sealcheck.checkers.check_run`): the step assignment
-summarised, the seal lag and its series, the failing keys' story. They use the step assignment
+summarised, the seal lag and its series, the failing keys' story; whether the output keeps
+bindings and, for one that keeps none, its states as its export records them (no step
+assignment or seal lag then: one line says why). They use the step assignment
 the checkers judge by (:func:`sealcheck.checkers.replay.assign_steps` over the ranges of the
 bindings sealed in both ``bindings`` and ``data``), so the report computes nothing.
 
@@ -20,12 +22,27 @@ from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.replay import assign_steps, binding_ranges
 from sealcheck.checkers.result import Anomaly, RunResult
 from sealcheck.checkers.stories import stories
-from sealcheck.rundir.facts import MAX_POINTS, RunFacts, SealLag, StepAssignment
+from sealcheck.rundir.facts import MAX_POINTS, RunFacts, SealLag, StatesSeen, StepAssignment
 from sealcheck.rundir.judged import step_order
+from sealcheck.rundir.states import SAMPLES
 
 #: why a run whose inputs could not be loaded, or were not judged, has no facts
 NOT_LOADED = "not computed: the inputs could not be read (see the input problems)"
 NOT_JUDGED = "not computed: the inputs were not judged (see the input problems)"
+#: why an output without bindings has no step assignment and no seal lag
+NO_BINDINGS_STEPS = (
+    "this output keeps no bindings: which offsets each state read is unknown, so no input "
+    "record is assigned to a state"
+)
+NO_BINDINGS_LAG = (
+    "this output keeps no bindings: no write is ever seen sealed, so there is no seal lag to "
+    "measure"
+)
+#: why an output without bindings has no record of its states
+STATES_NOT_RECORDED = (
+    "not recorded: this run's export holds no record of its states (exported before the "
+    "harness recorded them)"
+)
 
 
 def sealed_ranges(run: RunData) -> pl.DataFrame:
@@ -93,6 +110,31 @@ def seal_lag(acks: pl.DataFrame, stepped: pl.Series, ops: list[dict[str, Any]]) 
     )
 
 
+def states_seen(run: RunData) -> tuple[StatesSeen | None, str]:
+    """The states of an output without bindings, as its export records them, summarised (and
+    why there is no summary: the output keeps bindings, or its export recorded none)."""
+    if run.keeps_bindings:
+        return None, "the output keeps bindings: its steps are the sealed steps"
+    record = run.states
+    if record is None:
+        return None, STATES_NOT_RECORDED
+    named = [s.committed for s in record.named if s.committed is not None]
+    flight = sum(
+        s.planned is not None and (s.committed is None or s.planned > s.committed)
+        for s in record.states
+    )
+    summary = StatesSeen(
+        by=record.by,
+        seen=len(record.states),
+        checkpoint=record.checkpoint or record.by != SAMPLES,
+        named=len(record.named),
+        first_batch=min(named, default=None),
+        last_batch=max(named, default=None),
+        in_flight=flight if record.by == SAMPLES else 0,
+    )
+    return summary, ""
+
+
 def listed(result: RunResult) -> list[Anomaly]:
     """The example anomalies in the order the report lists them (the first wrong step first,
     then by checker; those without a step last)."""
@@ -109,6 +151,17 @@ def run_facts(run: RunData, result: RunResult) -> RunFacts:
     (refused or unreadable: no checker ran) gets none, each saying so."""
     if not result.checkers:
         return RunFacts.missing(NOT_JUDGED)
+    facts = _run_facts(run, result)
+    facts.bindings_kept = run.keeps_bindings
+    try:
+        facts.states, facts.states_why = states_seen(run)
+    except Exception as exc:
+        facts.states_why = _why(exc)
+    return facts
+
+
+def _run_facts(run: RunData, result: RunResult) -> RunFacts:
+    """:func:`run_facts` but for the output's bindings and states (each fact on its own)."""
     facts = RunFacts()
     try:
         ranges = sealed_ranges(run)
@@ -116,16 +169,19 @@ def run_facts(run: RunData, result: RunResult) -> RunFacts:
         stepped = assign_steps(acks, ranges)
     except Exception as exc:  # facts never change the verdict: say why, in one line
         return RunFacts.missing(_why(exc))
-    try:
-        facts.steps = step_assignment(assign_steps(run.classified(), ranges), stepped)
-    except Exception as exc:
-        facts.steps_why = _why(exc)
-    try:
-        facts.seal_lag = seal_lag(acks, stepped, run.history.ops)
-        if not facts.seal_lag.count:
-            facts.lag_why = "no acknowledged write was seen sealed"
-    except Exception as exc:
-        facts.lag_why = _why(exc)
+    if not run.keeps_bindings:  # nothing is bound: said once, not shown as 0 of N
+        facts.steps_why, facts.lag_why = NO_BINDINGS_STEPS, NO_BINDINGS_LAG
+    else:
+        try:
+            facts.steps = step_assignment(assign_steps(run.classified(), ranges), stepped)
+        except Exception as exc:
+            facts.steps_why = _why(exc)
+        try:
+            facts.seal_lag = seal_lag(acks, stepped, run.history.ops)
+            if not facts.seal_lag.count:
+                facts.lag_why = "no acknowledged write was seen sealed"
+        except Exception as exc:
+            facts.lag_why = _why(exc)
     anomalies = listed(result)
     try:
         if anomalies:

@@ -38,6 +38,7 @@ from sealcheck.checkers.result import show
 from sealcheck.checkers.schemas import TOPIC_SCHEMA
 from sealcheck.checkers.steps import Steps
 from sealcheck.rundir.history import History
+from sealcheck.rundir.states import SAMPLES, StateRecord
 
 Frame = pl.DataFrame | pl.LazyFrame
 
@@ -90,6 +91,9 @@ class RunData:
     #: collections whose states the export says are not aligned with ``data``'s (``"aligned":
     #: false``: tables judged from untagged commits); ``prefix`` judges them alone
     unaligned: frozenset[str] = frozenset()
+    #: the states of an output without bindings and the batches each follows, when its
+    #: export records them (:mod:`sealcheck.rundir.states`); None: not recorded
+    states: StateRecord | None = None
 
     # derived state, not inputs (``init=False``: a ``dataclasses.replace`` copy starts afresh)
     _memo: dict[str, pl.DataFrame] = field(
@@ -111,6 +115,14 @@ class RunData:
         """The ``since`` of a collection in the store's export (before captures filled in
         the steps it merged)."""
         return self.steps.export_sinces.get(name, 0)
+
+    @property
+    def states_timed(self) -> bool:
+        """Whether a step (or state) has a moment in the run: when the observer first saw its
+        collection's upper pass it. True for sealed steps and for states the harness sampled;
+        False for states read from the tables' versions at the end (Delta tables alone),
+        whose uppers the observer counted in versions, not in states."""
+        return self.states is None or self.states.by == SAMPLES
 
     @property
     def keeps_bindings(self) -> bool:

@@ -17,6 +17,7 @@ from sealcheck.rundir import files
 from sealcheck.rundir.captures import CAPTURES
 from sealcheck.rundir.effects import EFFECTS
 from sealcheck.rundir.history import History, HistoryError
+from sealcheck.rundir.states import read_states
 
 
 class RunInputError(ValueError):
@@ -198,4 +199,5 @@ def _read(
         pl.scan_parquet(run_dir / EFFECTS).cast(EFFECTS_SCHEMA) if EFFECTS in recorded else None,
         not_kept,
         not_aligned,
+        read_states(run_dir / export.versions) if export.versions in recorded else None,
     )

@@ -14,6 +14,8 @@ many.
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from sealcheck.checkers.frames import pair_hash
@@ -44,7 +46,7 @@ def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
             detail=explain(
                 c, [_key(run, name, k.kh, k.row) for k in c.keys], j.partitions[c.partition]
             ),
-            context={"partition": c.partition},
+            context={"partition": c.partition, **_when(run, c.state)},
         )
         for c in j.conflicts
     ]
@@ -56,12 +58,20 @@ def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
             _key(run, name, kh, None),
             state,
             detail="the state holds a key that no input record puts into this table",
+            context=_when(run, state),
         )
         for state, kh in j.invented
     ]
     res.add_bulk("invented-key", j.invented_count, invented)
     many = [
-        Anomaly("not-a-map", name, _key(run, name, kh, None), state, detail="several values")
+        Anomaly(
+            "not-a-map",
+            name,
+            _key(run, name, kh, None),
+            state,
+            detail="several values",
+            context=_when(run, state),
+        )
         for state, kh in j.not_a_map
     ]
     res.add_bulk("not-a-map", j.not_a_map_count, many)
@@ -69,16 +79,26 @@ def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
     for k in j.behind:
         part = j.partitions[k.partition]
         who = _key(run, name, k.kh, k.row)
+        last = j.states[-1] if j.states else None
         behind.append(
             Anomaly(
                 "not-the-whole-input",
                 name,
                 who,
-                j.states[-1] if j.states else None,
+                last,
                 detail=f"after catch-up {tell(k, who, part, 0)}, not its last record's effect",
+                context=_when(run, last),
             )
         )
     res.add_bulk("not-the-whole-input", j.behind_count, behind)
+
+
+def _when(run: RunData, state: int | None) -> dict[str, Any]:
+    """When ``state`` was first seen (sealed) and the last fault, exit and start before it
+    (:meth:`sealcheck.rundir.history.History.context_for_step`), as the other checkers give
+    their steps (the registry drops it where a state has no moment in the run:
+    :attr:`RunData.states_timed`)."""
+    return {} if state is None else run.history.context_for_step(state)
 
 
 def _inputs(run: RunData, name: str) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -138,7 +158,7 @@ def _aligned(run: RunData, res: CheckResult, judged: dict[str, Judgement]) -> No
                 first[1],
                 c.state,
                 detail=f"{why} (both tables at step {c.state})",
-                context={"partition": c.partition},
+                context={"partition": c.partition, **_when(run, c.state)},
             )
         )
     res.add_bulk("tables-not-aligned", j.conflict_count, found)
@@ -213,8 +233,8 @@ def check(run: RunData) -> CheckResult:
             f"{' and '.join(split)} have records in several partitions: no per-partition "
             "prefix can judge them"
         )
-    if not final and res.valid is True:
-        res.counts["final_state_judged"] = 0
+    res.counts["states_judged"] = len({s for j in judged.values() for s in j.states})
+    res.counts["final_state_judged"] = int(final)
     if not run.keeps_bindings and res.valid is True:
         _observed_enough(run, res, final)
     return res
@@ -223,7 +243,7 @@ def check(run: RunData) -> CheckResult:
 def _observed_enough(run: RunData, res: CheckResult, final: bool) -> None:
     """An output observed from outside (no bindings) was judged only as far as it was seen:
     unknown when the harness saw no state of the run's course, or never saw it settle."""
-    seen = res.counts.get("data_states_judged", 0)
+    seen = res.counts.get("states_judged", 0)
     if not final:
         res.valid = None
         res.error = (

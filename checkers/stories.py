@@ -12,6 +12,7 @@ its ``data`` updates), the first update at or after the step of the key's first 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 
 import polars as pl
@@ -33,14 +34,17 @@ def _text(raw: bytes | None) -> str | None:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
 
-def failing_keys(anomalies: Iterable[Anomaly]) -> list[tuple[str, str, int | None]]:
+def failing_keys(
+    anomalies: Iterable[Anomaly], step: str = "step"
+) -> list[tuple[str, str, int | None]]:
     """The first :data:`~sealcheck.rundir.facts.MAX_KEYS` distinct keys the anomalies (in the
-    order the report lists them) name, each with the first reason and its step."""
+    order the report lists them) name, each with the first reason and its step (``step``: what
+    a step is called — ``state`` for an output without bindings)."""
     out: dict[str, tuple[str, str, int | None]] = {}
     for a in anomalies:
         if isinstance(a.key, str) and a.key not in out and a.collection != "bindings":
             at = a.step if isinstance(a.step, int) and not isinstance(a.step, bool) else None
-            out[a.key] = (a.key, f"{a.kind} at step {a.step}", at)
+            out[a.key] = (a.key, f"{a.kind} at {step} {a.step}", at)
         if len(out) == MAX_KEYS:
             break
     return list(out.values())
@@ -79,11 +83,12 @@ def first_disagreement(run: RunData, raw: bytes, updates: pl.DataFrame) -> tuple
 
 def _highlight(story: KeyStory, run: RunData, raw: bytes, updates: pl.DataFrame) -> None:
     """Mark the first bad update (and the records bound at its step), else the first update
-    at or after the anomaly's step."""
-    try:
-        story.bad_step, wrong = first_disagreement(run, raw, updates)
-    except LookupError:
-        wrong = set()
+    at or after the anomaly's step (always so for an output without bindings: no record is
+    bound to a state, so there is no model of a state to disagree with)."""
+    wrong: set[int] = set()
+    if run.keeps_bindings:
+        with contextlib.suppress(LookupError):
+            story.bad_step, wrong = first_disagreement(run, raw, updates)
     at = story.bad_step if story.bad_step is not None else story.step
     if at is not None and not wrong:  # the store lacks an update, or no disagreement: the next
         later = [i for i, u in enumerate(story.updates) if u.step >= at]
@@ -137,7 +142,7 @@ def stories(
     run: RunData, ranges: pl.DataFrame, anomalies: Iterable[Anomaly]
 ) -> tuple[list[KeyStory], str]:
     """The stories of the failing keys, and why there are none when there are none."""
-    keys = failing_keys(anomalies)
+    keys = failing_keys(anomalies, "step" if run.keeps_bindings else "state")
     if not keys:
         return [], "no anomaly names a key"
     return [key_story(run, ranges, *k) for k in keys], ""

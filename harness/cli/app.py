@@ -127,6 +127,7 @@ def _full_check(run_dir: Path) -> int:
 
     from sealcheck.checkers import check_run
     from sealcheck.checkers.result import verdict_text
+    from sealcheck.report.headline import judged_text
     from sealcheck.report.report import write_report
     from sealcheck.rundir.archive import mark_rejudging, write_json, write_plain_report
 
@@ -150,6 +151,8 @@ def _full_check(run_dir: Path) -> int:
         report = write_plain_report(run_dir, word, [_verdict_line(result.valid, doc), why])
     _print_result(result)
     print(f"verdict: {_verdict_line(result.valid, doc)}  ({run_dir / 'results.json'})")
+    for line in judged_text(doc):
+        print(line)
     print(f"report: {report}")
     return VERDICT_EXIT[result.valid]
 

@@ -272,9 +272,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if outcome.reason:
         print(f"final phase: {outcome.reason}")
     print(f"verdict: {words[outcome.valid]}  (took {outcome.took_s:.0f}s)")
-    judged = _steps_judged(outcome.run_dir)
-    if judged:
-        print(f"sealed steps judged one by one / sealed: {judged}")
+    for line in _judged(outcome.run_dir):
+        print(line)
     print(f"report: {outcome.run_dir / 'report.html'}")
     for line in outcome.left.lines() if outcome.left is not None else ():
         print(line)
@@ -297,14 +296,18 @@ def _built(cfg: TestConfig, schedule: list[Any] | None, replay: Path | None) -> 
     return test
 
 
-def _steps_judged(run_dir: Path) -> str:
-    """``sealed_state``'s "data 142/142, errors 142/142" from the run's results (or "")."""
-    from sealcheck.report.report import steps_judged
+def _judged(run_dir: Path) -> list[str]:
+    """What the run's verdict covers, from its results: ``sealed_state``'s "sealed steps
+    judged one by one / sealed: data 142/142, errors 142/142", or the states ``prefix`` judged
+    and the batches they name (:func:`sealcheck.report.headline.judged_text`; none when the
+    results cannot be read)."""
+    from sealcheck.report.headline import judged_text
 
     try:
-        return steps_judged(json.loads((run_dir / "results.json").read_text()))
+        doc = json.loads((run_dir / "results.json").read_text())
     except (OSError, ValueError):
-        return ""
+        return []
+    return judged_text(doc) if isinstance(doc, dict) else []
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -1,14 +1,17 @@
-"""The report's section on micro-batches and table versions, for systems whose export writes
-``export/versions.json`` (the delta-streaming job): per batch, whether it was planned and
-committed by Spark, which versions of each table belong to it, and which incarnations started
-it — so a replay (a batch run again after a crash) and a replay that committed twice read at
-once.
+"""The report's sections on micro-batches and table versions, for systems whose export writes
+``export/versions.json`` with its tables (the delta-streaming job): per batch, whether it was
+planned and committed by Spark, which versions of each table belong to it, and which
+incarnations started it — so a replay (a batch run again after a crash) and a replay that
+committed twice read at once.
 
 Which incarnation started a batch comes from the history: the ``batch_start`` events the
 supervisor recorded as ``sut-event`` ops, the batch in their ``fields``
 (:func:`sealcheck.rundir.names.event_fields`); no log is read. A run
 stored before the history held the system's events shows its batches with that column "not
 recorded".
+
+And on the states of an output without bindings, whose export records in ``versions.json``
+the batches each state follows (:mod:`sealcheck.rundir.states`): a row per state.
 """
 
 from __future__ import annotations
@@ -21,8 +24,12 @@ from typing import Any
 
 from sealcheck.rundir.files import Export, step_labels
 from sealcheck.rundir.names import SUT_EVENT, event_fields
+from sealcheck.rundir.states import StateRecord, read_states
 
-__all__ = ["NOT_RECORDED", "batch_rows", "started_by", "step_labels", "tables_of"]
+__all__ = ["NOT_RECORDED", "batch_rows", "started_by", "state_rows", "step_labels", "tables_of"]
+
+#: the states the section on states lists (the rest are counted; ``versions.json`` has them)
+MAX_STATES = 200
 
 #: the "started by incarnation" cell of a run whose history holds no events of the system
 NOT_RECORDED = "not recorded"
@@ -60,9 +67,9 @@ def batch_rows(
     started it, note) and summary counts (``ran_more_than_once`` None when the history holds no
     events of the system); None without ``export/versions.json``. ``ops``: the history's."""
     doc = _versions(run_dir)
-    if doc is None:
+    if doc is None or not isinstance(doc.get("tables"), dict):  # states only: no batch read
         return None
-    tables: dict[str, dict[str, Any]] = doc.get("tables", {})
+    tables: dict[str, dict[str, Any]] = doc["tables"]
     planned = set(doc.get("batches", {}).get("planned", []))
     committed = set(doc.get("batches", {}).get("committed", []))
     versions: dict[str, dict[int, list[int]]] = {t: defaultdict(list) for t in tables}
@@ -110,3 +117,15 @@ def tables_of(run_dir: Path) -> list[str]:
     """The tables ``versions.json`` describes (column order of :func:`batch_rows`)."""
     doc = _versions(run_dir)
     return sorted(doc.get("tables", {})) if doc is not None else []
+
+
+def state_rows(run_dir: Path) -> tuple[StateRecord, list[tuple[int, str]], int] | None:
+    """For an export of states without bindings (:mod:`sealcheck.rundir.states`): its record,
+    one row per state (the state, the batches it follows in words; at most
+    :data:`MAX_STATES`) and how many more there are; None when the export records no states."""
+    record = read_states(run_dir / Export.of(run_dir).versions)
+    if record is None:
+        return None
+    labels = record.labels()
+    rows = [(s.state, labels.get(s.state, "-")) for s in record.states[:MAX_STATES]]
+    return record, rows, max(0, len(record.states) - MAX_STATES)

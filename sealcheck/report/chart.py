@@ -215,8 +215,12 @@ def _bar(m: Marker, scale: float, y: float, h: float) -> dict[str, Any]:
 
 
 def _anomaly_title(t: float, a: dict[str, Any]) -> str:
+    """A marker's hover title; an anomaly ``"of_state"`` is at a state of an output without
+    bindings, first seen then (not a step sealed then)."""
     key = f" key {a['key']}" if a.get("key") is not None else ""
-    return f"{t:.1f} s: {a.get('kind')}{key} at step {a.get('step')} (sealed then)"
+    where = "state" if a.get("of_state") else "step"
+    then = "first seen then" if a.get("of_state") else "sealed then"
+    return f"{t:.1f} s: {a.get('kind')}{key} at {where} {a.get('step')} ({then})"
 
 
 def series(

@@ -23,11 +23,11 @@ def _what(value: Any) -> str:
     return " ".join(f"{k}={v}" for k, v in value.items() if k not in skip and v not in (None, ""))
 
 
-def context_lines(context: dict[str, Any]) -> list[str]:
+def context_lines(context: dict[str, Any], states: bool = False) -> list[str]:
     """An anomaly's context (see :meth:`sealcheck.rundir.history.History.context_for_step`) as
-    lines a
-    person reads: when the step was sealed (or the write acknowledged), and how long after the
-    last fault and restart. Runs judged before the rename name the keys the old way."""
+    lines a person reads: when the step was sealed (``states``: when the state of an output
+    without bindings was first seen; or the write acknowledged), and how long after the last
+    fault and restart. Runs judged before the rename name the keys the old way."""
     context = current_context(context)
     sealed = _at(context.get("sealed_by_ns"))
     acked = _at(context.get("acked_ns"))
@@ -35,10 +35,12 @@ def context_lines(context: dict[str, Any]) -> list[str]:
     if acked is not None:
         lines.append(f"write acknowledged at {acked:.1f} s")
     elif sealed is not None:
-        lines.append(f"step first seen sealed at {sealed:.1f} s")
-    else:
+        seen = "state first seen" if states else "step first seen sealed"
+        lines.append(f"{seen} at {sealed:.1f} s")
+    elif not states:
         lines.append("step never seen sealed")
-    ref, event = (acked, "the acknowledgement") if acked is not None else (sealed, "the seal")
+    seal = "the state was seen" if states else "the seal"
+    ref, event = (acked, "the acknowledgement") if acked is not None else (sealed, seal)
     for name, verb in (
         ("last_nemesis", "the last fault before"),
         (LAST_EXIT, "the last exit before"),

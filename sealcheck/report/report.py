@@ -1,12 +1,15 @@
 """``report.html``: one self-contained page per run (inline CSS and SVG, no scripts, no
 network), verdict first, rendered from ``templates/report.html.j2`` with autoescaping.
 
-Sections: the verdict and what it means; why; how to reproduce; the timeline on one time base
+Sections: the verdict and what it covers (:mod:`sealcheck.report.headline`: composed from what
+was judged); what this run judged; why; how to reproduce; the timeline on one time base
 (0 s = the run's start, the schedule's zero marked) with a legend: fault lanes, down-time,
 anomalies at their step, writes per second and each collection's upper; the anomalies with
 their context in words; the failing keys' story; checkers; inputs; the step assignment and the
-seal lag; the fault schedule as planned versus what happened; the incarnations and their logs;
-micro-batches (Delta); window coverage; every file and log; config; versions.
+seal lag (for an output without bindings, one line each saying why there is none); the fault
+schedule as planned versus what happened; the incarnations and their logs; the states of an
+output without bindings with the batches each follows; micro-batches (Delta); window coverage;
+every file and log; config; versions.
 
 It renders and computes nothing: the verdict, the anomalies and the run's facts (step
 assignment, seal lag, the keys' story: :mod:`sealcheck.rundir.facts`) come from
@@ -22,9 +25,16 @@ from typing import Any
 
 from sealcheck.core.roles import stored_roles
 from sealcheck.report import chart
-from sealcheck.report.batches import batch_rows, step_labels, tables_of
+from sealcheck.report.batches import batch_rows, state_rows, step_labels, tables_of
 from sealcheck.report.coverage import coverage, outcomes
 from sealcheck.report.explain import context_lines, schedule_rows
+from sealcheck.report.headline import (
+    MEANING,
+    bindings_kept,
+    judged_lines,
+    meaning,
+    steps_judged,
+)
 from sealcheck.report.story import stories
 from sealcheck.report.templating import render as render_template
 from sealcheck.report.timeline import build_timeline
@@ -34,19 +44,10 @@ from sealcheck.rundir.history import History, HistoryError
 from sealcheck.rundir.judged import NOT_APPLICABLE, is_not_applicable, step_order
 from sealcheck.rundir.names import SUT_EXIT, log_of
 
-__all__ = ["COLORS", "MEANING", "WORDS", "outcomes", "render", "write_report"]
+__all__ = ["COLORS", "MEANING", "WORDS", "outcomes", "render", "steps_judged", "write_report"]
 
 COLORS = {True: "#1a7f37", False: "#cf222e", "unknown": "#9a6700", None: "#9a6700"}
 WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN", None: "UNKNOWN"}
-#: what each verdict means, in the banner (and in the README)
-MEANING = {
-    True: "Every checker passed on complete inputs: nothing acknowledged was lost, nothing "
-    "was invented, and every sealed step equals what the Kafka input implies.",
-    False: "A checker found a violation: the anomalies below are evidence of a bug (in the "
-    "system under test, or in Kafka's guarantees as configured).",
-    None: "Nothing was proved either way: an input was missing, truncated or stale, or a "
-    "checker could not run. The reasons are below; rerun or fix the inputs.",
-}
 #: the banner of a run whose verdict is being re-judged (``sealcheck check`` under way, or dead)
 REJUDGING_MEANING = (
     "No verdict: `sealcheck check` started re-judging this run and has not finished; the older "
@@ -59,6 +60,8 @@ SERIES = {
     "writes/s": "#1a7f37",
     "slowest lag": "#9a6700",
 }
+#: the legend of an anomaly at a state of an output without bindings (not a sealed step)
+STATE_ANOMALY = (chart.STYLE["anomaly"][0], "anomaly (where its state was first seen)", "down")
 #: the facts of a run being re-judged (its ``results.json`` is only a marker)
 REJUDGING_FACTS = "not available while the run is being re-judged"
 
@@ -105,13 +108,18 @@ def _files(run_dir: Path) -> list[dict[str, str]]:
     return out
 
 
-def _anomalies(results: dict[str, Any], labels: dict[int, str]) -> list[dict[str, Any]]:
+def _anomalies(
+    results: dict[str, Any], labels: dict[int, str], states: bool = False
+) -> list[dict[str, Any]]:
     """Every example anomaly, the first wrong step first (then by checker; those without a
-    step last)."""
+    step last); ``states``: its steps are states of an output without bindings."""
     rows = []
     for name, c in results.get("checkers", {}).items():
         for a in c.get("anomalies", []):
             step = a.get("step")
+            context = dict(a.get("context") or {})
+            if step in labels and context.get("batch") == labels[step]:
+                context.pop("batch")  # said once, beside the step
             rows.append(
                 {
                     **a,
@@ -120,21 +128,10 @@ def _anomalies(results: dict[str, Any], labels: dict[int, str]) -> list[dict[str
                     "raw_step": step,
                     "expected": _text(a.get("expected")),
                     "found": _text(a.get("found")),
-                    "lines": context_lines(a.get("context") or {}),
+                    "lines": context_lines(context, states),
                 }
             )
     return sorted(rows, key=lambda r: step_order(r["raw_step"], r["checker"]))
-
-
-def steps_judged(results: dict[str, Any]) -> str:
-    """ "data 142/142, errors 142/142": sealed steps judged one by one / sealed, per collection
-    (``sealed_state``'s counts; empty when it did not run)."""
-    counts = (results.get("checkers", {}).get("sealed_state") or {}).get("counts") or {}
-    return ", ".join(
-        f"{c} {counts[f'{c}_steps_judged']:,}/{counts[f'{c}_steps_sealed']:,}"
-        for c in ("data", "errors")
-        if f"{c}_steps_judged" in counts and f"{c}_steps_sealed" in counts
-    )
 
 
 def _word(checker: dict[str, Any]) -> str:
@@ -165,8 +162,9 @@ def render(run_dir: Path) -> str:
     cfg = meta.get("config", {})
     inputs = results.get("inputs") or {}
     acks = inputs.get("acknowledged_writes") or {}
-    anomalies = _anomalies(results, step_labels(run_dir))
-    drawn = [{**a, "step": a["raw_step"]} for a in anomalies]
+    kept = bindings_kept(results, facts)  # our pipeline's steps, or states seen from outside
+    anomalies = _anomalies(results, step_labels(run_dir), not kept)
+    drawn = [{**a, "step": a["raw_step"], "of_state": not kept} for a in anomalies]
     lanes, legend = chart.lanes(tl, drawn)
     charts = [
         chart.series(
@@ -179,8 +177,10 @@ def render(run_dir: Path) -> str:
         ),
         chart.series(
             tl,
-            "upper (sealed steps) per collection",
-            "step",
+            "upper (sealed steps) per collection"
+            if kept
+            else "states taken per collection (the upper: how many so far)",
+            "step" if kept else "states",
             tl.uppers,
             SERIES,
             step=True,
@@ -192,9 +192,10 @@ def render(run_dir: Path) -> str:
         title = f"seal lag: the slowest write acknowledged in each {lag.bucket_s:g} s"
         lagging = {"slowest lag": lag.series}
         charts.append(chart.series(tl, title, "seconds", lagging, SERIES, step=False))
-    told, story_why = stories(facts, drawn)
+    told, story_why = stories(facts, drawn, kept)
     exits = [o for o in ops if o.get("f") == SUT_EXIT]
     batches = batch_rows(run_dir, ops)
+    states = state_rows(run_dir) if not kept else None
     return render_template(
         "report.html.j2",
         name=cfg.get("name", "run"),
@@ -202,9 +203,8 @@ def render(run_dir: Path) -> str:
         system=cfg.get("system", "upsert-source"),
         word=WORDS[valid],
         color=COLORS[valid],
-        meaning=REJUDGING_MEANING
-        if results.get(REJUDGING)
-        else MEANING[valid if valid in (True, False) else None],
+        meaning=REJUDGING_MEANING if results.get(REJUDGING) else meaning(results, facts),
+        step_word="step" if kept else "state",
         run_dir=str(run_dir),
         started=meta.get("started"),
         took=meta.get("took_s"),
@@ -216,12 +216,12 @@ def render(run_dir: Path) -> str:
         ],
         not_applicable=[n for n, c in results.get("checkers", {}).items() if is_not_applicable(c)],
         not_applicable_word=NOT_APPLICABLE,
-        steps=steps_judged(results),
+        judged=judged_lines(results, facts),
         problems=[*inputs.get("problems", []), *([unreadable] if unreadable else [])],
         reproduce=meta.get("reproduce", []),
         faults_start=tl.faults_start_s,
         legend=legend,
-        style=chart.STYLE,
+        style=chart.STYLE if kept else {**chart.STYLE, "anomaly": STATE_ANOMALY},
         symbol=chart.symbol,
         lanes=lanes,
         charts=charts,
@@ -246,6 +246,7 @@ def render(run_dir: Path) -> str:
             *[("note", n) for n in inputs.get("notes", [])],
         ],
         lag=lag_row(lag),
+        kept=kept,
         lag_why=facts.lag_why or "no sealed acknowledged writes to measure",
         steps_assigned=steps_rows(facts.steps),
         steps_why=facts.steps_why,
@@ -270,6 +271,10 @@ def render(run_dir: Path) -> str:
                 "note",
             ],
         },
+        states=None
+        if states is None
+        else {"record": states[0], "rows": states[1], "more": states[2]},
+        states_why=facts.states_why,
         windows=coverage(meta, ops),
         files=_files(run_dir),
         config=[(k, _text(v)) for k, v in sorted(cfg.items())],

@@ -1,8 +1,10 @@
 """What the checkers found out about a run besides the verdict, as ``results.json`` carries it
 under ``"facts"``: which sealed step bound the input records (a summary), how long the
-acknowledged writes waited to be sealed (the seal lag and its series over the run), and the
-failing keys' story. The checkers compute them (:func:`sealcheck.checkers.facts.run_facts`) with
-the same step assignment they judge by; the report only renders them and imports no checker.
+acknowledged writes waited to be sealed (the seal lag and its series over the run), whether
+the output keeps bindings and, for one that keeps none, the states its export holds and the
+batches they name, and the failing keys' story. The checkers compute them
+(:func:`sealcheck.checkers.facts.run_facts`) with the same step assignment they judge by; the
+report only renders them and imports no checker.
 
 The shape is defined once, here, below both: :class:`RunFacts` and its parts, each with
 ``to_dict`` / ``from_dict``. It is bounded whatever the run's size: counts, at most
@@ -17,6 +19,10 @@ The shape is defined once, here, below both: :class:`RunFacts` and its parts, ea
       "seal_lag": {"count": 2000, "p50_s": 0.5, "p99_s": 1.2, "max_s": 1.5,
                    "bucket_s": 1.0, "series": [[0.0, 0.75], [1.0, 1.5]]} | null,
       "lag_why": "",
+      "bindings_kept": true | false | null, # the output keeps bindings (null: not recorded)
+      "states": {"by": "samples", "seen": 42, "checkpoint": true, "named": 42,
+                 "first_batch": 0, "last_batch": 41, "in_flight": 0} | null,
+      "states_why": "",                     # why "states" is null
       "stories": [{"key": "k1", "why": "state-mismatch at step 4", "step": 4, "bad_step": 4,
                    "records": [{"partition": 0, "offset": 3, "value": "{...}" | null,
                                 "acked_s": 1.25 | null, "step": 4 | null, "hit": true}],
@@ -132,6 +138,40 @@ class SealLag:
         )
 
 
+@dataclass(frozen=True)
+class StatesSeen:
+    """The states of an output without bindings that its export records
+    (:mod:`sealcheck.rundir.states`), summarised: how they were taken (``by``: the harness's
+    samples, or Delta tables' batches or commits), how many, whether the job's checkpoint was
+    read at each, how many name a batch (the first and last batch named), and how many were
+    read while a batch was in flight (planned, not yet committed)."""
+
+    by: str
+    seen: int
+    checkpoint: bool
+    named: int
+    first_batch: int | None
+    last_batch: int | None
+    in_flight: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StatesSeen:
+        """Read the JSON form (``TypeError`` / ``ValueError`` / ``KeyError`` when malformed)."""
+        return cls(
+            str(d["by"]),
+            int(d["seen"]),
+            bool(d.get("checkpoint")),
+            int(d["named"]),
+            _int_or_none(d.get("first_batch")),
+            _int_or_none(d.get("last_batch")),
+            int(d.get("in_flight", 0)),
+        )
+
+
 @dataclass
 class StoryRecord:
     """One input record of a failing key: where it is in Kafka, its value (None: a tombstone;
@@ -237,11 +277,16 @@ class RunFacts:
     lag_why: str = ""
     stories: list[KeyStory] = field(default_factory=list)
     story_why: str = ""
+    #: whether the output keeps bindings (which offsets each step read); None: not recorded
+    bindings_kept: bool | None = None
+    #: the states of an output without bindings (None: it keeps bindings, or not recorded)
+    states: StatesSeen | None = None
+    states_why: str = ""
 
     @classmethod
     def missing(cls, why: str) -> RunFacts:
         """No fact at all, each saying ``why``."""
-        return cls(steps_why=why, lag_why=why, story_why=why)
+        return cls(steps_why=why, lag_why=why, story_why=why, states_why=why)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``results.json``'s ``"facts"``)."""
@@ -253,6 +298,9 @@ class RunFacts:
             "lag_why": self.lag_why,
             "stories": [s.to_dict() for s in self.stories],
             "story_why": self.story_why,
+            "bindings_kept": self.bindings_kept,
+            "states": None if self.states is None else self.states.to_dict(),
+            "states_why": self.states_why,
         }
 
     @classmethod
@@ -260,7 +308,8 @@ class RunFacts:
         """Read the JSON form (``TypeError`` / ``ValueError`` / ``KeyError`` when malformed)."""
         if int(d.get("format", FORMAT)) > FORMAT:
             raise ValueError(f"format {d['format']} is newer than this Sealcheck's {FORMAT}")
-        steps, lag = d.get("steps"), d.get("seal_lag")
+        steps, lag, states = d.get("steps"), d.get("seal_lag"), d.get("states")
+        kept = d.get("bindings_kept")
         return cls(
             None if steps is None else StepAssignment.from_dict(steps),
             str(d.get("steps_why", "")),
@@ -268,6 +317,9 @@ class RunFacts:
             str(d.get("lag_why", "")),
             [KeyStory.from_dict(s) for s in d.get("stories") or []],
             str(d.get("story_why", "")),
+            None if kept is None else bool(kept),
+            None if states is None else StatesSeen.from_dict(states),
+            str(d.get("states_why", "")),
         )
 
 

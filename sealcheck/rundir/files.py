@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sealcheck.rundir.names import EXPORT_DIR, export_dir
+from sealcheck.rundir.states import read_states
 
 TOPIC = "topic.parquet"
 #: the sealed steps the harness captured during the run (:mod:`sealcheck.rundir.captures`)
@@ -71,7 +72,9 @@ class Export:
 
     @property
     def versions(self) -> str:
-        """Optional: a micro-batch system's table versions per batch (:func:`step_labels`)."""
+        """Optional: a micro-batch system's table versions per batch, or the batches each state
+        of an output without bindings follows (:mod:`sealcheck.rundir.states`)
+        (:func:`step_labels`)."""
         return f"{self.folder}/versions.json"
 
     @property
@@ -297,9 +300,14 @@ def write_export(
 def step_labels(run_dir: Path) -> dict[int, str]:
     """Step -> "batch N: data v5, errors v5": the table versions that belong to each step,
     from :attr:`Export.versions` (empty without it, or when it is not of that shape), for
-    naming them beside an anomaly's step."""
+    naming them beside an anomaly's step. An export of states without bindings names its
+    states instead (:meth:`sealcheck.rundir.states.StateRecord.labels`)."""
+    path = run_dir / Export.of(run_dir).versions
+    record = read_states(path)
+    if record is not None:  # its states are not the batches its versions name
+        return record.labels()
     try:
-        doc = json.loads((run_dir / Export.of(run_dir).versions).read_text())
+        doc = json.loads(path.read_text())
         found: dict[int, list[str]] = defaultdict(list)
         for table, vs in sorted(doc.get("tables", {}).items()):
             for v, meta in sorted(vs.items(), key=lambda kv: int(kv[0])):

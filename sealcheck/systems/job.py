@@ -203,6 +203,41 @@ def batch_boundary(root: Path, windows: Iterable[CrashWindow]) -> str | None:
     return "/".join(_newest_opening(root, w) or "" for w in told)
 
 
+def checkpoint_batches(root: Path, windows: Iterable[CrashWindow]) -> tuple[int | None, int | None]:
+    """The newest batch committed and the newest planned, as the first of ``windows`` told by
+    paired files says (a checkpoint's newest ``commits/N`` and ``offsets/N``; None: none yet,
+    no such window, or not a batch number) — what an output without bindings records at each
+    state it takes (:mod:`sealcheck.rundir.states`)."""
+    window = next((w for w in windows if _paired(w)), None)
+    if window is None or window.opens_in is None or window.closes_in is None:
+        return None, None
+    closes = re.compile(str(window.closes).replace("{n}", r"(\d+)"))
+    committed = _newest_number(root / window.closes_in, closes)
+    return committed, _newest_number(root / window.opens_in, re.compile(window.opens))
+
+
+def watch_checkpoint(out: object, root: Path, windows: Iterable[CrashWindow]) -> None:
+    """Have an output that takes states (one with ``watch_checkpoint``: SQL tables, Kafka
+    topics) record at each the job's newest committed and planned batches, when ``windows``
+    (the descriptor's) include one told by the checkpoint's paired files
+    (:func:`checkpoint_batches`); otherwise its states name no batch."""
+    watch = getattr(out, "watch_checkpoint", None)
+    told = tuple(w for w in windows if _paired(w))
+    if watch is not None and told:
+        watch(lambda: checkpoint_batches(root, told))
+
+
+def _newest_number(folder: Path, pattern: re.Pattern[str]) -> int | None:
+    """The largest first group of ``pattern`` over the names in ``folder`` that is a number
+    (None: none, or the folder cannot be listed)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    found = [m.group(1) for f in names if (m := pattern.fullmatch(f)) and m.re.groups]
+    return max((int(n) for n in found if n.isdigit()), default=None)
+
+
 def _paired(window: CrashWindow) -> bool:
     """Whether ``window`` opens and closes on files whose closing names its opening's
     ``{n}`` (a checkpoint's ``offsets/N`` and ``commits/N``)."""
@@ -285,6 +320,7 @@ class JobDeployment:
         if watch is not None and getattr(self.out, "between_batches", False):
             root, windows = self.root, tuple(job.windows.values())
             watch(lambda: batch_boundary(root, windows))
+        watch_checkpoint(self.out, self.root, job.windows.values())
 
     @property
     def store(self) -> str:

@@ -14,6 +14,7 @@ from deltalake import CommitProperties, Transaction, write_deltalake
 
 from sealcheck.checkers import run_checkers
 from sealcheck.checkers.inputs import RunData
+from sealcheck.rundir.states import read_states
 from sealcheck.systems.outputs import DeltaOutput
 from sealcheck.systems.outputs.delta_export import states_of
 from tests.runs import build_run
@@ -72,6 +73,9 @@ def test_untagged_commits_are_states_in_commit_order_each_table_alone(tmp_path):
     assert frontiers["errors"]["aligned"] is False
     assert _states(updates, "data") == [0, 2] and _states(updates, "errors") == [1]
     assert frontiers["data"]["upper"] == 3
+    record = read_states(tmp_path / "run" / "export" / "versions.json")  # each state's versions
+    assert record is not None and record.by == "commits"
+    assert record.labels() == {0: "data v0", 1: "errors v0", 2: "data v1"}
 
 
 def test_two_writers_are_states_in_commit_order_judged_together(tmp_path):
@@ -81,6 +85,8 @@ def test_two_writers_are_states_in_commit_order_judged_together(tmp_path):
     frontiers, updates = export(tmp_path)
     assert "aligned" not in frontiers["errors"]  # two queries: nothing makes them move together
     assert _states(updates, "data") == [0, 2] and _states(updates, "errors") == [1]
+    record = read_states(tmp_path / "run" / "export" / "versions.json")
+    assert record is not None and record.labels()[1] == "errors v0 (batch 0)"
 
 
 def test_states_of_refuses_an_untagged_commit_without_a_time():

@@ -20,13 +20,14 @@ from the checkpoint's offset log.
   the ``as_of`` checker compares with the model.
 
 **The tables alone** (no checkpoint: :func:`export_tables`): no ``bindings`` (``"kept":
-false``), no ``versions.json``, no ``asof.parquet``; ``ts`` is the batch the commits name when
-every changing version names one and one writer (``txnAppId``) wrote them all — a state per
-batch, both tables together — and otherwise the version's place among both tables' changing
-versions in commit order: a state per commit, judged both tables together when distinct
-writers tagged them (two queries: nothing makes the tables move together), each table alone
-when commits are untagged (``"aligned": false`` on ``errors``: a batch's two commits cannot be
-told apart from two batches).
+false``), no ``asof.parquet``, and ``versions.json`` holds only the states (each with its
+table versions and its batch, :func:`state_record`: :mod:`sealcheck.rundir.states`); ``ts``
+is the batch the commits name when every changing version names one and one writer
+(``txnAppId``) wrote them all — a state per batch, both tables together — and otherwise the
+version's place among both tables' changing versions in commit order: a state per commit,
+judged both tables together when distinct writers tagged them (two queries: nothing makes the
+tables move together), each table alone when commits are untagged (``"aligned": false`` on
+``errors``: a batch's two commits cannot be told apart from two batches).
 
 Run as ``python -m sealcheck.systems.outputs.delta_export SPEC_JSON RUN_DIR`` (a child
 process: delta-rs's runtime may abort the interpreter at exit).
@@ -45,6 +46,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sealcheck.rundir.files import ASOF, VERSIONS, write_export
+from sealcheck.rundir.states import BATCHES, COMMITS, StateBatches, StateRecord, write_states
 from sealcheck.systems.outputs.delta import DeltaOutput
 from sealcheck.systems.outputs.delta_log import Clock, checkpoint_batches, commit, offsets, versions
 from sealcheck.systems.outputs.rows import Encoder
@@ -210,6 +212,31 @@ def _encoders(out: DeltaOutput) -> dict[str, Encoder]:
     }
 
 
+def by_batches(meta: dict[str, dict[int, dict[str, Any]]], changed: set[tuple[str, int]]) -> bool:
+    """Whether the tables' states are the batches their commits name: every changing version
+    names one and one writer (``txnAppId``) wrote them all."""
+    info = [meta[t][v] for t, v in changed]
+    writers = {(m["txn"] or {}).get("app") for m in info}
+    return all(m["batch"] is not None for m in info) and len(writers) <= 1
+
+
+def state_record(
+    meta: dict[str, dict[int, dict[str, Any]]], ts: dict[tuple[str, int], int], batches: bool
+) -> StateRecord:
+    """The tables' states as :mod:`sealcheck.rundir.states` records them: each with its
+    versions and the batch its commits name (``batches``: the states are those batches)."""
+    versions: dict[int, list[tuple[str, int]]] = {}
+    for tv, state in sorted(ts.items()):
+        versions.setdefault(state, []).append(tv)
+    out = []
+    for state, tvs in sorted(versions.items()):
+        named = {meta[t][v]["batch"] for t, v in tvs}
+        batch = named.pop() if len(named) == 1 else None
+        words = tuple(f"{t} v{v}" for t, v in tvs)
+        out.append(StateBatches(state, batch, batch, words))
+    return StateRecord(BATCHES if batches else COMMITS, False, tuple(out))
+
+
 def states_of(
     meta: dict[str, dict[int, dict[str, Any]]], changed: set[tuple[str, int]]
 ) -> tuple[dict[tuple[str, int], int], bool]:
@@ -217,8 +244,7 @@ def states_of(
     tables' states are judged together (the module's docstring says how)."""
     info = {tv: meta[tv[0]][tv[1]] for tv in changed}
     tagged = all(m["batch"] is not None for m in info.values())
-    writers = {(m["txn"] or {}).get("app") for m in info.values()}
-    if tagged and len(writers) <= 1:
+    if by_batches(meta, changed):
         return {tv: int(m["batch"]) for tv, m in info.items()}, True
     for (table, version), m in sorted(info.items()):
         if m["timestamp"] is None:
@@ -241,6 +267,7 @@ def export_tables(out: DeltaOutput, run_dir: Path) -> None:
     }
     changed = {(n, int(r[3])) for n, rs in rows.items() for r in rs}
     ts, aligned = states_of(meta, changed)
+    record = state_record(meta, ts, by_batches(meta, changed))
     updates = [(r[0], r[1], r[2], ts[(n, int(r[3]))], r[4]) for n, rs in rows.items() for r in rs]
     # at least what the harness saw during the run (each table's version count), so the
     # export's upper is never below one observed
@@ -250,6 +277,7 @@ def export_tables(out: DeltaOutput, run_dir: Path) -> None:
     if not aligned:
         frontiers["errors"]["aligned"] = False
     write_export(run_dir, frontiers, [updates] if updates else [])
+    write_states(run_dir / VERSIONS, record)
 
 
 def export(out: DeltaOutput, run_dir: Path) -> None:

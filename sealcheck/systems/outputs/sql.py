@@ -15,6 +15,10 @@ A job states where its tables are and nothing else::
   against the previous state. States go to ``captures.arrows`` as they are taken
   (:mod:`sealcheck.rundir.captures`: a run whose harness was killed keeps them) and into the
   export at the end.
+* **Batches.** With windows told by the job's checkpoint declared, each state records the
+  job's newest committed batch before its read and newest planned one after
+  (:meth:`Snapshots.watch_checkpoint`), written to ``versions.json`` at the export
+  (:mod:`sealcheck.rundir.states`): an anomaly at a state names the batches it follows.
 * **No bindings.** The export has no ``bindings`` collection: the checkers that need one are
   *not applicable*; ``prefix`` judges every state, ``diff_of_one``, ``unique_key`` and
   ``no_phantoms`` judge the rows.
@@ -51,7 +55,8 @@ from typing import Any
 
 from sealcheck.core.effects import EffectError
 from sealcheck.rundir.captures import Capture
-from sealcheck.rundir.files import write_export
+from sealcheck.rundir.files import VERSIONS, write_export
+from sealcheck.rundir.states import confirm, sampled, write_states
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs.rows import Encoder
 
@@ -82,6 +87,11 @@ class SnapshotStates:
         #: with ``between_batches``: the batch the job is between (a token), None while a
         #: batch is in flight (:func:`sealcheck.systems.job.batch_boundary`)
         self.boundary: Callable[[], str | None] | None = None
+        #: the job's newest committed and planned batches, when its checkpoint can be read
+        #: (:func:`sealcheck.systems.job.checkpoint_batches`), and what they were at each state
+        #: recorded: committed before its read, planned after (:mod:`sealcheck.rundir.states`)
+        self.batches: Callable[[], tuple[int | None, int | None]] | None = None
+        self.at_states: list[tuple[int | None, int | None]] = []
 
 
 class Snapshots:
@@ -102,6 +112,11 @@ class Snapshots:
     def watch_batches(self, boundary: Callable[[], str | None]) -> None:
         """Take states only between batches, as ``boundary`` tells (``between_batches``)."""
         self._states.boundary = boundary
+
+    def watch_checkpoint(self, batches: Callable[[], tuple[int | None, int | None]]) -> None:
+        """Record at each state the job's batches, as ``batches`` tells (newest committed,
+        newest planned)."""
+        self._states.batches = batches
 
     def tables(self) -> dict[str, tuple[str, Encoder]]:
         """Each collection's table and how its rows are encoded."""
@@ -146,8 +161,10 @@ class Snapshots:
                         if strict:
                             raise OutputError(f"{self.where()}: the database is not there")
                         return None
+                committed = s.batches()[0] if s.batches is not None else None
                 version = self._version(s.conn)
                 if version == s.version and s.exists and not strict:
+                    confirm(s.at_states, committed)  # nothing committed since the last read
                     return s.count
                 between = s.boundary() if s.boundary is not None else ""
                 if between is None:  # a batch in flight: not a state of the job's
@@ -155,6 +172,7 @@ class Snapshots:
                         raise OutputError(f"{self.where()}: a batch was in flight at the end")
                     return s.count if s.exists else None
                 read = self._read(s.conn)
+                planned = s.batches()[1] if s.batches is not None else None
                 if s.boundary is not None and s.boundary() != between:
                     return s.count if s.exists else None  # a batch began during the read
             except self.errors_of_reading as exc:  # not created yet, locked, or the server gone
@@ -178,8 +196,11 @@ class Snapshots:
                 for (k, v), n in (s.last[c] - state[c]).items():
                     rows.append((c, k, v, s.count, -n))
             if rows:
+                s.at_states.append((committed, planned))
                 s.rows.extend(rows)
                 s.last, s.count, s.changed_at = state, s.count + 1, time.monotonic()
+            else:  # the same state as the last one
+                confirm(s.at_states, committed)
             return s.count
 
     def where(self) -> str:
@@ -228,6 +249,8 @@ class Snapshots:
                 }
                 frontiers["bindings"] = {"upper": 0, "since": 0, "kept": False}
                 write_export(run_dir, frontiers, [s.rows] if s.rows else [])
+                record = sampled(s.at_states, checkpoint=s.batches is not None)
+                write_states(run_dir / VERSIONS, record)
         finally:
             self.close()
 

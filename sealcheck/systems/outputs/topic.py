@@ -14,7 +14,8 @@ A job states where its topics are and nothing else::
   flight before and after the look, none planned meanwhile
   (:func:`sealcheck.systems.job.batch_boundary`). The topics are read once, at the export,
   and each state is the upsert of every record below its log ends.
-* **No bindings**: as for SQL tables (:mod:`sealcheck.systems.outputs.sql`), ``prefix`` judges
+* **No bindings**: as for SQL tables (:mod:`sealcheck.systems.outputs.sql`), each state records
+  the job's batches (``versions.json``: :mod:`sealcheck.rundir.states`), ``prefix`` judges
   every state, the harness calls the job caught up once the topics and its directory have
   settled, and a final look with a batch in flight fails the export (UNKNOWN).
 * **Compaction.** The export reads the topics as they are at the end of the run: a record the
@@ -37,7 +38,8 @@ from confluent_kafka import KafkaException
 
 from sealcheck.core.effects import EffectError, encode_key
 from sealcheck.infra.topic import dump_topic, log_end
-from sealcheck.rundir.files import TopicRecord, write_export
+from sealcheck.rundir.files import VERSIONS, TopicRecord, write_export
+from sealcheck.rundir.states import confirm, sampled, write_states
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs.rows import Encoder
 from sealcheck.systems.outputs.sql import COLLECTIONS, OutputError
@@ -53,6 +55,10 @@ class _Marks:
         self.ends: list[Ends] = []
         self.changed_at = 0.0
         self.boundary: Callable[[], str | None] | None = None
+        #: the job's newest committed and planned batches, and what they were at each state
+        #: (as :class:`sealcheck.systems.outputs.sql.SnapshotStates` keeps them)
+        self.batches: Callable[[], tuple[int | None, int | None]] | None = None
+        self.at_states: list[tuple[int | None, int | None]] = []
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,11 @@ class TopicOutput:
         """Take states only between batches, as ``boundary`` tells."""
         self._marks.boundary = boundary
 
+    def watch_checkpoint(self, batches: Callable[[], tuple[int | None, int | None]]) -> None:
+        """Record at each state the job's batches, as ``batches`` tells (newest committed,
+        newest planned)."""
+        self._marks.batches = batches
+
     def _ends(self) -> Ends | None:
         """Each topic's log ends; None while a topic has no partitions yet (not created) or
         the broker cannot be reached (the next look tries again)."""
@@ -108,14 +119,19 @@ class TopicOutput:
                 if strict:
                     raise OutputError(f"{self.where()}: a batch was in flight at the end")
                 return len(m.ends) or None
+            committed = m.batches()[0] if m.batches is not None else None
             ends = self._ends()
+            planned = m.batches()[1] if m.batches is not None else None
             if ends is None or (gate is not None and gate() != between):
                 if strict:
                     raise OutputError(f"{self.where()}: the topics cannot be read at the end")
                 return len(m.ends) or None
             if not m.ends or ends != m.ends[-1]:
                 m.ends.append(ends)
+                m.at_states.append((committed, planned))
                 m.changed_at = time.monotonic()
+            else:  # nothing written since the last state
+                confirm(m.at_states, committed)
             return len(m.ends)
 
     def where(self) -> str:
@@ -141,6 +157,7 @@ class TopicOutput:
         self.observe(strict=True)
         with self._marks.lock:
             marks = list(self._marks.ends)
+            record = sampled(self._marks.at_states, checkpoint=self._marks.batches is not None)
         encode = Encoder(self.key, self.value, self.exclude)
         rows: list[tuple[Any, ...]] = []
         for name, topic in self.topics().items():
@@ -151,6 +168,7 @@ class TopicOutput:
         }
         frontiers["bindings"] = {"upper": 0, "since": 0, "kept": False}
         write_export(run_dir, frontiers, [rows] if rows else [])
+        write_states(run_dir / VERSIONS, record)
 
     def _row(self, record: TopicRecord, encode: Encoder) -> tuple[bytes, bytes | None]:
         """A record's ``(key, value)`` as the checkers compare them (value None: a
