@@ -128,9 +128,12 @@ def meaning(results: dict[str, Any], facts: RunFacts) -> str:
     if _passed(results, "prefix") and not kept:
         every = _every(results, facts.states)
         clauses.append(f"{every} is the upsert of a prefix of the input; {_last(results)}")
-    said = ", ".join(clauses[:-1]) + (" and " if len(clauses) > 1 else "") + clauses[-1]
-    head = f"Every applicable checker passed on complete inputs: {said}." if clauses else ""
-    head = head or "Every applicable checker passed on complete inputs."
+    head = "Every applicable checker passed on complete inputs"
+    if clauses:
+        said = ", ".join(clauses[:-1]) + (" and " if len(clauses) > 1 else "") + clauses[-1]
+        head = f"{head}: {said}."
+    else:
+        head = f"{head}."
     return f"{head} {NO_BINDINGS}" if not kept else head
 
 
