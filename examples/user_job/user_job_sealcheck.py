@@ -11,7 +11,10 @@ from sealcheck import DeadLetter, Delete, DeltaOutput, Job, JobRun, Record, Upse
 @dataclass(frozen=True)
 class UserJob(Job):
     name = "user-job"
-    broken_modes = {"keeps-deleted-rows": "the MERGE lost its delete clause"}  # noqa: RUF012
+    broken_modes = {  # noqa: RUF012
+        "keeps-deleted-rows": "the MERGE lost its delete clause",
+        "merge-as-documented": "Delta's documented upsertToDelta: no de-duplication in a batch",
+    }
 
     def command(self, run: JobRun) -> list[str]:
         jars = [*sealcheck.spark_kafka_jars(), *sealcheck.delta_jars()]
@@ -21,10 +24,8 @@ class UserJob(Job):
 
     def output(self, run: JobRun) -> DeltaOutput:
         metadata = ("batch_id", "updated_at", "failed_at")  # columns never compared
-        dead_letters = run.dir / "dead_letters"
-        return DeltaOutput(
-            run.dir / "checkpoint", run.dir / "accounts", "id", dead_letters, exclude=metadata
-        )
+        accounts, dead_letters = run.dir / "accounts", run.dir / "dead_letters"
+        return DeltaOutput(run.dir / "checkpoint", accounts, "id", dead_letters, exclude=metadata)
 
     def effect(self, record: Record) -> Upsert | Delete:
         """What one record should do to the tables: upsert, delete or a dead letter."""
@@ -33,7 +34,8 @@ class UserJob(Job):
         except ValueError:
             doc = "not JSON"
         if record.key is None or (record.value is not None and not isinstance(doc, dict)):
-            where = {"partition": record.partition, "offset": record.offset}
+            text = record.value.decode(errors="replace") if record.value is not None else None
+            where = {"partition": record.partition, "offset": record.offset, "value": text}
             return DeadLetter(f"{record.partition}:{record.offset}", where)
         if doc is None:
             return Delete(record.key.decode())

@@ -13,7 +13,9 @@ no index — and run as its user would:
 * the reproduce line the INVALID run printed, in a new shell elsewhere: INVALID again;
 * ``sealcheck run --replay`` of that run (nightly): INVALID again;
 * ``sealcheck shrink`` of it (nightly: it rebuilds the user's system from the saved reference,
-  reproduces the run and finds that the bug needs no fault).
+  reproduces the run and finds that the bug needs no fault);
+* nightly, the job with its MERGE as Delta's documentation shows it: INVALID at its first
+  batch, a key written twice, beside the MERGE error every later batch died of.
 
 The virtualenv is the session's (:mod:`tests.integration.installed`, shared with the collision
 test): both wheels and every dependency from a local wheelhouse, no index.
@@ -27,6 +29,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.integration.installed import Installed, run, user_env
@@ -153,6 +156,27 @@ def test_the_examples_sqlite_job_is_judged_from_its_tables_alone(
         and (op["value"].get("effect") or {}).get("effect")
     ]
     assert inside and all("checkpoint/offsets/" in v["effect"]["evidence"] for v in inside)
+
+
+@pytest.mark.nightly  # one more run of the Delta job, ending on a liveness failure
+def test_the_examples_merge_as_delta_documents_it_is_invalid_at_its_first_batch(
+    venv: Path, tmp_path: Path
+) -> None:
+    """The example's job with its MERGE as Delta's documentation shows ``upsertToDelta``
+    (``--broken merge-as-documented``), under the default nemeses: INVALID at batch 0, a key
+    with two rows (the example's own test); every later batch's MERGE failed with Delta's own
+    error (the job's log); and the dead letters it stored as ``CAST(value AS STRING)``, bytes
+    that are not UTF-8 among them, were exported and judged."""
+    runs, _ = run_suite(venv, tmp_path, "merge_as_delta_documents", 1)
+    [run_dir] = [p.parent for p in runs.glob("*/*/results.json")]
+    config = json.loads((run_dir / "test.json").read_text())["config"]
+    assert config["broken"] == "merge-as-documented", config
+    assert json.loads((run_dir / "results.json").read_text())["valid"] is False
+    logs = "".join(p.read_text(errors="replace") for p in (run_dir / "logs").glob("sut-*.log"))
+    assert "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE" in logs
+    updates = pq.read_table(run_dir / "export" / "updates.parquet").to_pylist()
+    letters = [r["value"] for r in updates if r["collection"] == "errors"]
+    assert any("\ufffd".encode() in v for v in letters), letters[:5]
 
 
 def test_the_invalid_run_repeats_by_its_reproduce_line(

@@ -1,5 +1,6 @@
 """Chaos tests of user_job: crashed and paused while it runs, it loses nothing and invents
-nothing; with its MERGE's delete clause lost, Sealcheck names the batch and the key. Writing
+nothing; with its MERGE's delete clause lost, Sealcheck names the batch and the key; with its
+MERGE as Delta's documentation shows it, the key its first batch wrote twice. Writing
 into SQLite instead (no bindings, no failpoints: judged from snapshots alone) it is VALID
 killed inside its batches (told from its checkpoint's files), and a batch's first record
 winning over its last is caught. Writing into PostgreSQL (a database in a container), it is
@@ -40,6 +41,21 @@ def test_a_lost_delete_clause_is_caught_at_its_batch_and_key(sealcheck) -> None:
         r for r in tombstones if start.get(r["partition"], 0) <= r["offset"] < end[r["partition"]]
     ]
     assert inside, f"no tombstone of {first.key} in batch {first.step}"
+
+
+def test_the_merge_as_delta_documents_it_is_caught_at_its_first_batch(sealcheck) -> None:
+    # Delta's upsertToDelta as its documentation shows it: a key twice in the first batch is
+    # inserted twice; every later batch's MERGE then fails, so the job never catches up (a
+    # short final phase: 60 s to try, not 300)
+    bug = "merge-as-documented"
+    result = sealcheck(UserJob(), broken=bug, duration=12, interval=6, final_timeout_s=60, **RUN)
+    result.assert_invalid("unique_key")
+    two = next(a for a in result.anomalies if a.checker == "unique_key" and a.step == 0)
+    # the rows batch 0 wrote for that key, as Sealcheck read them from the table: two or more
+    rows = pq.read_table(result.run_dir / "export" / "updates.parquet").to_pylist()
+    key = two.key.encode()
+    written = [r for r in rows if (r["collection"], r["key"], r["ts"]) == ("data", key, 0)]
+    assert sum(r["diff"] for r in written) >= 2, written
 
 
 def batch_range(run_dir: Path, batch: int) -> tuple[dict[int, int], dict[int, int]]:

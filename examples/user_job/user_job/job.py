@@ -4,7 +4,8 @@ The job reads the topic with Structured Streaming (checkpoint under ``--dir``) a
 ``foreachBatch``, keeps the last record of each key in the batch and MERGEs it into the Delta
 table ``accounts``: a JSON object upserts the row (its fields ``i``, ``w``, ``p`` as columns,
 with the batch id and a load time), a tombstone deletes it. Records it cannot use (no key, a
-value that is not a JSON object) go to the table ``dead_letters``, once each.
+value that is not a JSON object) go to the table ``dead_letters``, once each, with the value as
+``CAST(value AS STRING)`` gives it.
 
 With ``--sink sqlite`` it writes the same two tables into the SQLite database
 ``accounts.db`` under ``--dir`` instead (WAL mode), one transaction per micro-batch (an upsert
@@ -32,7 +33,8 @@ CREATE TABLE IF NOT EXISTS delta.`{path}`
 """
 DEAD_LETTERS = """
 CREATE TABLE IF NOT EXISTS delta.`{path}`
-(id STRING, partition INT, offset BIGINT, batch_id BIGINT, failed_at TIMESTAMP) USING delta
+(id STRING, partition INT, offset BIGINT, value STRING, batch_id BIGINT, failed_at TIMESTAMP)
+USING delta
 """
 UPSERT = """
 MERGE INTO delta.`{path}` t USING latest s ON t.id = s.id
@@ -44,8 +46,15 @@ WHEN NOT MATCHED AND NOT s.deleted THEN
 """
 DEAD_LETTER = """
 MERGE INTO delta.`{path}` t USING bad s ON t.id = s.id
-WHEN NOT MATCHED THEN INSERT (id, partition, offset, batch_id, failed_at)
-  VALUES (s.id, s.partition, s.offset, s.batch_id, s.at)
+WHEN NOT MATCHED THEN INSERT (id, partition, offset, value, batch_id, failed_at)
+  VALUES (s.id, s.partition, s.offset, s.value, s.batch_id, s.at)
+"""
+# Delta's documentation's upsertToDelta (foreachBatch, "Upsert from streaming queries"), in SQL:
+# whenMatchedUpdateAll / whenNotMatchedInsertAll, fed the batch as it came
+AS_DOCUMENTED = """
+MERGE INTO delta.`{path}` t USING updates s ON s.id = t.id
+WHEN MATCHED THEN UPDATE SET *
+WHEN NOT MATCHED THEN INSERT *
 """
 
 
@@ -74,9 +83,13 @@ def session(jars: str) -> Any:
     )
 
 
-def shaped(batch: Any, batch_id: int, newest_first: bool = True) -> tuple[Any, Any]:
+def shaped(
+    batch: Any, batch_id: int, newest_first: bool = True, last_only: bool = True
+) -> tuple[Any, Any]:
     """A micro-batch as its dead letters and its last record per key (``deleted`` for a
-    tombstone)."""
+    tombstone; ``last_only`` False: every record with a usable value). A dead letter keeps the
+    record's value as ``CAST(value AS STRING)`` gives it (bytes that are not UTF-8 as they
+    are)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -86,6 +99,7 @@ def shaped(batch: Any, batch_id: int, newest_first: bool = True) -> tuple[Any, A
         F.col("key").cast("string").alias("id"),
         "partition",
         "offset",
+        v.alias("value"),
         F.col("value").isNull().alias("deleted"),
         (F.col("key").isNull() | (F.col("value").isNotNull() & ~is_object)).alias("bad"),
         F.get_json_object(v, "$.i").cast("bigint").alias("i"),
@@ -95,7 +109,9 @@ def shaped(batch: Any, batch_id: int, newest_first: bool = True) -> tuple[Any, A
         F.current_timestamp().alias("at"),
     )
     position = F.concat_ws(":", "partition", "offset").alias("id")
-    bad = rows.where("bad").select(position, "partition", "offset", "batch_id", "at")
+    bad = rows.where("bad").select(position, "partition", "offset", "value", "batch_id", "at")
+    if not last_only:
+        return bad, rows.where("NOT bad")
     order = F.col("offset").desc() if newest_first else F.col("offset")
     last = Window.partitionBy("id").orderBy(order)
     latest = rows.where("NOT bad").withColumn("n", F.row_number().over(last)).where("n = 1")
@@ -110,12 +126,22 @@ class WriteBatch:
         self.upsert = UPSERT.format(path=self.accounts)
         if variant == "keeps-deleted-rows":  # the one-line bug: the delete clause is lost
             self.upsert = self.upsert.replace("WHEN MATCHED AND s.deleted THEN DELETE\n", "")
+        # the MERGE copied from Delta's documentation: a key twice in a batch is inserted twice
+        # into an empty table, and fails the MERGE once the table holds it
+        # (DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE); a tombstone updates to nulls
+        self.as_documented = variant == "merge-as-documented"
+        if self.as_documented:
+            self.upsert = AS_DOCUMENTED.format(path=self.accounts)
 
     def __call__(self, batch: Any, batch_id: int) -> None:
-        bad, latest = shaped(batch, batch_id)
+        bad, latest = shaped(batch, batch_id, last_only=not self.as_documented)
         spark = batch.sparkSession
         bad.createOrReplaceTempView("bad")
-        latest.createOrReplaceTempView("latest")
+        if self.as_documented:  # the table's columns, by name (UPDATE SET *, INSERT *)
+            cols = ("id", "i", "w", "p", "batch_id", "at AS updated_at")
+            latest.selectExpr(*cols).createOrReplaceTempView("updates")
+        else:
+            latest.createOrReplaceTempView("latest")
         spark.sql(DEAD_LETTER.format(path=self.dead))
         spark.sql(self.upsert)
         print(f"batch {batch_id} written", flush=True)
@@ -125,7 +151,7 @@ SQLITE_TABLES = (
     "CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, i INTEGER, w TEXT, p TEXT,"
     " batch_id INTEGER, updated_at TEXT)",
     'CREATE TABLE IF NOT EXISTS dead_letters (id TEXT PRIMARY KEY, partition INTEGER, "offset"'
-    " INTEGER, batch_id INTEGER, failed_at TEXT)",
+    " INTEGER, value TEXT, batch_id INTEGER, failed_at TEXT)",
 )
 SQLITE_UPSERT = """
 INSERT INTO accounts (id, i, w, p, batch_id, updated_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -133,8 +159,8 @@ ON CONFLICT (id) DO UPDATE SET i = excluded.i, w = excluded.w, p = excluded.p,
   batch_id = excluded.batch_id, updated_at = excluded.updated_at
 """
 SQLITE_DEAD_LETTER = """
-INSERT OR IGNORE INTO dead_letters (id, partition, "offset", batch_id, failed_at)
-VALUES (?, ?, ?, ?, ?)
+INSERT OR IGNORE INTO dead_letters (id, partition, "offset", value, batch_id, failed_at)
+VALUES (?, ?, ?, ?, ?, ?)
 """
 
 
@@ -156,13 +182,13 @@ class WriteBatchToSQLite:
         bad, latest = shaped(batch, batch_id, self.newest_first)
         cols = ("id", "deleted", "i", "w", "p", "batch_id", "at")
         rows = latest.select(*cols).collect()
-        dead = bad.select("id", "partition", "offset", "batch_id", "at").collect()
+        dead = bad.select("id", "partition", "offset", "value", "batch_id", "at").collect()
         upserts = [(r["id"], *r[2:6], r["at"].isoformat()) for r in rows if not r["deleted"]]
         if self.split:
             with self.transaction() as db:
                 db.executemany(self.upsert, upserts)
         with self.transaction() as db:  # one transaction: commits, or rolls back on an error
-            db.executemany(self.dead_letter, [(*r[:4], r["at"].isoformat()) for r in dead])
+            db.executemany(self.dead_letter, [(*r[:5], r["at"].isoformat()) for r in dead])
             db.executemany(self.delete, [(r["id"],) for r in rows if r["deleted"]])
             if not self.split:
                 db.executemany(self.upsert, upserts)
@@ -242,7 +268,8 @@ class WriteBatchToKafka:
         keep = {"ignoreNullFields": "false"}  # a missing field is a null, as in the tables
         row = F.to_json(F.struct("i", "w", "p", "batch_id", at.alias("updated_at")), keep)
         value = F.when(F.col("deleted"), F.lit(None)).otherwise(row)
-        dead = F.to_json(F.struct("partition", "offset", "batch_id", at.alias("failed_at")), keep)
+        fields = ("partition", "offset", "value", "batch_id", at.alias("failed_at"))
+        dead = F.to_json(F.struct(*fields), keep)
         for frame, topic in (
             (bad.select("id", dead.alias("value")), self.topics[1]),
             (latest.select("id", value.alias("value")), self.topics[0]),

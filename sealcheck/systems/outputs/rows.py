@@ -1,14 +1,79 @@
 """A table's rows as the ``(key, value)`` bytes the checkers compare, for every output read
 from tables (Delta, SQL): the key column(s) and, as JSON, the other columns but the excluded
 ones — or one value column's text as it is — through the encoding the system's mapping uses
-(:func:`sealcheck.core.effects.encode_key`, :func:`~sealcheck.core.effects.encode_row`)."""
+(:func:`sealcheck.core.effects.encode_key`, :func:`~sealcheck.core.effects.encode_row`).
+
+Text a table holds that is not UTF-8 (Spark's ``CAST(value AS STRING)`` keeps a Kafka value's
+bytes as they are) is read as :func:`text` reads it: each invalid sequence as U+FFFD, what
+``raw.decode("utf-8", errors="replace")`` gives — so a mapping's effect can say the same."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from sealcheck.core.effects import encode_key, encode_row
+
+
+def text(raw: bytes) -> str:
+    """Bytes a table holds as text, as text: UTF-8, each invalid sequence replaced by U+FFFD
+    (``raw.decode("utf-8", errors="replace")``: the one rule of every output's reader)."""
+    return raw.decode("utf-8", "replace")
+
+
+def arrow_rows(data: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
+    """The rows of an Arrow table or batch as dicts (``to_pylist``), text that is not UTF-8
+    read by :func:`text` (Arrow's own conversion refuses it)."""
+    try:
+        return list(data.to_pylist())
+    except UnicodeDecodeError:
+        pass
+    columns = [_column(data.column(i)) for i in range(data.num_columns)]
+    return [dict(zip(data.schema.names, vs, strict=True)) for vs in zip(*columns, strict=True)]
+
+
+def _column(col: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """One column's values, its text read by :func:`text` when Arrow refuses it."""
+    try:
+        return list(col.to_pylist())
+    except UnicodeDecodeError:  # read as bytes (a cast that checks nothing), then as text
+        return [_decoded(v, col.type) for v in col.cast(_as_binary(col.type)).to_pylist()]
+
+
+def _as_binary(t: pa.DataType) -> pa.DataType:
+    """``t`` with every text type in it made the binary type of the same layout."""
+    if pa.types.is_string(t):
+        return pa.binary()
+    if pa.types.is_large_string(t):
+        return pa.large_binary()
+    if pa.types.is_string_view(t):
+        return pa.binary_view()
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_as_binary(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_as_binary(t.key_type), t.item_field.with_type(_as_binary(t.item_type)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_as_binary(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_as_binary(t.value_type)))
+    return t
+
+
+def _decoded(value: Any, t: pa.DataType) -> Any:
+    """A value read with :func:`_as_binary`'s type, its text (of type ``t``) decoded."""
+    if value is None:
+        return None
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return text(value)
+    if pa.types.is_struct(t):
+        return {f.name: _decoded(value[f.name], f.type) for f in t}
+    if pa.types.is_map(t):
+        return [(_decoded(k, t.key_type), _decoded(v, t.item_type)) for k, v in value]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_decoded(v, t.value_type) for v in value]
+    return value
 
 
 class Encoder:

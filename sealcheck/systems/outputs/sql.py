@@ -38,7 +38,9 @@ A job states where its tables are and nothing else::
   nothing of the run's course: ``prefix`` says so (unknown).
 
 A row is compared as its key column(s) and, as JSON, its other columns without ``exclude`` —
-or, with ``value``, that one column's text (:class:`sealcheck.systems.outputs.rows.Encoder`).
+or, with ``value``, that one column's text (:class:`sealcheck.systems.outputs.rows.Encoder`);
+SQLite ``TEXT`` that is not UTF-8 is read with U+FFFD replacement
+(:func:`sealcheck.systems.outputs.rows.text`).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from sealcheck.rundir.captures import Capture
 from sealcheck.rundir.files import VERSIONS, write_export
 from sealcheck.rundir.states import confirm, sampled, write_states
 from sealcheck.systems.api import Progress
-from sealcheck.systems.outputs.rows import Encoder
+from sealcheck.systems.outputs.rows import Encoder, text
 
 #: the collections a snapshot fills (a table each)
 COLLECTIONS = ("data", "errors")
@@ -296,6 +298,7 @@ class SQLiteOutput(Snapshots):
             uri, uri=True, timeout=0.2, isolation_level=None, check_same_thread=False
         )
         conn.row_factory = sqlite3.Row
+        conn.text_factory = text  # TEXT that is not UTF-8 with U+FFFD, not an error
         return conn
 
     def where(self) -> str:

@@ -1,7 +1,9 @@
 """A job's output in Kafka topics of upserts (a compacted output topic, and one of dead
 letters), judged from their prefixes: a record's key is the row's key, its value the row (a
 JSON object's fields as columns, or with ``value`` its text as it is), a tombstone deletes the
-key (``docs/architecture.md``, "Outputs without bindings (Kafka topics)").
+key (``docs/architecture.md``, "Outputs without bindings (Kafka topics)"). Keys, values and
+JSON that are not UTF-8 are read as text with U+FFFD replacement, as tables are
+(:func:`sealcheck.systems.outputs.rows.text`).
 
 A job states where its topics are and nothing else::
 
@@ -41,7 +43,7 @@ from sealcheck.infra.topic import dump_topic, log_end
 from sealcheck.rundir.files import VERSIONS, TopicRecord, write_export
 from sealcheck.rundir.states import confirm, sampled, write_states
 from sealcheck.systems.api import Progress
-from sealcheck.systems.outputs.rows import Encoder
+from sealcheck.systems.outputs.rows import Encoder, text
 from sealcheck.systems.outputs.sql import COLLECTIONS, OutputError
 
 Ends = dict[str, dict[int, int]]
@@ -176,13 +178,13 @@ class TopicOutput:
         where = f"{self.where()}: the record at partition {record.partition} offset {record.offset}"
         if record.key is None:
             raise OutputError(f"{where} has no key: every record of an upsert topic needs one")
-        key = record.key.decode("utf-8", "replace")
+        key = text(record.key)
         if record.value is None:
             return encode_key(key), None
         try:
             if self.value is not None:
-                return encode({self.key: key, self.value: record.value.decode("utf-8", "replace")})
-            doc = json.loads(record.value)
+                return encode({self.key: key, self.value: text(record.value)})
+            doc = json.loads(text(record.value))
             if not isinstance(doc, dict):
                 raise ValueError("not a JSON object")
             return encode({**doc, self.key: key})
