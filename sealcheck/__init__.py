@@ -11,7 +11,8 @@ The public API is deliberately small; everything not re-exported here is interna
 * :class:`Job`, :class:`JobRun`, :class:`DeltaOutput`, :class:`SQLiteOutput`,
   :class:`PostgresOutput`, :class:`TopicOutput`: your own job as a system under test
   (``docs/your-own-job.md``),
-  :class:`SystemUnderTest` the base class of every descriptor;
+  :class:`SystemUnderTest` the base class of every descriptor, :class:`Unjudgeable` what an
+  output raises when it holds what cannot be judged (the run halts);
 * :class:`Record`, :class:`Upsert`, :class:`Delete`, :func:`DeadLetter`, :data:`SKIP`: what one
   input record should do to the job's output (:mod:`sealcheck.core.effects`);
 * :class:`CrashWindow`, :func:`streaming_windows`: a job's crash windows told from outside
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from sealcheck.harness.run.test import Test, build_test
     from sealcheck.infra.jars import delta_jars
     from sealcheck.infra.jars import spark_connector_jars as spark_kafka_jars
-    from sealcheck.systems.api import SystemUnderTest
+    from sealcheck.systems.api import SystemUnderTest, Unjudgeable
     from sealcheck.systems.job import Job, JobRun
     from sealcheck.systems.outputs import DeltaOutput, PostgresOutput, SQLiteOutput, TopicOutput
 
@@ -54,6 +55,7 @@ _HOMES = {
     "Job": "sealcheck.systems.job",
     "JobRun": "sealcheck.systems.job",
     "SystemUnderTest": "sealcheck.systems.api",
+    "Unjudgeable": "sealcheck.systems.api",
     "delta_jars": "sealcheck.infra.jars",
     "spark_kafka_jars": "sealcheck.infra.jars:spark_connector_jars",
     "ConfigError": "sealcheck.harness.run.config",
@@ -93,6 +95,7 @@ __all__ = [
     "Test",
     "TestConfig",
     "TopicOutput",
+    "Unjudgeable",
     "Upsert",
     "WorkloadConfig",
     "build_test",

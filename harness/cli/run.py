@@ -269,9 +269,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"sealcheck run: {saved}{exc}", file=sys.stderr)
         return EXIT_BAD_ARGS
     words = {True: "VALID", False: "INVALID", None: "UNKNOWN"}
-    if outcome.reason:
-        print(f"final phase: {outcome.reason}")
-    print(f"verdict: {words[outcome.valid]}  (took {outcome.took_s:.0f}s)")
+    verdict = f"verdict: {words[outcome.valid]}  (took {outcome.took_s:.0f}s)"
+    if outcome.halted:  # the verdict's reason, or beside a violation found before it
+        print(f"{verdict}; the run was halted: {outcome.halted}")
+    else:
+        if outcome.reason:
+            print(f"final phase: {outcome.reason}")
+        print(verdict)
     for line in _judged(outcome.run_dir):
         print(line)
     print(f"report: {outcome.run_dir / 'report.html'}")

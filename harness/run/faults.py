@@ -2,8 +2,10 @@
 
 Every action's ops carry its index in the schedule (``action``) and its ``outcome``; an action
 left ``pending`` (an armed failpoint) is settled when the next action is due and when the
-fault phase ends, so each planned fault happens or says why not. The session
-(:mod:`sealcheck.harness.run.session`) runs it between the warm-up and the final phase.
+fault phase ends, so each planned fault happens or says why not. A run halted early
+(:class:`~sealcheck.harness.run.halt.RunHalt`) ends the phase at once: pending actions are
+settled, and every action not invoked yet is recorded as skipped with the halt's reason. The
+session (:mod:`sealcheck.harness.run.session`) runs it between the warm-up and the final phase.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sealcheck.harness.run.halt import RunHalt
 from sealcheck.harness.run.progress import Display
 from sealcheck.nemeses import Action, Nemesis
 from sealcheck.rundir.history import HistoryWriter
@@ -30,6 +33,8 @@ class FaultPhase:
     history: HistoryWriter
     display: Display
     status: Callable[[float], None] = field(default=lambda elapsed: None)
+    #: the run's halt: once set, the phase ends early
+    halt: RunHalt | None = None
 
     def skip_all(self, why: str) -> None:
         """Record that no planned action happened, and why (nothing could be started)."""
@@ -44,7 +49,7 @@ class FaultPhase:
         self._pending: list[tuple[int, Action, float]] = []
         todo = list(enumerate(self.schedule))
         self.display.update(phase="workload and faults")
-        while (elapsed := time.monotonic() - self._start) < self.duration_s:
+        while (elapsed := time.monotonic() - self._start) < self.duration_s and not self._halted():
             # due actions run back to back when the runner is behind, but not past the end
             while todo and todo[0][1].at_s <= elapsed and not self._over():
                 self._settle()  # may wait for a pending fault to have had its chance
@@ -52,9 +57,18 @@ class FaultPhase:
                     break
                 self._invoke(*todo.pop(0))
             self.status(elapsed)
-            time.sleep(0.1)
+            if self.halt is not None:
+                self.halt.wait(0.1)
+            else:
+                time.sleep(0.1)
         self._settle()
         why = "the fault phase ended first (the runner was behind its schedule)"
+        if self.halt is not None and self.halt.reason is not None:
+            halted = f"the run was halted: {self.halt.reason}"
+            self.display.log(f"faults: {len(todo)} actions left are skipped (halted)")
+            for i, action in todo:  # every action left: the run ended early
+                self._outcome(i, action, {"outcome": "skipped", "why": halted})
+            return
         for i, action in todo:  # planned inside the fault phase, never reached: say so
             if action.at_s < self.duration_s:
                 self._outcome(i, action, {"outcome": "skipped", "why": why})
@@ -93,5 +107,8 @@ class FaultPhase:
         self.history.append("nemesis", "info", "outcome", {"action": i, "f": action.f, **done})
 
     def _over(self) -> bool:
-        """Whether the fault phase has run its duration."""
-        return time.monotonic() - self._start >= self.duration_s
+        """Whether the fault phase has run its duration, or the run was halted."""
+        return time.monotonic() - self._start >= self.duration_s or self._halted()
+
+    def _halted(self) -> bool:
+        return self.halt is not None and self.halt.is_set()

@@ -53,10 +53,11 @@ class Display:
             self._live = None
 
     def log(self, line: str) -> None:
-        """One line above the panel (or plain)."""
+        """One line above the panel (or plain), as it is: never wrapped into several (a log
+        reader greps for it) nor read as markup (a job's error may hold ``[/tmp/x]``)."""
         if not self._enabled:
             return
-        self.console.print(f"[{self.status.elapsed_s:7.1f}s] {line}")
+        self.console.print(f"[{self.status.elapsed_s:7.1f}s] {line}", markup=False, soft_wrap=True)
 
     def update(self, **changes: Any) -> None:
         """Change the status; redraw (or, without a terminal, print it every 10 s)."""
@@ -66,7 +67,7 @@ class Display:
             self._live.update(self._render())
         elif self._enabled and time.monotonic() - self._last_plain > 10:
             self._last_plain = time.monotonic()
-            self.console.print(self._plain())
+            self.console.print(self._plain(), markup=False, soft_wrap=True)
 
     def _plain(self) -> str:
         s = self.status

@@ -45,6 +45,8 @@ class Outcome:
     reason: str
     took_s: float
     left: LeftRunning | None = None  # what --leave-running left, and how to reach it
+    #: why the run was halted early, in one line (None: it was not; :mod:`.halt`)
+    halted: str | None = None
 
 
 def _versions() -> dict[str, str]:
@@ -120,7 +122,8 @@ def run_test(test: Test, display: Display) -> Outcome:
         finally:
             teardown.run()
         meta["took_s"] = round(time.monotonic() - started, 1)
-        meta["final_phase"] = reason or "caught up"
+        halted = session.halt.reason
+        meta["final_phase"] = f"halted: {halted}" if halted else reason or "caught up"
         write_json(run_dir / "test.json", meta)
         valid = _judge(run_dir, test, display)
         _print_coverage(run_dir, meta, test, display)
@@ -135,7 +138,7 @@ def run_test(test: Test, display: Display) -> Outcome:
                 session.kept.stop()
             cleanup.end_owned()  # detached children do not die with the harness
             (run_dir / LEFT_RUNNING).unlink(missing_ok=True)
-    return Outcome(run_dir, valid, reason, time.monotonic() - started, left)
+    return Outcome(run_dir, valid, reason, time.monotonic() - started, left, session.halt.reason)
 
 
 def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Display) -> None:

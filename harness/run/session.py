@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sealcheck.core.effects import EffectError
 from sealcheck.harness.run.config import ConfigError
 from sealcheck.harness.run.faults import FaultPhase
+from sealcheck.harness.run.halt import RunHalt
 from sealcheck.harness.run.leave import STOP_KAFKA, STOP_SERVICES, Kept
 from sealcheck.harness.run.observer import Observer
 from sealcheck.harness.run.producers import Producers
@@ -32,7 +33,7 @@ from sealcheck.rundir.files import TOPIC as TOPIC_FILE
 from sealcheck.rundir.files import write_topic
 from sealcheck.rundir.history import EXPORT_FAILED, NEVER_STARTED, HistoryWriter, record_inputs
 from sealcheck.rundir.names import sut_log
-from sealcheck.systems import CapturesSteps, Deployment, Settings
+from sealcheck.systems import CapturesSteps, Deployment, Settings, Unjudgeable
 from sealcheck.systems.job_calls import DescriptorError
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ class Session:
         self.work = run_dir.absolute() / "work"
         self.logs = run_dir.absolute() / "logs"
         self.kept: Kept | None = None  # with --leave-running, once the run is over
+        #: why the run stopped early, if it did (:mod:`sealcheck.harness.run.halt`)
+        self.halt = RunHalt(history, display.log)
 
     def run(self) -> str:
         """Run every phase, in order; return why the final phase failed ("" when it caught up).
@@ -108,6 +111,10 @@ class Session:
         9. :meth:`_final_phase`: wait until the system has sealed the log end;
         10. :meth:`_dump`: the topic and the system's export into the run directory;
         11. :meth:`_keep`: with ``--leave-running``, what outlives the teardown.
+
+        A run halted early (:attr:`halt`: the job keeps exiting by itself, its output holds a
+        row without a key) skips what is left of the warm-up, the faults and the catch-up, and
+        goes on from 8; the reason returned is then the halt's.
         """
         self.work.mkdir(parents=True, exist_ok=True)
         self._start_kafka()
@@ -183,7 +190,17 @@ class Session:
         """The supervisor, which starts incarnation after incarnation of the system."""
         self.fp = fp = FailpointFile(self.work / "fp" / "failpoints")
         fired = self.test.system.fired_failpoint
-        self.supervisor = Supervisor(self._incarnation, self.history, fp, fired)
+        self.supervisor = Supervisor(
+            self._incarnation,
+            self.history,
+            fp,
+            fired,
+            halt=self.halt,
+            say=self.display.log,
+            # the supervisor's measure of progress: the observer's advances (it starts next)
+            progress=lambda: self.observer.advances if hasattr(self, "observer") else 0,
+            refusal_codes=self.test.system.refusal_exit_codes,
+        )
         self.teardown.push("stop the system under test", self.supervisor.stop)
         self.supervisor.start()
 
@@ -196,6 +213,7 @@ class Session:
             self.history,
             capture=steps.capture if steps is not None else None,
             captures=CaptureWriter(self.run_dir / CAPTURES) if steps is not None else None,
+            halt=self.halt,
         )
         self.teardown.push("stop the observer", self.observer.stop)
         self.observer.start()
@@ -227,15 +245,19 @@ class Session:
             n.setup(self.target)
 
     def _fault_phase(self) -> None:
-        """The schedule in real time; when no incarnation could start, every planned fault
-        says why it did not happen."""
+        """The schedule in real time (ended early when the run is halted); when no
+        incarnation could start, or the run was halted before, every planned fault says why
+        it did not happen."""
         test, cfg = self.test, self.cfg
         where = (self.target, cfg.duration_s, self.history, self.display, self._status)
-        faults = FaultPhase(test.schedule, test.nemeses, *where)
-        if self.supervisor.start_error is None:
-            faults.run()
-        else:
+        faults = FaultPhase(test.schedule, test.nemeses, *where, halt=self.halt)
+        if self.supervisor.start_error is not None:
             faults.skip_all("no incarnation of the system under test could be started")
+        elif self.halt.reason is not None:
+            faults.skip_all(f"the run was halted: {self.halt.reason}")
+        else:
+            self.supervisor.faults.mark(bool(test.schedule))  # no fault planned: none explains
+            faults.run()
 
     def _heal(self) -> None:
         """Stop producing, heal every nemesis (each heal recorded) and tear each down."""
@@ -245,14 +267,17 @@ class Session:
             self.display.log(f"healed {line}")
         for n in self.test.nemeses.values():
             n.teardown(self.target)
+        self.supervisor.faults.mark(False)
 
     def _final_phase(self) -> str:
         """Wait until the system has sealed the log end, then stop it and the observer; why
         it did not ("" when it did)."""
-        if self.supervisor.start_error is None:
-            reason = self._catch_up()
-        else:  # nothing ran: no fault was injected and nothing can be judged (UNKNOWN)
+        if self.supervisor.start_error is not None:  # nothing ran, nothing can be judged
             reason = self._harness_failure(NEVER_STARTED, self.supervisor.start_error)
+        elif self.halt.reason is not None:  # waiting is pointless: no catch-up
+            reason = self.halt.reason
+        else:
+            reason = self._catch_up()
         self.supervisor.stop()
         self.observer.stop()
         return reason
@@ -274,6 +299,9 @@ class Session:
             if mapping is not None and dumped:  # what each record should do, by its mapping
                 write_effects(self.run_dir / TOPIC_FILE, mapping, self.run_dir / EFFECTS)
             self.deployment.export(self.run_dir)
+        except Unjudgeable as exc:  # the states before it were exported: the run is halted
+            if self.halt.set(str(exc), by="export"):
+                reasons.append(str(exc))
         except Exception as exc:  # the store cannot be read: judged UNKNOWN, not a crash
             what = "mapping of records" if isinstance(exc, EffectError) else "export of the store"
             why = f"the {what} failed: {type(exc).__name__}: {exc}"
@@ -290,9 +318,11 @@ class Session:
 
     def _harness_failure(self, f: str, reason: str) -> str:
         """Record why the run cannot be judged (``sealcheck.rundir.history`` makes the verdict
-        UNKNOWN with this reason) and return it."""
+        UNKNOWN with this reason) and return it; printed unless the run was halted (the halt's
+        line said why already: an output never written cannot be exported)."""
         self.history.append("harness", "info", f, {"reason": reason})
-        self.display.log(reason)
+        if not self.halt.is_set():
+            self.display.log(reason)
         return reason
 
     def _warm_up(self, timeout_s: float = 300.0) -> None:
@@ -305,10 +335,9 @@ class Session:
         self.display.update(phase="warm-up: waiting for the first sealed step")
         start = time.monotonic()
         while obs.last.get("data", 0) < 1 and time.monotonic() - start < timeout_s:
-            if sup.start_error is not None:
+            if sup.start_error is not None or self.halt.wait(0.1):
                 return
             self._status(time.monotonic() - start)
-            time.sleep(0.1)
         took = round(time.monotonic() - start, 2)
         sealed = obs.last.get("data", 0) >= 1
         self.history.append("harness", "info", "warmed-up", {"took_s": took, "sealed": sealed})
@@ -346,7 +375,13 @@ class Session:
                 time.sleep(1.0)
         self.history.append("harness", "info", "log-end", {str(p): o for p, o in end.items()})
         while time.monotonic() < deadline:
-            progress = deployment.progress()  # None while the store cannot be read: again
+            try:
+                progress = deployment.progress()  # None while the store cannot be read: again
+            except Unjudgeable as exc:  # the observer may not have met it yet
+                self.halt.set(str(exc), by="final phase")
+                return self.halt.reason or str(exc)
+            if self.halt.reason is not None:  # the job keeps exiting by itself, say
+                return self.halt.reason
             if progress is not None and progress.covers(end):
                 took = round(time.monotonic() - start, 2)
                 self.history.append("harness", "info", "caught-up", {"took_s": took})

@@ -1,6 +1,7 @@
 """The supervisor: keeps one incarnation of the system under test running, restarting it
 whenever it exits, and records every start and exit (with its code and the failpoint that
-fired) in the history, with what the exit shows of its cause (:func:`exit_evidence`), and the
+fired) in the history, with what the exit shows of its cause
+(:func:`~sealcheck.harness.run.exits.exit_evidence`), and the
 events each incarnation logs (:mod:`sealcheck.harness.run.events`, read while it runs):
 ``sut-start``, ``sut-exit``, ``sut-event`` ops, described in :mod:`sealcheck.rundir.names`.
 
@@ -13,6 +14,11 @@ A *zombie* is an incarnation the supervisor was told to give up on while it stil
 (frozen): a new incarnation starts beside it at once, and the zombie's exit — when it is let go
 on and, if the system fences correctly, stops with "fenced" — is recorded like any other, with
 ``"zombie": true``.
+
+An incarnation that exits *by itself* — no signal the harness sent, no failpoint, not a zombie,
+not stopped — gets ``by_itself``, ``lived_s``, its own ``error`` and its ``log_tail`` in its
+``sut-exit`` op and one printed line; consecutive ones back off the restart, and after three in
+a row with no progress the supervisor halts the run (:mod:`sealcheck.harness.run.exits`).
 
 Incarnations are spawned from the supervisor's own thread, which lives until :meth:`stop`
 (``PR_SET_PDEATHSIG`` fires when the forking thread exits; see :mod:`sealcheck.infra.procs`).
@@ -28,8 +34,17 @@ from typing import Any
 
 from sealcheck.core.nodes import Incarnation
 from sealcheck.core.roles import SUT
-from sealcheck.harness.run.events import EventPoller, EventTail, parse_event
-from sealcheck.nemeses.effects import signal_name
+from sealcheck.harness.run.events import EventPoller, EventTail
+from sealcheck.harness.run.exits import (
+    ExitStreak,
+    FaultSpans,
+    by_itself,
+    exit_evidence,
+    exit_fields,
+    exit_line,
+    give_up_reason,
+)
+from sealcheck.harness.run.halt import RunHalt
 from sealcheck.rundir.history import HistoryWriter
 from sealcheck.rundir.names import SUT_EXIT, SUT_START, SUT_START_FAILED
 
@@ -69,31 +84,12 @@ class FailpointFile:
             return None
 
 
-def exit_evidence(code: int, log_text: str) -> dict[str, Any]:
-    """What an exit shows of the faults that caused it (``sealcheck.nemeses.effects``):
-    ``signal`` (the signal's name, when killed by one), ``fired`` (the last failpoint event the
-    incarnation logged: ``failpoint`` and ``action``, whatever the action) and ``last_event``
-    (the last JSON event it logged, e.g. ``fenced``)."""
-    out: dict[str, Any] = {}
-    name = signal_name(code)
-    if name is not None:
-        out["signal"] = name
-    for line in log_text.splitlines():
-        event = parse_event(line)
-        if event is None:
-            continue
-        out["last_event"] = event["event"]
-        if event["event"] == "failpoint":  # what the history can hold: text, or null
-            name, action = event.get("name"), event.get("action")
-            out["fired"] = {
-                "failpoint": name if isinstance(name, str) else None,
-                "action": action if isinstance(action, str) else None,
-            }
-    return out
-
-
 class Supervisor:
-    """Runs ``make(incarnation)`` again and again until stopped."""
+    """Runs ``make(incarnation)`` again and again until stopped — or, given the run's
+    ``halt``, until the incarnations keep exiting by themselves without ``progress`` (a counter
+    of the output's advances: :attr:`sealcheck.harness.run.observer.Observer.advances`). ``say``
+    prints a line as it happens; ``refusal_codes`` are exit codes the system uses to say it
+    cannot resume (not exits by itself: the final phase has its own rule for them)."""
 
     def __init__(
         self,
@@ -103,10 +99,23 @@ class Supervisor:
         fired: Callable[[str], str | None],
         restart_delay_s: float = 0.5,
         event_poll_s: float = 1.0,
+        *,
+        halt: RunHalt | None = None,
+        say: Callable[[str], object] = lambda line: None,
+        progress: Callable[[], int] = lambda: 0,
+        refusal_codes: frozenset[int] = frozenset(),
     ) -> None:
         self._make, self.history, self.failpoints = make, history, failpoints
         self._fired = fired
         self.restart_delay_s = restart_delay_s
+        self.halt, self.say, self.progress = halt, say, progress
+        self.refusal_codes = refusal_codes
+        #: the exits by themselves in a row (the restart's back-off, when to give up)
+        self.streak = ExitStreak(base_s=restart_delay_s)
+        self._next_delay_s = restart_delay_s  # before the next start, set at each exit
+        #: the fault phase (the session marks it): an exit by itself of an incarnation that
+        #: lived through it may be a fault's doing (``during_faults``)
+        self.faults = FaultSpans()
         #: seconds between two reads of a running incarnation's log for its events
         self.event_poll_s = event_poll_s
         self._linger_s = 120.0  # how long the loop outlives stop() waiting for exits
@@ -187,12 +196,19 @@ class Supervisor:
             )
             self._exited[id(proc)] = exited = threading.Event()
             watcher = threading.Thread(
-                target=self._watch, args=(n, proc, exited), name=f"exit-{n}", daemon=True
+                target=self._watch,
+                args=(n, proc, exited, self.started_at),
+                name=f"exit-{n}",
+                daemon=True,
             )
             watcher.start()
             self._changed.wait()  # it exited, was given up (a zombie now) or we stop
             self._changed.clear()
-            if self._stopping.wait(self.restart_delay_s):
+            with self._lock:
+                delay, self._next_delay_s = self._next_delay_s, self.restart_delay_s
+            if self._stopping.wait(delay):
+                break
+            if self._gave_up():
                 break
         self._changed.set()
         # Every incarnation was forked from this thread, and PR_SET_PDEATHSIG SIGKILLs it when
@@ -201,34 +217,61 @@ class Supervisor:
         for exited in list(self._exited.values()):
             exited.wait(max(0.0, deadline - time.monotonic()))
 
-    def _watch(self, n: int, proc: Incarnation, exited: threading.Event) -> None:
+    def _watch(self, n: int, proc: Incarnation, exited: threading.Event, started: float) -> None:
         events = EventPoller(EventTail(self.history, n), proc, self.event_poll_s)
         events.start()
         code = proc.wait_exit()
+        ended = time.monotonic()
         self._exits[id(proc)] = code
         if id(proc) not in self._zombie_ids:
             self._codes.append(code)
         with self._lock:
             zombie = id(proc) in self._zombie_ids
             current = proc is self.current
+        stopping = self._stopping.is_set()
         events.finish()  # every event it logged is in the history before its exit
         log = proc.log_text()
-        self.history.append(
-            "supervisor",
-            "info",
-            SUT_EXIT,
-            {
-                "incarnation": n,
-                "pid": proc.ident,
-                "code": code,
-                "failpoint": fired if isinstance(fired := self._fired(log), str) else None,
-                **({"zombie": True} if zombie else {}),
-                **exit_evidence(code, log),
-            },
+        evidence = exit_evidence(code, log)
+        value: dict[str, Any] = {
+            "incarnation": n,
+            "pid": proc.ident,
+            "code": code,
+            "failpoint": fired if isinstance(fired := self._fired(log), str) else None,
+            **({"zombie": True} if zombie else {}),
+            **evidence,
+        }
+        alone = by_itself(
+            code, evidence, zombie=zombie, stopping=stopping, refusal_codes=self.refusal_codes
         )
+        if alone:
+            value.update(exit_fields(ended - started, log, self.faults.overlap(started, ended)))
+        self.history.append("supervisor", "info", SUT_EXIT, value)
+        if alone:
+            self.say(exit_line(value))
+        if current:
+            with self._lock:
+                if alone and not value.get("during_faults"):
+                    self.streak.alone(value, self.progress())
+                    self._next_delay_s = self.streak.delay_s()
+                else:
+                    self.streak.explained(self.progress())
         exited.set()
         if current:
             self._changed.set()
+
+    def _gave_up(self) -> bool:
+        """Halt the run when the exits by themselves in a row are too many, with no progress
+        since the last (checked after its restart delay: the observer samples 4 times a
+        second); whether it did."""
+        if self.halt is None:
+            return False
+        with self._lock:
+            if not self.streak.exhausted(self.progress()):
+                return False
+            streak = list(self.streak.exits)
+        last = streak[-1].get("incarnation")
+        self.halt.set(give_up_reason(streak), by="supervisor", incarnation=last)
+        return True
 
     def refusing(self, codes: frozenset[int], n: int) -> str:
         """Non-empty (the codes, as text) when the last ``n`` exits of current incarnations

@@ -61,6 +61,7 @@ __all__ = [
     "BYTES_SCHEMA",
     "EXPORT_FAILED",
     "FINAL_OP",
+    "HALTED",
     "NEVER_STARTED",
     "WRITE_SCHEMA",
     "History",
@@ -76,6 +77,10 @@ FINAL_OP = "inputs"
 #: harness ops that say the run cannot be judged, with their ``reason``: no incarnation of the
 #: system under test could be started; its store could not be exported
 NEVER_STARTED, EXPORT_FAILED = "never-started", "export-failed"
+#: the harness op that says the run was halted early (``{"reason": …}``,
+#: :mod:`sealcheck.harness.run.halt`): what was seen before is judged, but the verdict is never
+#: valid
+HALTED = "halted"
 
 _WRITE = '"f": ?"write"'
 _INDEX = r'^\{"index": ?(\d{1,18}),'
@@ -237,14 +242,18 @@ class History:
 
     def harness_failures(self) -> list[str]:
         """Why the harness could not drive the run (:data:`NEVER_STARTED`,
-        :data:`EXPORT_FAILED` ops), each as a problem that makes the verdict UNKNOWN."""
-        return [
-            f"{op['value'].get('reason')}: the system's output cannot be judged"
-            for op in self.ops
-            if op.get("process") == "harness"
-            and op.get("f") in (NEVER_STARTED, EXPORT_FAILED)
-            and isinstance(op.get("value"), dict)
-        ]
+        :data:`EXPORT_FAILED` ops) or halted it early (:data:`HALTED`), each as a problem that
+        makes the verdict UNKNOWN (a violation found is still INVALID)."""
+        out = []
+        for op in self.ops:
+            value = op.get("value")
+            if op.get("process") != "harness" or not isinstance(value, dict):
+                continue
+            if op.get("f") in (NEVER_STARTED, EXPORT_FAILED):
+                out.append(f"{value.get('reason')}: the system's output cannot be judged")
+            elif op.get("f") == HALTED:
+                out.append(f"the run was halted: {value.get('reason')}")
+        return out
 
     def problems(self) -> list[str]:
         """Why this history cannot be trusted to be complete (empty: it can)."""

@@ -20,7 +20,7 @@ The history's ops about the system under test (``process type f value``):
   with the failpoints armed at that moment;
 * ``supervisor info sut-start-failed`` ``{incarnation, attempt, error}``: starting one failed;
 * ``supervisor info sut-exit`` ``{incarnation, pid, code, failpoint, zombie?, signal?, fired?,
-  last_event?}``: it exited (``sealcheck.harness.run.supervisor.exit_evidence``);
+  last_event?}``: it exited (``sealcheck.harness.run.exits.exit_evidence``);
 * ``sut info sut-event`` ``{incarnation, event, fields}``: one event the incarnation logged
   (a JSON line ``{"event": name, ...}``; only the kinds in :data:`SUT_EVENTS`): its name, and
   its other fields nested in ``fields`` as it logged them — nested, so a field of the system's

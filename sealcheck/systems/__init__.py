@@ -1,8 +1,9 @@
 """Systems under test: what the harness needs to know of each, as one small descriptor.
 
 Public API: :class:`SystemUnderTest` and :class:`Deployment` (the protocol), :class:`Settings`,
-:class:`Progress`, :class:`CapturesSteps` (an optional capability), :data:`SYSTEMS` (the
-registry), :func:`system`, and the roles of a run (:func:`run_roles`, :func:`every_role`).
+:class:`Progress`, :class:`CapturesSteps` (an optional capability), :class:`Unjudgeable` (what
+an output raises to halt the run), :data:`SYSTEMS` (the registry), :func:`system`, and the
+roles of a run (:func:`run_roles`, :func:`every_role`).
 :class:`Disk` is :class:`sealcheck.core.nodes.Disk`.
 """
 
@@ -13,6 +14,7 @@ from sealcheck.systems.api import (
     Progress,
     Settings,
     SystemUnderTest,
+    Unjudgeable,
 )
 from sealcheck.systems.registry import SYSTEMS, system
 from sealcheck.systems.roles import every_role, run_roles
@@ -25,6 +27,7 @@ __all__ = [
     "Progress",
     "Settings",
     "SystemUnderTest",
+    "Unjudgeable",
     "every_role",
     "run_roles",
     "system",

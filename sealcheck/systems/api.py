@@ -98,6 +98,16 @@ class Progress:
         return now - started_at >= 3 * self.settle_s
 
 
+class Unjudgeable(RuntimeError):
+    """The system's output holds what cannot be judged — a row without a key, a key column
+    that is not there — so waiting for more is pointless. An output raises it from
+    ``uppers()`` (and so ``progress()``), ``capture()`` or ``export()`` with one line saying
+    what it found and what to do; it keeps raising it from then on. The harness halts the run
+    at the first one (``harness info halted``: :mod:`sealcheck.harness.run.halt`) and judges
+    the states seen before it; the verdict is then UNKNOWN with that line (INVALID when those
+    states already show a violation). ``export()`` writes those states before raising it."""
+
+
 class Deployment(Protocol):
     """One system under test deployed on one backend for one run."""
 

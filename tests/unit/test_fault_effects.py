@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from sealcheck.core.roles import SUT, by_name
-from sealcheck.harness.run.supervisor import exit_evidence
+from sealcheck.harness.run.exits import exit_evidence
 from sealcheck.infra.node import broker_role
 from sealcheck.nemeses import Action, PlanInfo
 from sealcheck.nemeses.effects import judge

@@ -14,7 +14,7 @@ import pytest
 
 from sealcheck.checkers import run_checkers
 from sealcheck.checkers.inputs import RunData
-from sealcheck.systems.api import Progress
+from sealcheck.systems.api import Progress, Unjudgeable
 from sealcheck.systems.outputs import SQLiteOutput
 from sealcheck.systems.outputs.sql import OutputError
 from tests.runs import build_run
@@ -175,13 +175,19 @@ def test_a_final_read_that_fails_fails_the_export(tmp_path):
     assert not (tmp_path / "run" / "export" / "frontiers.json").exists()
 
 
-def test_a_row_the_encoding_cannot_take_is_one_line_at_the_export(tmp_path):
+def test_a_key_column_that_is_not_there_is_one_line_at_the_first_read(tmp_path):
     db = _db(tmp_path / "x.db")
     out = SQLiteOutput(tmp_path / "x.db", "t", "no_such_column")
     db.execute("INSERT INTO t VALUES ('a', 1, 'now')")
     db.commit()
-    out.uppers()  # the observer's sample: no exception escapes into its thread
-    with pytest.raises(OutputError, match="a row of t cannot be compared"):
+    line = (
+        f"{tmp_path / 'x.db'}: table t has no column no_such_column (its columns: id, v, at): "
+        "give the output the table's key column(s) as key= (and its value column as value=)"
+    )
+    with pytest.raises(Unjudgeable) as raised:  # the observer turns it into a halt
+        out.uppers()
+    assert str(raised.value) == line
+    with pytest.raises(Unjudgeable, match="has no column no_such_column"):
         out.export(tmp_path / "run")
 
 

@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 
 from sealcheck.harness.run.events import EventPoller, EventTail
-from sealcheck.harness.run.supervisor import FailpointFile, Supervisor, exit_evidence
+from sealcheck.harness.run.exits import exit_evidence
+from sealcheck.harness.run.supervisor import FailpointFile, Supervisor
 from sealcheck.infra.containers.topology import SutContainer
 from sealcheck.infra.local import LocalProcess
 from sealcheck.report.batches import started_by

@@ -40,7 +40,10 @@ A job states where its tables are and nothing else::
 A row is compared as its key column(s) and, as JSON, its other columns without ``exclude`` —
 or, with ``value``, that one column's text (:class:`sealcheck.systems.outputs.rows.Encoder`);
 SQLite ``TEXT`` that is not UTF-8 is read with U+FFFD replacement
-(:func:`sealcheck.systems.outputs.rows.text`).
+(:func:`sealcheck.systems.outputs.rows.text`). A row that cannot be (a NULL key, a key column
+that is not there) is said at the first read that meets it, in one line, as
+:class:`~sealcheck.systems.api.Unjudgeable`: the harness halts the run and judges the states
+seen before it.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ from sealcheck.core.effects import EffectError
 from sealcheck.rundir.captures import Capture
 from sealcheck.rundir.files import VERSIONS, write_export
 from sealcheck.rundir.states import confirm, sampled, write_states
-from sealcheck.systems.api import Progress
+from sealcheck.systems.api import Progress, Unjudgeable
 from sealcheck.systems.outputs.rows import Encoder, text
 
 #: the collections a snapshot fills (a table each)
@@ -85,7 +88,8 @@ class SnapshotStates:
         self.rows: list[Row] = []  # every update, for the export
         self.captured = 0  # rows handed to captures
         self.changed_at = 0.0
-        self.error: str | None = None  # a row the encoding could not take
+        #: a row the encoding could not take (:class:`Unjudgeable`, raised from then on)
+        self.error: str | None = None
         #: with ``between_batches``: the batch the job is between (a token), None while a
         #: batch is in flight (:func:`sealcheck.systems.job.batch_boundary`)
         self.boundary: Callable[[], str | None] | None = None
@@ -152,10 +156,13 @@ class Snapshots:
         recorded (None while the tables cannot be read yet). A read that fails counts as a
         change (an unreadable database never looks quiet); with ``strict`` it raises
         :class:`OutputError` instead (the export: a final state that cannot be read is not
-        judged as the last one seen). Rows the encoding cannot take (a key column that is not
-        there, a value of a type no record gives) are an :class:`OutputError` at the export."""
+        judged as the last one seen). Rows the encoding cannot take (a NULL key, a key column
+        that is not there, a value of a type no record gives) are :class:`Unjudgeable`, at the
+        first read that meets them and at every call after it."""
         s = self._states
         with s.lock:
+            if s.error is not None:
+                raise Unjudgeable(s.error)
             try:
                 if s.conn is None:
                     s.conn = self._connect()
@@ -187,9 +194,9 @@ class Snapshots:
             for name, (table, encode) in self.tables().items():
                 try:
                     state[name] = Counter(encode(row) for row in read[name])
-                except (KeyError, EffectError) as exc:  # said at the export, in one line
-                    s.error = f"{self.where()}: a row of {table} cannot be compared ({exc})"
-                    return s.count if s.exists else None
+                except (KeyError, EffectError) as exc:  # said now, in one line; the run halts
+                    s.error = unjudgeable(self.where(), name, table, encode, read[name], exc)
+                    raise Unjudgeable(s.error) from None
             s.version, s.exists = version, True
             rows: list[Row] = []
             for c in COLLECTIONS:
@@ -238,14 +245,14 @@ class Snapshots:
     def export(self, run_dir: Path) -> None:
         """Every state recorded, as updates (``data``, ``errors``), after one last read that
         must succeed; ``bindings`` is written as not kept (``"kept": false``: the checkers that
-        need it are not applicable). An :class:`OutputError` when the last read fails or a row
-        could not be compared (the run is then not judged)."""
+        need it are not applicable). An :class:`OutputError` when the last read fails (the run
+        is then not judged); :class:`Unjudgeable` when a row could not be compared, after
+        writing the states seen before it (they are judged; the run is not valid)."""
         try:
-            self.observe(strict=True)
+            with contextlib.suppress(Unjudgeable):  # the states before it are written first
+                self.observe(strict=True)
             s = self._states
             with s.lock:
-                if s.error is not None:
-                    raise OutputError(s.error)
                 frontiers: dict[str, dict[str, Any]] = {
                     c: {"upper": s.count, "since": 0} for c in COLLECTIONS
                 }
@@ -253,6 +260,8 @@ class Snapshots:
                 write_export(run_dir, frontiers, [s.rows] if s.rows else [])
                 record = sampled(s.at_states, checkpoint=s.batches is not None)
                 write_states(run_dir / VERSIONS, record)
+                if s.error is not None:
+                    raise Unjudgeable(s.error)
         finally:
             self.close()
 
@@ -260,6 +269,48 @@ class Snapshots:
         """Close the harness's connection (teardown; idempotent)."""
         with self._states.lock:
             self._close()
+
+
+def unjudgeable(
+    where: str,
+    collection: str,
+    table: str,
+    encode: Encoder,
+    rows: list[dict[str, Any]],
+    exc: Exception,
+) -> str:
+    """One line saying which row of ``table`` (the ``collection``'s) the encoding could not
+    take and what to do: the first row whose key column is NULL or missing, told by the rows
+    themselves; else the encoding's own error ``exc``."""
+    for row in rows:
+        missing = [c for c in (*encode.key, encode.value) if c is not None and c not in row]
+        if missing:
+            return (
+                f"{where}: table {table} has no column {missing[0]} (its columns: "
+                f"{', '.join(row)}): give the output the table's key column(s) as key= (and "
+                "its value column as value=)"
+            )
+        if len(encode.key) == 1 and row[encode.key[0]] is None:
+            shown = {c: v for c, v in row.items() if c not in encode.key and v is not None}
+            what = "a dead letter" if collection == "errors" else "a row"
+            todo = (
+                "give every dead letter a key (say, the record's partition:offset)"
+                if collection == "errors"
+                else "make the job and effect() send such records to a dead letter "
+                "(DeadLetter) or SKIP them"
+            )
+            return (
+                f"{where}: table {table} holds {what} whose key column {encode.key[0]} is NULL "
+                f"({_brief(shown)}): a row without a key cannot be judged. If the job should "
+                f"not store records without a key, that is a bug in the job; otherwise {todo}"
+            )
+    return f"{where}: a row of {table} cannot be compared ({exc})"
+
+
+def _brief(row: dict[str, Any], limit: int = 120) -> str:
+    """A row's columns for a message, cut at ``limit`` characters."""
+    text = ", ".join(f"{c}={v!r}" for c, v in row.items()) or "no other column set"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
