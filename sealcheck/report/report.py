@@ -28,6 +28,7 @@ from sealcheck.report import chart
 from sealcheck.report.batches import batch_rows, state_rows, step_labels, tables_of
 from sealcheck.report.coverage import coverage, outcomes
 from sealcheck.report.explain import context_lines, schedule_rows
+from sealcheck.report.halted import halted, how_it_ended
 from sealcheck.report.headline import (
     MEANING,
     bindings_kept,
@@ -209,6 +210,7 @@ def render(run_dir: Path) -> str:
         started=meta.get("started"),
         took=meta.get("took_s"),
         final_phase=meta.get("final_phase"),
+        halted=halted(ops),
         bad=[
             n
             for n, c in results.get("checkers", {}).items()
@@ -302,6 +304,7 @@ def _exit(run_dir: Path, op: dict[str, Any]) -> dict[str, Any]:
         "at": f"{int(op.get('time', 0)) / 1e9:.1f} s",
         "code": v.get("code"),
         "failpoint": v.get("failpoint") or "",
+        "how": how_it_ended(v),
         "log": log_of(run_dir, v.get("incarnation")),
     }
 
