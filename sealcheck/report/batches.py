@@ -21,6 +21,7 @@ from typing import Any
 
 from sealcheck.rundir.files import Export, step_labels
 from sealcheck.rundir.names import SUT_EVENT, event_fields
+from sealcheck.rundir.regular import read_text
 
 __all__ = ["NOT_RECORDED", "batch_rows", "started_by", "step_labels", "tables_of"]
 
@@ -47,8 +48,8 @@ def started_by(ops: Iterable[dict[str, Any]]) -> dict[int, list[int]] | None:
 
 def _versions(run_dir: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads((run_dir / Export.of(run_dir).versions).read_text())
-    except (OSError, ValueError):
+        doc = json.loads(read_text(run_dir / Export.of(run_dir).versions, run_dir))
+    except (OSError, ValueError):  # a FIFO is not opened: reading it never ends
         return None
     return doc if isinstance(doc, dict) else None
 

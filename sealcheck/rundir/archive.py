@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sealcheck.rundir.regular import read_text
+
 
 def new_run_dir(runs: Path, name: str) -> Path:
     """Create ``runs/<name>/<timestamp>/`` in the archive ``runs`` (unique even within one
@@ -146,11 +148,12 @@ def list_runs(runs_dir: Path) -> list[RunSummary]:
     for test in sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.is_symlink()):
         for run in sorted(p for p in test.iterdir() if p.is_dir()):
             valid, seed, took, reason = None, None, None, None
+            # read only when regular files of the run: a FIFO opened for reading never ends
             with contextlib.suppress(OSError, ValueError, AttributeError):
-                results = json.loads((run / "results.json").read_text())
+                results = json.loads(read_text(run / "results.json", run))
                 valid, reason = results.get("valid"), verdict_reason(results)
             with contextlib.suppress(OSError, ValueError):
-                meta = json.loads((run / "test.json").read_text())
+                meta = json.loads(read_text(run / "test.json", run))
                 seed = meta.get("config", {}).get("seed")
                 took = meta.get("took_s")
             runs.append(RunSummary(run, test.name, run.name, valid, seed, took, reason))
