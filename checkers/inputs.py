@@ -9,7 +9,8 @@ A run directory holds (written by the harness; see ``docs/architecture.md``):
   stored before the export was named ``export/``: :class:`sealcheck.rundir.files.Export`);
 * ``history.jsonl`` — the history, whose final op records the rows and digest of each of the
   files above (:mod:`sealcheck.rundir.files`). Without it, or when a file differs from what it
-  records, nothing is judged valid: :meth:`RunData.input_problems` says why.
+  records, nothing is judged valid: :meth:`RunData.input_problems` says why (without it, a file
+  that does not carry the run's id is not judged at all: :mod:`sealcheck.rundir.runid`).
 """
 
 from __future__ import annotations

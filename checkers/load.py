@@ -1,22 +1,26 @@
 """Opening a run directory for the checkers: the history first, every input file checked
-against the manifest in its final op, the big inputs left as lazy scans
-(:class:`sealcheck.checkers.inputs.RunData`)."""
+against the manifest in its final op (without one, by the run id stamped into it), the big
+inputs left as lazy scans (:class:`sealcheck.checkers.inputs.RunData`)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.schemas import EFFECTS_SCHEMA, TOPIC_SCHEMA, UPDATES_SCHEMA
 from sealcheck.checkers.steps import load as load_steps
-from sealcheck.rundir import files
+from sealcheck.rundir import files, runid
 from sealcheck.rundir.captures import CAPTURES
 from sealcheck.rundir.effects import EFFECTS
 from sealcheck.rundir.history import History, HistoryError
+from sealcheck.rundir.regular import not_regular
 from sealcheck.rundir.states import read_states
 
 
@@ -50,6 +54,18 @@ def load_run(run_dir: Path) -> RunData:
     manifest records), and their digest is of the bytes parsed. A file whose digest
     differs refuses the run just the same: nothing is judged, and whatever reading it raised
     is not reported (it is refused, not unreadable).
+
+    Without a manifest (the history is missing, unusable, or cut before its final op) the
+    digests prove nothing, so every input a checker would read — the required ones and each
+    optional one present — must carry the run id stamped into it as it was written
+    (:mod:`sealcheck.rundir.runid`), and every one the same: the id of the history's first op
+    when the history is usable, and ``test.json``'s when that file is there. A file that does
+    not is refused, one line each (:func:`_owned`): nothing is judged, never another run's
+    files as this run's. A run whose files are all its own is judged with a history that
+    cannot make it valid (:meth:`History.problems`).
+
+    No file that is not a regular file within the run directory (a FIFO, a device, a symlink
+    out of it) is opened: it is refused in one line (:mod:`sealcheck.rundir.regular`).
     """
     path = run_dir / "history.jsonl"
     history = _history(path, lambda: History.load(path, acks=False))
@@ -88,22 +104,27 @@ def _open(run_dir: Path, history: History, pool: ThreadPoolExecutor) -> RunData:
             "harness died while writing it"
         )
     final = history.final()
-    recorded = dict((final.get("value") or {}).get("files") or {}) if final else {}
     export = files.Export.of(run_dir)  # export/, or persist/ in a run stored before
+    recorded: dict[str, object] = {}
+    proven: list[str] = []  # why the files are not the run's: nothing is read, then
+    if final is not None:
+        recorded = dict((final.get("value") or {}).get("files") or {})
+    else:  # no digest proves anything: the run id stamped into each file must
+        recorded, proven = _owned(run_dir, history, export)
     # The captured steps (the biggest file) are read once, no further than the size the
     # manifest records: their digest is of the very bytes parsed. Of the rest, the small files
     # (the frontiers, the updates) are proven before anything is read: what the reading
     # allocates follows from them. The big ones' digests (~2 s for 1.6 GB) are taken beside
     # the reading; nothing read is judged unless every file proves the run's.
     held: dict[str, bytes] = {}
-    proven: list[str] = []  # why the files are not the run's: nothing is read, then
-    if CAPTURES in recorded:
+    if CAPTURES in recorded and not proven:
         got = files.hold(run_dir, CAPTURES, recorded[CAPTURES])
         if isinstance(got, bytes):
             held[CAPTURES] = got
         else:
             proven.append(got)  # not read: not proven again
-    checked = {rel: e for rel, e in recorded.items() if rel != CAPTURES or held}
+    manifest = recorded if final is not None else {}
+    checked = {rel: e for rel, e in manifest.items() if rel != CAPTURES or held}
     big = {rel: e for rel, e in checked.items() if _size(e) >= _BIG}
     proven += files.verify(run_dir, {rel: e for rel, e in checked.items() if rel not in big}, held)
     digests = pool.submit(files.verify, run_dir, big, held)
@@ -147,6 +168,92 @@ def _open(run_dir: Path, history: History, pool: ThreadPoolExecutor) -> RunData:
 
 
 _BIG = 64 << 20  # bytes: files whose digest is taken beside the reading
+_RESTORE = "restore it from the run, or re-run the test"
+
+
+def _owned(
+    run_dir: Path, history: History, export: files.Export
+) -> tuple[dict[str, object], list[str]]:
+    """Without a manifest: the inputs a checker would read (the required ones present, and
+    every optional one present), as a manifest listing them with nothing to check, and one
+    line for each that cannot be proven to be this run's by the run id stamped into it —
+    that carries none, or another than the history's first op, ``test.json``, or (with
+    neither) the other inputs."""
+    optional = (export.asof, export.versions, EFFECTS, CAPTURES, files.ACKS)
+    present = [r for r in (*export.inputs, *optional) if os.path.lexists(run_dir / r)]
+    refusals: list[str] = []
+    claims: list[tuple[str, str | None]] = []  # who says which run this is
+    if history.unusable is None:
+        claims.append(("the history", history.run_id()))
+    test = run_dir / runid.TEST_JSON
+    if os.path.lexists(test):
+        refused = not_regular(test, run_dir)  # a FIFO is not opened: reading it never ends
+        if refused is None:
+            try:
+                claims.append((runid.TEST_JSON, runid.recorded_id(run_dir)))
+            except (OSError, ValueError) as exc:
+                refused = (
+                    f"{test} cannot be read ({files.why_unreadable(exc)}): without the "
+                    f"history's final op it says which run's files these must be; {_RESTORE}"
+                )
+        if refused is not None:
+            refusals.append(refused)
+    stamps: dict[str, str] = {}
+    for rel in present:
+        found = _stamp(run_dir, rel)
+        if isinstance(found, _Refused):
+            refusals.append(found.why)
+        elif found is not None:
+            stamps[rel] = found
+    ids = sorted(set(stamps.values()))
+    if not claims and len(ids) > 1:  # neither says which run: the files must be of one
+        refusals += [
+            f"{rel} is of run {stamp}, the other inputs of run "
+            f"{', '.join(i for i in ids if i != stamp)}: they are not of one run; {_RESTORE}"
+            for rel, stamp in stamps.items()
+        ]
+    for rel, stamp in stamps.items():
+        other = next(((who, run) for who, run in claims if run != stamp), None)
+        if other is not None:
+            who, run = other
+            said = f"{who} is of run {run}" if run is not None else f"{who} records no run id"
+            refusals.append(
+                f"{rel} is of run {stamp}, {said}: another run's file would be judged as "
+                f"this run's; {_RESTORE}"
+            )
+    return {rel: {} for rel in present}, refusals
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """Why an input has no run id that counts (one line naming it)."""
+
+    why: str
+
+
+def _stamp(run_dir: Path, rel: str) -> str | _Refused | None:
+    """The run id stamped into input ``rel``, or why it has none that counts (it is not a
+    regular file within the run directory, cannot be read, or carries none); None when
+    nothing is there (a missing input is named where it is needed)."""
+    path = run_dir / rel
+    refused = not_regular(path, run_dir)
+    if refused is not None:
+        return _Refused(refused)
+    try:
+        found = runid.file_run_id(path, run_dir)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ArrowInvalid is a ValueError
+        return _Refused(
+            f"{rel} cannot be read ({files.why_unreadable(exc)}): without the history's final "
+            f"op only the run id stamped into it could prove it is this run's; {_RESTORE}"
+        )
+    if found is None:
+        return _Refused(
+            f"{rel} carries no run id (written before run ids, or not by the harness): "
+            f"without the history's final op nothing proves it is this run's; {_RESTORE}"
+        )
+    return found
 
 
 def _size(entry: object) -> int:
@@ -199,5 +306,5 @@ def _read(
         pl.scan_parquet(run_dir / EFFECTS).cast(EFFECTS_SCHEMA) if EFFECTS in recorded else None,
         not_kept,
         not_aligned,
-        read_states(run_dir / export.versions) if export.versions in recorded else None,
+        read_states(run_dir / export.versions, run_dir) if export.versions in recorded else None,
     )

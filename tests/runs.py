@@ -96,17 +96,21 @@ def write_history(
     uppers: dict[str, int],
     h: Any = None,
     ack_lines: bool = False,
+    run_id: str | None = None,
 ) -> Path:
     """A complete ``history.jsonl`` for a run directory holding its topic and store: every
     record acknowledged (rows of ``acks.arrows``, as the harness writes them), one observation
     of ``uppers``, the final ops — written through the harness's own writer (``h``, one
     already open, e.g. an observer's), so its final op records the files exactly as a run
     does. ``ack_lines``: every acknowledgement an ``ok`` line instead, as in a run stored
-    before ``acks.arrows``."""
+    before ``acks.arrows``. ``run_id``: its first op records it, as a run's does."""
     from sealcheck.rundir.history import HistoryWriter, encode_bytes, record_inputs
+    from sealcheck.rundir.runid import RUN_OP
 
     path = run_dir / "history.jsonl"
     h = HistoryWriter(path) if h is None else h
+    if run_id is not None:
+        h.append("harness", "info", RUN_OP, {"id": run_id})
     for r in records:
         if ack_lines:
             value = {**encode_bytes("key", r.key), **encode_bytes("value", r.value)}
@@ -132,24 +136,37 @@ def finish_run_dir(
     uppers: dict[str, int],
     h: Any = None,
     ack_lines: bool = False,
+    run_id: str | None = None,
 ) -> Path:
     """What the harness leaves at the end of a run: the topic dump, the store's export (by
     the pipeline's descriptor) and a complete history whose final op records both (written
-    on with ``h`` when the run's history is already open; ``ack_lines``: as
-    :func:`write_history`)."""
+    on with ``h`` when the run's history is already open; ``ack_lines``, ``run_id``: as
+    :func:`write_history`). With ``run_id``, ``test.json`` records it first, so every file
+    is stamped with it as a run's are (:mod:`sealcheck.rundir.runid`)."""
+    from sealcheck.rundir.archive import write_json
     from sealcheck.rundir.files import write_topic
+    from sealcheck.rundir.runid import TEST_JSON, TEST_KEY
     from sealcheck.systems.upsert_source.store import export
 
+    if run_id is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_json(run_dir / TEST_JSON, {TEST_KEY: run_id})
     write_topic(list(records), run_dir / "topic.parquet")
     export(store, run_dir)
-    write_history(run_dir, records, uppers, h, ack_lines)
+    write_history(run_dir, records, uppers, h, ack_lines, run_id)
     return run_dir
 
 
-def stored_run(tmp_path: Path, seed: int = 11, records: int = 400, ack_lines: bool = False) -> Path:
+def stored_run(
+    tmp_path: Path,
+    seed: int = 11,
+    records: int = 400,
+    ack_lines: bool = False,
+    run_id: str | None = None,
+) -> Path:
     """A finished run directory as the harness leaves it, over a real SQLite store written by
     the step loop (``ack_lines``: its acknowledgements in the history, as a run stored before
-    ``acks.arrows`` keeps them)."""
+    ``acks.arrows`` keeps them; ``run_id``: every file stamped with it, as a run's are)."""
     import random
 
     from sealcheck.harness.run.workload import UpsertMix, upsert_records
@@ -164,7 +181,8 @@ def stored_run(tmp_path: Path, seed: int = 11, records: int = 400, ack_lines: bo
     uppers = store.uppers()
     store.close()
     db = str(tmp_path / "s.db")
-    return finish_run_dir(tmp_path / "run", src.records(), db, uppers, ack_lines=ack_lines)
+    run = tmp_path / "run"
+    return finish_run_dir(run, src.records(), db, uppers, ack_lines=ack_lines, run_id=run_id)
 
 
 def compacted(

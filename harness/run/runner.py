@@ -34,6 +34,7 @@ from sealcheck.infra.sweep import left_alone_line, removed_line, sweep
 from sealcheck.nemeses import describe
 from sealcheck.rundir.archive import new_run_dir, point_latest, write_json
 from sealcheck.rundir.history import HistoryWriter
+from sealcheck.rundir.runid import RUN_OP, TEST_KEY, new_run_id
 
 
 @dataclass
@@ -104,7 +105,8 @@ def run_test(test: Test, display: Display) -> Outcome:
             display.log(line)
     run_dir = new_run_dir(archive, cfg.name)
     point_latest(archive, run_dir)
-    meta = run_meta(test, run_dir)
+    run_id = new_run_id(run_dir)  # stamped into every input as it is written (test.json's)
+    meta = {**run_meta(test, run_dir), TEST_KEY: run_id}
     write_json(run_dir / "test.json", meta)
     display.console.print(f"run directory: {run_dir}")
     display.console.print(f"fault schedule (seed {cfg.seed}): {len(test.schedule)} actions")
@@ -112,6 +114,7 @@ def run_test(test: Test, display: Display) -> Outcome:
         display.console.print("  " + line)
     procs.mark_children(run_dir, detached=cfg.leave_running)
     history = HistoryWriter(run_dir / "history.jsonl")
+    history.append("harness", "info", RUN_OP, {"id": run_id})  # op 0: whose history this is
     teardown = Teardown(display)
     teardown.push("close the history", history.close)
     session = Session(test, run_dir, history, display, teardown)

@@ -24,6 +24,7 @@ from typing import Any
 
 from sealcheck.rundir.files import Export, step_labels
 from sealcheck.rundir.names import SUT_EVENT, event_fields
+from sealcheck.rundir.regular import read_text
 from sealcheck.rundir.states import StateRecord, read_states
 
 __all__ = ["NOT_RECORDED", "batch_rows", "started_by", "state_rows", "step_labels", "tables_of"]
@@ -54,8 +55,8 @@ def started_by(ops: Iterable[dict[str, Any]]) -> dict[int, list[int]] | None:
 
 def _versions(run_dir: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads((run_dir / Export.of(run_dir).versions).read_text())
-    except (OSError, ValueError):
+        doc = json.loads(read_text(run_dir / Export.of(run_dir).versions, run_dir))
+    except (OSError, ValueError):  # a FIFO is not opened: reading it never ends
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -123,7 +124,7 @@ def state_rows(run_dir: Path) -> tuple[StateRecord, list[tuple[int, str]], int] 
     """For an export of states without bindings (:mod:`sealcheck.rundir.states`): its record,
     one row per state (the state, the batches it follows in words; at most
     :data:`MAX_STATES`) and how many more there are; None when the export records no states."""
-    record = read_states(run_dir / Export.of(run_dir).versions)
+    record = read_states(run_dir / Export.of(run_dir).versions, run_dir)
     if record is None:
         return None
     labels = record.labels()

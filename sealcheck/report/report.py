@@ -44,6 +44,7 @@ from sealcheck.rundir.facts import RunFacts, SealLag, StepAssignment, read_facts
 from sealcheck.rundir.history import History, HistoryError
 from sealcheck.rundir.judged import NOT_APPLICABLE, is_not_applicable, step_order
 from sealcheck.rundir.names import SUT_EXIT, log_of
+from sealcheck.rundir.regular import read_text
 
 __all__ = ["COLORS", "MEANING", "WORDS", "outcomes", "render", "steps_judged", "write_report"]
 
@@ -311,7 +312,7 @@ def _exit(run_dir: Path, op: dict[str, Any]) -> dict[str, Any]:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_text(path, path.parent))  # a FIFO is not opened: never ends
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}

@@ -11,7 +11,8 @@ or ``info``, everything else) in ``history.jsonl``:
   written as a record batch once the oldest has waited :data:`FLUSH_S` seconds — at the next
   acknowledgement or history op after that (the observer writes one at least every 5 s) —
   and at the end; a harness killed mid-run leaves every complete batch readable
-  (:func:`read` keeps them and counts the bytes of a torn last one). The rows still buffered
+  (:func:`read` keeps them and counts the bytes of a torn last one). Its schema carries the
+  run's id (:mod:`sealcheck.rundir.runid`). The rows still buffered
   at such a kill are not in the file; such a run never reaches its final op, so its verdict
   is UNKNOWN whatever the checkers find.
 * The history's final op lists the file in its manifest like every other input
@@ -32,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from sealcheck.rundir.files import ACKS
+from sealcheck.rundir.runid import stamp_schema
 
 __all__ = ["ACKS", "FLUSH_S", "SCHEMA", "AckWriter", "read"]
 
@@ -113,7 +115,8 @@ class AckWriter:
         if self._writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._sink = pa.OSFile(str(self.path), "wb")
-            self._writer = pa.ipc.new_stream(self._sink, SCHEMA, options=_OPTIONS)
+            schema = stamp_schema(SCHEMA, self.path.parent)  # the run's id (test.json's)
+            self._writer = pa.ipc.new_stream(self._sink, schema, options=_OPTIONS)
         self._writer.write_table(table, max_chunksize=_BATCH_ROWS)
         self._sink.flush()
 

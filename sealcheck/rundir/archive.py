@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.rundir.judged import proven, report_meta, report_verdict
+from sealcheck.rundir.regular import read_text
 
 
 def new_run_dir(runs: Path, name: str) -> Path:
@@ -151,13 +152,14 @@ def list_runs(runs_dir: Path) -> list[RunSummary]:
     for test in sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.is_symlink()):
         for run in sorted(p for p in test.iterdir() if p.is_dir()):
             valid, seed, took, reason = None, None, None, None
+            # read only when regular files of the run: a FIFO opened for reading never ends
             with contextlib.suppress(OSError, ValueError, AttributeError):
-                results = json.loads((run / "results.json").read_text())
+                results = json.loads(read_text(run / "results.json", run))
                 shown = proven(results, report_verdict(run / "report.html"))
                 valid = "unknown" if shown.valid is None else shown.valid
                 reason = shown.disagreement(str(run)) or verdict_reason(results)
             with contextlib.suppress(OSError, ValueError):
-                meta = json.loads((run / "test.json").read_text())
+                meta = json.loads(read_text(run / "test.json", run))
                 seed = meta.get("config", {}).get("seed")
                 took = meta.get("took_s")
             runs.append(RunSummary(run, test.name, run.name, valid, seed, took, reason))

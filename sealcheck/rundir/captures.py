@@ -8,7 +8,8 @@ captured: ``CapturesSteps``), and appends them here:
 
 * ``captures.arrows``: an Arrow IPC *stream* of ``collection, key, value, ts, diff`` rows
   (binary key and value), one record batch per capture, flushed after each — a harness killed
-  mid-run leaves every complete batch readable;
+  mid-run leaves every complete batch readable; its schema carries the run's id
+  (:mod:`sealcheck.rundir.runid`);
 * one history op per capture (``observer info captured``, :data:`CAPTURED_OP`): per collection
   the range of steps ``[lo, hi)`` whose updates the batch holds one by one, and the steps that
   compaction had already merged before they could be read (``missed``).
@@ -26,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from sealcheck.rundir.files import CAPTURES, EXPORT_SCHEMA
+from sealcheck.rundir.runid import stamp_schema
 
 __all__ = ["CAPTURED_OP", "CAPTURES", "SCHEMA", "Capture", "CaptureWriter", "plan", "read"]
 
@@ -100,7 +102,8 @@ class CaptureWriter:
         if self._writer is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._sink = pa.OSFile(str(self.path), "wb")
-            self._writer = pa.ipc.new_stream(self._sink, SCHEMA)
+            schema = stamp_schema(SCHEMA, self.path.parent)  # the run's id (test.json's)
+            self._writer = pa.ipc.new_stream(self._sink, schema)
         cols: list[Any] = list(zip(*capture.rows, strict=True)) if capture.rows else [()] * 5
         arrays = [pa.array(c, f.type) for c, f in zip(cols, SCHEMA, strict=True)]
         batch = pa.record_batch(arrays, schema=SCHEMA)

@@ -27,6 +27,7 @@ from sealcheck.core.effects import (
     encode_row,
 )
 from sealcheck.rundir.files import EFFECTS
+from sealcheck.rundir.runid import stamp_schema
 
 __all__ = ["EFFECTS", "SCHEMA", "write_effects"]
 
@@ -45,13 +46,14 @@ _BATCH = 100_000
 
 def write_effects(topic: Path, mapping: EffectMapping, out: Path) -> int:
     """Apply ``mapping`` to every record of the dumped ``topic`` in order and write the
-    effects to ``out`` (atomically); the number of effects. Raises :class:`EffectError` naming
+    effects to ``out`` (atomically, stamped with the run id of the directory it is written
+    into: :mod:`sealcheck.rundir.runid`); the number of effects. Raises :class:`EffectError` naming
     the first record the mapping fails on (it raised, or returned something that is not an
     effect), and nothing is written then."""
     tmp = out.with_suffix(".parquet.tmp")
     count, row = 0, 0
     try:
-        with pq.ParquetWriter(tmp, SCHEMA) as writer:
+        with pq.ParquetWriter(tmp, stamp_schema(SCHEMA, out.parent)) as writer:
             for batch in pq.ParquetFile(topic).iter_batches(batch_size=_BATCH):
                 cols: dict[str, list[object]] = {n: [] for n in SCHEMA.names}
                 d = batch.to_pydict()

@@ -10,6 +10,9 @@ are the ones the run produced.
   final op (:data:`sealcheck.rundir.history.FINAL_OP`) right after the dumps; :func:`verify`
   recomputes
   it before anything is judged and names every file that no longer matches.
+* Every file is stamped with the run's id as it is written (:mod:`sealcheck.rundir.runid`),
+  and read only when it is a regular file within the run directory
+  (:mod:`sealcheck.rundir.regular`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sealcheck.rundir.names import EXPORT_DIR, export_dir
+from sealcheck.rundir.regular import not_regular, read_text
+from sealcheck.rundir.runid import stamp_json, stamp_schema, unstamped
 from sealcheck.rundir.states import read_states
 
 TOPIC = "topic.parquet"
@@ -112,7 +117,8 @@ TOPIC_COLUMNS = pa.schema(
 def write_topic(records: Sequence[TopicRecord] | pa.Table, path: Path) -> None:
     """Write a topic dump as the checkers read it (``topic.parquet``: :data:`TOPIC_COLUMNS`;
     null for a null key or a tombstone), from records or from a table of those columns
-    (``sealcheck.infra.topic.read_topic``'s)."""
+    (``sealcheck.infra.topic.read_topic``'s), stamped with the run id of the directory it is
+    written into (:mod:`sealcheck.rundir.runid`)."""
     if isinstance(records, pa.Table):
         table = records.select(TOPIC_COLUMNS.names).cast(TOPIC_COLUMNS)
     else:
@@ -125,6 +131,7 @@ def write_topic(records: Sequence[TopicRecord] | pa.Table, path: Path) -> None:
             },
             schema=TOPIC_COLUMNS,
         )
+    table = table.replace_schema_metadata(stamp_schema(TOPIC_COLUMNS, path.parent).metadata)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")  # a write cut short leaves no topic.parquet
     pq.write_table(table, tmp)
@@ -163,6 +170,9 @@ def hold(run_dir: Path, rel: str, entry: Any) -> bytes | str:
     the reading allocates follows from the manifest)."""
     want = entry if isinstance(entry, dict) else {}
     size = want.get("bytes")
+    refused = not_regular(run_dir / rel, run_dir)
+    if refused is not None:  # a FIFO or a device is not opened: reading it never ends
+        return refused
     try:
         with open(run_dir / rel, "rb") as fh:
             data = fh.read(size + 1 if isinstance(size, int) and size >= 0 else -1)
@@ -206,7 +216,7 @@ def _rows(path: Path, data: bytes | None = None) -> int | None:
         if path.suffix == ".parquet":
             return int(pq.ParquetFile(path).metadata.num_rows)
         if path.suffix == ".json":
-            doc = json.loads(path.read_text())
+            doc = unstamped(json.loads(path.read_text()))
             return len(doc) if isinstance(doc, dict | list) else 1
         if path.suffix == ".arrows":  # an Arrow IPC stream (captured steps, acknowledgements)
             with pa.OSFile(str(path), "rb") as source:
@@ -255,6 +265,9 @@ def verify(
         data = held.get(rel) if held is not None else None
         if data is not None:
             have = hashlib.sha256(data).hexdigest()  # releases the GIL while it hashes
+        elif (refused := not_regular(path, run_dir)) is not None:  # hashing it never ends
+            problems.append(refused)
+            continue
         elif not path.exists():
             problems.append(_missing(rel, want))
             continue
@@ -284,17 +297,19 @@ def write_export(
     """Write a system under test's persisted output into ``run_dir``: ``export/updates.parquet``
     from batches of ``(collection, key, value, ts, diff)`` rows (atomically replaced) and
     ``export/frontiers.json`` (``{collection: {"upper": u, "since": s}}``). Every export goes
-    through here, so the checkers read one format whatever the system under test."""
+    through here, so the checkers read one format whatever the system under test; both are
+    stamped with the run id of ``run_dir`` (:mod:`sealcheck.rundir.runid`)."""
     updates = run_dir / UPDATES
     updates.parent.mkdir(parents=True, exist_ok=True)
     tmp = updates.with_suffix(".parquet.tmp")
-    with pq.ParquetWriter(tmp, EXPORT_SCHEMA) as writer:
+    with pq.ParquetWriter(tmp, stamp_schema(EXPORT_SCHEMA, run_dir)) as writer:
         for rows in batches:
             cols = list(zip(*rows, strict=True))
             arrays = [pa.array(c) for c in cols]
             writer.write_table(pa.Table.from_arrays(arrays, schema=EXPORT_SCHEMA))
     tmp.replace(updates)
-    (run_dir / FRONTIERS).write_text(json.dumps(frontiers, indent=1, sort_keys=True))
+    doc = stamp_json(dict(frontiers), run_dir)
+    (run_dir / FRONTIERS).write_text(json.dumps(doc, indent=1, sort_keys=True))
 
 
 def step_labels(run_dir: Path) -> dict[int, str]:
@@ -303,11 +318,11 @@ def step_labels(run_dir: Path) -> dict[int, str]:
     naming them beside an anomaly's step. An export of states without bindings names its
     states instead (:meth:`sealcheck.rundir.states.StateRecord.labels`)."""
     path = run_dir / Export.of(run_dir).versions
-    record = read_states(path)
+    record = read_states(path, run_dir)
     if record is not None:  # its states are not the batches its versions name
         return record.labels()
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_text(path, run_dir))
         found: dict[int, list[str]] = defaultdict(list)
         for table, vs in sorted(doc.get("tables", {}).items()):
             for v, meta in sorted(vs.items(), key=lambda kv: int(kv[0])):
@@ -354,7 +369,7 @@ def unkept(path: Path) -> frozenset[str]:
     """The collections :attr:`Export.frontiers` says the system does not keep (``"kept":
     false``: an output observed from outside keeps no ``bindings``); call after
     :func:`read_frontiers` has accepted the file."""
-    doc = json.loads(path.read_text())
+    doc = unstamped(json.loads(path.read_text()))
     return frozenset(n for n, f in doc.items() if isinstance(f, dict) and f.get("kept") is False)
 
 
@@ -363,7 +378,7 @@ def unaligned(path: Path) -> frozenset[str]:
     ``data``'s (``"aligned": false``: tables judged from their commits alone, whose commits do
     not say which batch they belong to, so a state of one may fall between two commits of the
     other); call after :func:`read_frontiers` has accepted the file."""
-    doc = json.loads(path.read_text())
+    doc = unstamped(json.loads(path.read_text()))
     return frozenset(n for n, f in doc.items() if isinstance(f, dict) and f.get("aligned") is False)
 
 
@@ -371,7 +386,7 @@ def read_frontiers(path: Path) -> tuple[dict[str, int], dict[str, int]]:
     """The uppers and sinces of :attr:`Export.frontiers` (``{collection: {"upper": u, "since":
     s}}``); :class:`InputFileError` when it is unreadable, not JSON, or not of that shape."""
     try:
-        doc = json.loads(path.read_text())
+        doc = unstamped(json.loads(path.read_text()))
     except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError included
         raise _bad(path, f"not a readable JSON document ({why_unreadable(exc)})") from None
     if not isinstance(doc, dict):

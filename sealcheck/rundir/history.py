@@ -20,7 +20,9 @@ Every line must also fit the schema polars reads writes with (:mod:`sealcheck.ru
 a ``partition`` or ``offset`` in any op's ``value`` is an integer): a line that does not is a
 :class:`HistoryError` naming it, raised when the writes are first read.
 
-A history is *complete* when it reaches the harness's final operation (:data:`FINAL_OP`, the
+A run's history starts with its id (``harness info run {"id": …}``, index 0:
+:meth:`History.run_id`, :mod:`sealcheck.rundir.runid`). A history is *complete* when it reaches
+the harness's final operation (:data:`FINAL_OP`, the
 manifest of the inputs written after the dumps); :meth:`History.problems` says what is missing
 otherwise, and no verdict is valid while it says anything.
 
@@ -46,8 +48,16 @@ import pyarrow as pa
 
 from sealcheck.rundir import acks as ack_file
 from sealcheck.rundir.files import why_unreadable
-from sealcheck.rundir.lines import complete_prefix, count_lines, numbered_lines, offset_after_line
+from sealcheck.rundir.lines import (
+    BadLine,
+    complete_prefix,
+    count_lines,
+    offset_after_line,
+    read_ops,
+)
 from sealcheck.rundir.names import LAST_EXIT, LAST_START, SUT_EXIT, SUT_START, current
+from sealcheck.rundir.regular import not_regular
+from sealcheck.rundir.runid import RUN_OP
 from sealcheck.rundir.schema import (
     BYTES_SCHEMA,
     WRITE_SCHEMA,
@@ -81,9 +91,6 @@ NEVER_STARTED, EXPORT_FAILED = "never-started", "export-failed"
 #: :mod:`sealcheck.harness.run.halt`): what was seen before is judged, but the verdict is never
 #: valid
 HALTED = "halted"
-
-_WRITE = '"f": ?"write"'
-_INDEX = r'^\{"index": ?(\d{1,18}),'
 
 
 class HistoryError(ValueError):
@@ -136,51 +143,25 @@ class History:
         other ops are parsed with ``json`` now, to keep their full values. Every line's
         ``index`` is checked against its line number in the same pass.
         """
+        refused = not_regular(path, path.parent)  # a FIFO is not opened: reading it never ends
+        if refused is not None:
+            return History.empty(unusable=refused)
         if not path.exists():
             return History.empty(unusable=f"{path} does not exist")
         size = path.stat().st_size
         complete = complete_prefix(path)
         if complete == 0:
-            return History(
-                pl.DataFrame(schema=BYTES_SCHEMA), [], path, 0, size, unusable=f"{path} is empty"
-            )
+            why = f"{path} is empty" if size == 0 else _no_line(path, size)
+            return History(pl.DataFrame(schema=BYTES_SCHEMA), [], path, 0, size, unusable=why)
         source: Path | io.BytesIO = path
         if complete < size:  # torn last line: read only the complete prefix
             with open(path, "rb") as fh:
                 source = io.BytesIO(fh.read(complete))
-        index = pl.col("line").str.extract(_INDEX, 1).cast(pl.Int64, strict=False)
-        bad = index.is_null() | (index != pl.col("n") - 1)
-        picked = (
-            numbered_lines(source)
-            .with_columns(bad.alias("bad"))
-            .filter(pl.col("bad") | ~pl.col("line").str.contains(_WRITE))
-            .collect(engine="streaming")
-        )
         total = count_lines(path, complete)
-        ops: list[dict[str, Any]] = []
-        final_at: int | None = None  # line of the final op; what follows it is not the run's
-        for n, line, is_bad in zip(
-            picked["n"].to_list(), picked["line"].to_list(), picked["bad"].to_list(), strict=True
-        ):
-            try:
-                op = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if final_at is not None:
-                    break
-                raise HistoryError(
-                    f"{path} line {n}: not a JSON op ({exc}): {line[:80]!r}"
-                ) from None
-            if is_bad or not isinstance(op, dict):
-                if final_at is not None:
-                    break
-                raise HistoryError(
-                    f"{path} line {n}: expected op index {n - 1}, found "
-                    f"{op.get('index') if isinstance(op, dict) else op!r}: a line was cut out, "
-                    "repeated or overwritten here"
-                )
-            ops.append(op)
-            if _is_final(op):
-                final_at = n
+        # final_at: the line of the final op; what follows it is not the run's
+        ops, final_at, bad = read_ops(source, _is_final)
+        if bad is not None:
+            raise _not_an_op(path, bad)
         if final_at is not None and (final_at < total or complete < size):
             history = _up_to_final(
                 path, [op for op in ops if int(op["index"]) < final_at], final_at
@@ -200,7 +181,12 @@ class History:
         reads none): a file that is not such a stream is a :class:`HistoryError` naming it.
         Returns ``self``, changed."""
         path = self.path.parent / ack_file.ACKS if self.path is not None else None
-        if path is None or self.unusable is not None or self.ack_file_read or not path.exists():
+        if path is None or self.unusable is not None or self.ack_file_read:
+            return self
+        refused = not_regular(path, path.parent)  # a FIFO is not opened: reading it never ends
+        if refused is not None:
+            raise HistoryError(refused)
+        if not path.exists():
             return self
         try:
             table, torn = ack_file.read(path)
@@ -226,6 +212,17 @@ class History:
             if self.path is None:
                 raise
             raise _unreadable(self.path, self.path, exc) from None
+
+    def run_id(self) -> str | None:
+        """The run id the history's first op records (``harness info run {"id": …}``:
+        :mod:`sealcheck.rundir.runid`); None when it records none (a run stored before run
+        ids, a history built in memory, or no usable history)."""
+        first = self.ops[0] if self.ops else None
+        if first is None or first.get("index") != 0 or first.get("process") != "harness":
+            return None
+        value = first.get("value")
+        found = value.get("id") if first.get("f") == RUN_OP and isinstance(value, dict) else None
+        return found if isinstance(found, str) else None
 
     def final(self) -> dict[str, Any] | None:
         """The harness's final op (:data:`FINAL_OP`), if the history reaches it."""
@@ -351,6 +348,32 @@ class History:
 
 def _is_final(op: dict[str, Any]) -> bool:
     return op.get("process") == "harness" and op.get("f") == FINAL_OP
+
+
+_RESTORE = "restore it from the run, or re-run the test"
+
+
+def _not_an_op(path: Path, bad: BadLine) -> HistoryError:
+    """The :class:`HistoryError` of a line that is not an op where it stands: a file whose
+    first line is not one is not a history at all."""
+    if bad.why is None:
+        return HistoryError(
+            f"{path} line {bad.n}: expected op index {bad.n - 1}, found {bad.index!r}: a line "
+            f"was cut out, repeated or overwritten here; {_RESTORE}"
+        )
+    if bad.n == 1:
+        return HistoryError(
+            f"{path} is not a Sealcheck history: line 1 is not a JSON op ({bad.why}): {_RESTORE}"
+        )
+    return HistoryError(f"{path} line {bad.n}: not a JSON op ({bad.why}): {_RESTORE}")
+
+
+def _no_line(path: Path, size: int) -> str:
+    """Why a history of ``size`` bytes and no newline is unusable."""
+    return (
+        f"{path} is not a Sealcheck history: it holds no complete line ({size:,} bytes without "
+        f"a newline); {_RESTORE}"
+    )
 
 
 def _up_to_final(path: Path, ops: list[dict[str, Any]], final_at: int) -> History:

@@ -37,6 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sealcheck.rundir.regular import read_text
+from sealcheck.rundir.runid import stamp_json, unstamped
+
 #: the key of ``versions.json`` that holds the record
 STATES = "states"
 #: the states are the harness's samples, taken while the run went on
@@ -152,26 +155,28 @@ def _sampled(s: StateBatches, before: int | None, first: bool) -> str:
     return f"{now}; {since}"
 
 
-def read_states(path: Path) -> StateRecord | None:
-    """The record in a ``versions.json`` (None: no such file, no record in it, or not of this
-    shape — labels only, so none is fine)."""
+def read_states(path: Path, run_dir: Path) -> StateRecord | None:
+    """The record in a ``versions.json`` of ``run_dir`` (None: no such file, not a regular
+    file of the run directory, no record in it, or not of this shape — labels only, so none is
+    fine)."""
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_text(path, run_dir))
         raw = doc.get(STATES) if isinstance(doc, dict) else None
         return None if raw is None else StateRecord.from_dict(raw)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
-def write_states(path: Path, record: StateRecord) -> None:
-    """Write ``record`` as ``path`` (an export's ``versions.json``), keeping what else the file
-    holds."""
+def write_states(path: Path, record: StateRecord, run_dir: Path) -> None:
+    """Write ``record`` as ``path`` (an export's ``versions.json`` in ``run_dir``), keeping
+    what else the file holds, stamped with the run's id (:mod:`sealcheck.rundir.runid`)."""
     try:
-        doc = json.loads(path.read_text())
+        doc = unstamped(json.loads(read_text(path, run_dir)))
     except (OSError, ValueError):
         doc = {}
     doc = doc if isinstance(doc, dict) else {}
     doc[STATES] = record.to_dict()
+    doc = stamp_json(doc, run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1, sort_keys=True))
 

@@ -110,6 +110,39 @@ def test_each_fault_happened_and_was_healed(valid_run: tuple[int, str, Path]) ->
     assert alive.stdout.strip() == ""
 
 
+def test_every_input_carries_the_run_s_id_and_proves_it_without_the_manifest(
+    valid_run: tuple[int, str, Path], tmp_path: Path
+) -> None:
+    """The run id test.json records is the history's first op and stamped into every input
+    a checker reads; a copy of the run with its history cut before the final op is still
+    judged (its own files), never VALID, and with a test.json of another run, not at all."""
+    import shutil
+
+    from sealcheck.rundir.runid import RUN_OP, file_run_id
+
+    run_dir = valid_run[2]
+    made = json.loads((run_dir / "test.json").read_text())["run_id"]
+    first = ops(run_dir)[0]
+    assert (first["index"], first["f"], first["value"]) == (0, RUN_OP, {"id": made})
+    final = History.load(run_dir / "history.jsonl").final()
+    assert final is not None
+    inputs = [r for r in final["value"]["files"] if r.endswith((".parquet", ".arrows", ".json"))]
+    wanted = {"topic.parquet", "acks.arrows", "captures.arrows", "export/updates.parquet"}
+    assert wanted | {"export/frontiers.json"} <= set(inputs), inputs
+    for rel in inputs:
+        assert file_run_id(run_dir / rel, run_dir) == made, rel
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("work", "logs"))
+    history = copy / "history.jsonl"
+    history.write_text("".join(history.read_text().splitlines(keepends=True)[:-1]))
+    res = check_run(copy)
+    assert res.valid is None and res.checkers and len(res.input_problems) == 1, res.to_json()
+    assert not [n for n, r in res.checkers.items() if r.valid is False], res.to_json()
+    (copy / "test.json").write_text(json.dumps({"run_id": "another run"}))
+    res = check_run(copy)
+    assert res.valid is None and res.checkers == {}, res.to_json()
+
+
 def test_the_schedule_is_the_one_planned_from_the_seed(valid_run: tuple[int, str, Path]) -> None:
     meta = json.loads((valid_run[2] / "test.json").read_text())
     planned = build_test(from_json(meta["config"])).schedule

@@ -143,11 +143,13 @@ def test_a_history_written_before_acks_arrows_still_reads_its_ok_lines(tmp_path:
 
 
 def test_a_file_that_is_not_a_stream_of_acks_is_an_unusable_history(tmp_path: Path) -> None:
-    run_dir = stored_run(tmp_path)
+    run_dir = stored_run(tmp_path, run_id="r")
     (run_dir / ACKS).write_bytes(b"not arrow")
     res = check_run(run_dir)
-    assert res.valid is None
-    assert f"{run_dir / ACKS}: not a stream of acknowledged writes" in res.input_problems[0]
+    assert res.valid is None and res.checkers == {}  # no manifest then: it proves nothing
+    said = f"{run_dir / ACKS}: not a stream of acknowledged writes"
+    assert any(said in p for p in res.input_problems), res.input_problems
+    assert res.input_problems[0].startswith(f"{ACKS} cannot be read (ArrowInvalid")
 
 
 @pytest.mark.parametrize("change", ["one row fewer", "cut", "removed", "unlisted"])
@@ -205,11 +207,13 @@ def test_a_harness_killed_mid_run_is_unknown_judging_the_batches_it_wrote(
     """Both files cut as a kill leaves them: the history before its final op, the stream
     inside its third batch. The complete batches are judged; the verdict is UNKNOWN, saying
     the history did not reach its final op and how many bytes of acks were not read."""
-    run_dir = stored_run(tmp_path)
+    from sealcheck.rundir.runid import stamp_schema
+
+    run_dir = stored_run(tmp_path, run_id="r")  # every file of its run: judged
     path = run_dir / ACKS
     table, _ = acks.read(path)
     with pa.OSFile(str(path), "wb") as sink:  # 100 rows a batch, never closed
-        out = pa.ipc.new_stream(sink, acks.SCHEMA)
+        out = pa.ipc.new_stream(sink, stamp_schema(acks.SCHEMA, run_dir))
         out.write_table(table, max_chunksize=100)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) * 5 // 8])  # inside the third of four batches

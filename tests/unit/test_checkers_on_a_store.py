@@ -121,6 +121,8 @@ def test_sealcheck_check_writes_results_and_exits_with_the_verdict(
     catch_up(store, src, LoopConfig(max_records_per_step=50))
     store.close()
     run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "test.json").write_text(json.dumps({"run_id": "r"}))  # files stamped with it
     write_topic(src.records(), run_dir / "topic.parquet")
     export(str(tmp_path / "s.db"), run_dir)
     assert cli.main(["check", str(run_dir)]) == cli.EXIT_UNKNOWN  # no history: no seals seen
@@ -154,8 +156,11 @@ def test_a_lost_write_is_found_in_a_history_file(tmp_path: Path, torn: bool) -> 
     catch_up(store, src, LoopConfig(max_records_per_step=50))
     store.close()
     run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "test.json").write_text(json.dumps({"run_id": "r"}))  # files stamped with it
     write_topic(src.records(), run_dir / "topic.parquet")
     export(str(tmp_path / "s.db"), run_dir)
+    run = {"index": 0, "time": 0, "process": "harness", "type": "info", "f": "run"}
     ops = [
         {
             "index": i,
@@ -170,10 +175,10 @@ def test_a_lost_write_is_found_in_a_history_file(tmp_path: Path, torn: bool) -> 
                 "offset": r.offset,
             },
         }
-        for i, r in enumerate(src.records())
+        for i, r in enumerate(src.records(), start=1)
     ]
-    lost = {**ops[-1], "index": len(ops), "value": {**ops[-1]["value"], "offset": 10**6}}
-    lines = [json.dumps(o) for o in [*ops, lost]]
+    lost = {**ops[-1], "index": len(ops) + 1, "value": {**ops[-1]["value"], "offset": 10**6}}
+    lines = [json.dumps(o) for o in [{**run, "value": {"id": "r"}}, *ops, lost]]
     tail = '{"index": 9' if torn else ""  # a torn last line: the harness died mid-write
     (run_dir / "history.jsonl").write_text("\n".join(lines) + "\n" + tail)
     res = check_run(run_dir).checkers["completeness"]
@@ -276,7 +281,7 @@ def test_captures_grown_unreadable_or_gone_are_refused_in_one_line_and_never_par
     monkeypatch.setattr(steps.captures, "read", lambda _: pytest.fail("captures parsed"))
     expected = {
         "grown": f"{CAPTURES} is not the file the run produced (more than {len(original):,} bytes",
-        "unreadable": f"{CAPTURES} cannot be read (IsADirectoryError",
+        "unreadable": f"{path} is a directory, not a regular file",  # never opened
         "gone": f"{CAPTURES} is missing, but the history records it",
     }
     for how, line in expected.items():

@@ -73,7 +73,9 @@ def test_untagged_commits_are_states_in_commit_order_each_table_alone(tmp_path):
     assert frontiers["errors"]["aligned"] is False
     assert _states(updates, "data") == [0, 2] and _states(updates, "errors") == [1]
     assert frontiers["data"]["upper"] == 3
-    record = read_states(tmp_path / "run" / "export" / "versions.json")  # each state's versions
+    record = read_states(
+        tmp_path / "run" / "export" / "versions.json", tmp_path / "run"
+    )  # each state's versions
     assert record is not None and record.by == "commits"
     assert record.labels() == {0: "data v0", 1: "errors v0", 2: "data v1"}
 
@@ -85,7 +87,7 @@ def test_two_writers_are_states_in_commit_order_judged_together(tmp_path):
     frontiers, updates = export(tmp_path)
     assert "aligned" not in frontiers["errors"]  # two queries: nothing makes them move together
     assert _states(updates, "data") == [0, 2] and _states(updates, "errors") == [1]
-    record = read_states(tmp_path / "run" / "export" / "versions.json")
+    record = read_states(tmp_path / "run" / "export" / "versions.json", tmp_path / "run")
     assert record is not None and record.labels()[1] == "errors v0 (batch 0)"
 
 

@@ -25,14 +25,16 @@ from tests.runs import build_run, compacted, stored_run, with_updates
 
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
-    return stored_run(tmp_path)
+    """A run whose every file carries its run id: judged even when its history is cut or
+    gone (an old run's are refused then: ``tests/unit/test_run_ids.py``)."""
+    return stored_run(tmp_path, run_id="honest")
 
 
 @pytest.fixture
 def lines_run(tmp_path: Path) -> Path:
     """A run stored before ``acks.arrows``: its 400 acknowledgements are lines of the
     history (a crash that cuts both files: ``tests/unit/test_acks.py``)."""
-    return stored_run(tmp_path, ack_lines=True)
+    return stored_run(tmp_path, ack_lines=True, run_id="honest")
 
 
 def cut(path: Path, keep: float) -> None:

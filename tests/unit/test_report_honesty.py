@@ -318,7 +318,7 @@ def test_a_prefix_anomaly_names_its_state_s_batch_and_the_fault_before(tmp_path:
     found = next(a for a in prefix["anomalies"] if a["kind"] == "no-prefix")
     assert found["step"] == 1
     assert found["context"]["batch"] == "batch 1 committed; batch 1 since the state before"
-    record = read_states(run.dir / "export" / "versions.json")
+    record = read_states(run.dir / "export" / "versions.json", run.dir)
     assert record is not None and record.labels()[1] == found["context"]["batch"]
     assert found["context"]["last_nemesis"]["f"] == "kill-sut"  # the fault before batch 1
     assert found["context"]["last_sut_start"]["value"]["incarnation"] == 1

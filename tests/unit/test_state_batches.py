@@ -53,7 +53,7 @@ def test_a_state_read_mid_batch_is_named_by_its_batch_once_committed(tmp_path: P
     (cp / "offsets" / "2").touch()  # batch 2 planned before the harness looks
     assert out.uppers() == {"data": 2, "errors": 2}
     out.export(tmp_path / "run")
-    record = read_states(tmp_path / "run" / "export" / "versions.json")
+    record = read_states(tmp_path / "run" / "export" / "versions.json", tmp_path / "run")
     assert record is not None
     assert record.labels() == {
         0: "batch 0 committed; batch 0 since the start",

@@ -264,12 +264,13 @@ def test_an_unreadable_file_is_unknown_naming_it(
 
 
 def test_an_unreadable_history_is_unknown_naming_it(
-    run_dir: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    run_dir = stored_run(tmp_path, run_id="r")  # judged without it: every file is the run's
     _a_directory(run_dir / "history.jsonl")
     assert check(run_dir, capsys)[0] == cli.EXIT_UNKNOWN
     reason = results(run_dir)["inputs"]["problems"][0]
-    assert "history.jsonl cannot be read (IsADirectoryError" in reason
+    assert f"{run_dir / 'history.jsonl'} is a directory, not a regular file" in reason
 
 
 # 4. The manifest is the closed list of what checkers read.
@@ -308,7 +309,8 @@ def test_a_required_input_the_manifest_does_not_list_refuses_the_run(run_dir: Pa
     assert res.input_problems[0].startswith("topic.parquet is not in the manifest")
 
 
-def test_without_a_final_op_the_inputs_are_judged_but_never_valid(run_dir: Path) -> None:
+def test_without_a_final_op_the_inputs_are_judged_but_never_valid(tmp_path: Path) -> None:
+    run_dir = stored_run(tmp_path, run_id="r")  # every file carries its run id
     path = run_dir / "history.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-1]))
@@ -334,7 +336,8 @@ def test_lines_after_the_final_op_are_a_changed_file(
     assert not any("torn" in n for n in results(run_dir)["inputs"]["notes"])
 
 
-def test_a_torn_line_before_any_final_op_is_a_harness_that_died(run_dir: Path) -> None:
+def test_a_torn_line_before_any_final_op_is_a_harness_that_died(tmp_path: Path) -> None:
+    run_dir = stored_run(tmp_path, run_id="r")  # every file carries its run id
     path = run_dir / "history.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-1]) + lines[-1][:30])  # died writing the final op
@@ -348,18 +351,19 @@ def test_a_torn_line_before_any_final_op_is_a_harness_that_died(run_dir: Path) -
 
 
 def test_a_line_cut_out_is_the_reason_printed_first(
-    run_dir: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    run_dir = stored_run(tmp_path, run_id="r")  # judged without its history: its own files
     path = run_dir / "history.jsonl"
     lines = path.read_text().splitlines(keepends=True)
-    assert '"f":"uppers"' in lines[0]  # the observer's only op (the acks are beside)
-    path.write_text("".join(lines[1:]))
+    assert '"f":"uppers"' in lines[1]  # the observer's only op (the acks are beside)
+    path.write_text("".join(lines[:1] + lines[2:]))
     code, out = check(run_dir, capsys)
     assert code == cli.EXIT_UNKNOWN
     reason = results(run_dir)["inputs"]["problems"][0]
-    assert "history.jsonl line 1: expected op index 0, found 1" in reason
+    assert "history.jsonl line 2: expected op index 1, found 2" in reason
     assert reason in verdict_line(out)
-    assert out.index("line 1:") < out.index("no observed uppers")
+    assert out.index("line 2:") < out.index("no observed uppers")
 
 
 def test_a_report_that_cannot_be_drawn_after_a_run_leaves_a_plain_page(

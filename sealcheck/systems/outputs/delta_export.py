@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sealcheck.rundir.files import ASOF, VERSIONS, write_export
+from sealcheck.rundir.runid import stamp_json, stamp_schema
 from sealcheck.rundir.states import BATCHES, COMMITS, StateBatches, StateRecord, write_states
 from sealcheck.systems.outputs.delta import DeltaOutput
 from sealcheck.systems.outputs.delta_log import Clock, checkpoint_batches, commit, offsets, versions
@@ -287,7 +288,7 @@ def export_tables(out: DeltaOutput, run_dir: Path) -> None:
     if not aligned:
         frontiers["errors"]["aligned"] = False
     write_export(run_dir, frontiers, [updates] if updates else [])
-    write_states(run_dir / VERSIONS, record)
+    write_states(run_dir / VERSIONS, record, run_dir)
 
 
 def export(out: DeltaOutput, run_dir: Path) -> None:
@@ -319,6 +320,7 @@ def export(out: DeltaOutput, run_dir: Path) -> None:
     ]
     names = (("collection", pa.string()), ("ts", pa.int64()))
     schema = pa.schema([*names, ("key", pa.binary()), ("value", pa.binary())])
+    schema = stamp_schema(schema, run_dir)  # the run's id (test.json's)
     cols: list[Any] = list(zip(*asof, strict=True)) if asof else [[], [], [], []]
     pq.write_table(pa.Table.from_arrays([pa.array(c) for c in cols], schema=schema), run_dir / ASOF)
     doc = {
@@ -328,7 +330,7 @@ def export(out: DeltaOutput, run_dir: Path) -> None:
             "committed": checkpoint_batches(checkpoint, "commits"),
         },
     }
-    (run_dir / VERSIONS).write_text(json.dumps(doc, indent=1, sort_keys=True))
+    (run_dir / VERSIONS).write_text(json.dumps(stamp_json(doc, run_dir), indent=1, sort_keys=True))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -259,7 +259,7 @@ class Snapshots:
                 frontiers["bindings"] = {"upper": 0, "since": 0, "kept": False}
                 write_export(run_dir, frontiers, [s.rows] if s.rows else [])
                 record = sampled(s.at_states, checkpoint=s.batches is not None)
-                write_states(run_dir / VERSIONS, record)
+                write_states(run_dir / VERSIONS, record, run_dir)
                 if s.error is not None:
                     raise Unjudgeable(s.error)
         finally:

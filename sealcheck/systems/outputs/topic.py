@@ -170,7 +170,7 @@ class TopicOutput:
         }
         frontiers["bindings"] = {"upper": 0, "since": 0, "kept": False}
         write_export(run_dir, frontiers, [rows] if rows else [])
-        write_states(run_dir / VERSIONS, record)
+        write_states(run_dir / VERSIONS, record, run_dir)
 
     def _row(self, record: TopicRecord, encode: Encoder) -> tuple[bytes, bytes | None]:
         """A record's ``(key, value)`` as the checkers compare them (value None: a
