@@ -1,26 +1,43 @@
-"""The same job writing into SQLite: no bindings, no failpoints, judged from the tables."""
+"""How Sealcheck starts and judges user_job writing into SQLite: judged from its tables."""
 
+import json
+import sys
 from dataclasses import dataclass
 
-from user_job_sealcheck import UserJob
-
-from sealcheck import JobRun, SQLiteOutput, streaming_windows
+import sealcheck
+from sealcheck import DeadLetter, Delete, Job, JobRun, Record, SQLiteOutput, Upsert
 
 
 @dataclass(frozen=True)
-class UserJobSQLite(UserJob):
+class UserJobSQLite(Job):
     name = "user-job-sqlite"
     broken_modes = {  # noqa: RUF012
         "first-record-wins": "a batch's first record of a key wins",
         "split-transactions": "the upserts are committed apart from the deletes",
     }
-    windows = streaming_windows("checkpoint")  # where the `window` nemesis kills it
+    windows = sealcheck.streaming_windows("checkpoint")  # where the `window` nemesis kills it
 
     def command(self, run: JobRun) -> list[str]:
-        return [*super().command(run), "--sink", "sqlite"]
+        jars = ":".join(map(str, [*sealcheck.spark_kafka_jars(), *sealcheck.delta_jars()]))
+        job = [sys.executable, "-m", "user_job", "--bootstrap", run.bootstrap, "--topic", run.topic]
+        job += ["--dir", str(run.dir), "--jars", jars, "--sink", "sqlite"]
+        return [*job, "--max-offsets", str(run.max_records_per_step), "--variant", run.broken or ""]
 
-    def output(self, run: JobRun) -> SQLiteOutput:  # type: ignore[override]
-        """The database the job writes; the harness snapshots it while the run goes on."""
+    def output(self, run: JobRun) -> SQLiteOutput:
         metadata = ("batch_id", "updated_at", "failed_at")  # columns never compared
-        db = run.dir / "accounts.db"
+        db = run.dir / "accounts.db"  # the job's tables; snapshotted while the run goes on
         return SQLiteOutput(db, "accounts", "id", errors="dead_letters", exclude=metadata)
+
+    def effect(self, record: Record) -> Upsert | Delete:
+        """What one record should do to the tables: upsert, delete or a dead letter."""
+        try:
+            doc = json.loads(record.value) if record.value is not None else None
+        except ValueError:
+            doc = "not JSON"
+        if record.key is None or (record.value is not None and not isinstance(doc, dict)):
+            text = record.value.decode(errors="replace") if record.value is not None else None
+            where = {"partition": record.partition, "offset": record.offset, "value": text}
+            return DeadLetter(f"{record.partition}:{record.offset}", where)
+        if doc is None:
+            return Delete(record.key.decode())
+        return Upsert(record.key.decode(), {k: doc.get(k) for k in ("i", "w", "p")})

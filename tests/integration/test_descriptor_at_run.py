@@ -78,6 +78,7 @@ def test_a_descriptor_failing_with_the_runs_values_ends_the_run_in_one_line(
     run_dir = (runs / "latest").resolve()
     ops = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
     reason = proc.stderr.removeprefix("sealcheck run: ").strip()
-    assert [(o["f"], o["value"]["reason"]) for o in ops] == [("never-started", reason)]
+    assert ops[0]["f"] == "run"  # op 0: whose history this is
+    assert [(o["f"], o["value"]["reason"]) for o in ops[1:]] == [("never-started", reason)]
     assert not [p for p in cleanup.leftovers() if p.run == str(run_dir)]  # Kafka stopped
     assert "kafka" in (run_dir / "logs" / "kafka-1.log").read_text().lower()  # it had started

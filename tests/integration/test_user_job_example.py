@@ -172,8 +172,15 @@ def test_the_examples_merge_as_delta_documents_it_is_invalid_at_its_first_batch(
     config = json.loads((run_dir / "test.json").read_text())["config"]
     assert config["broken"] == "merge-as-documented", config
     assert json.loads((run_dir / "results.json").read_text())["valid"] is False
+    merge = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
     logs = "".join(p.read_text(errors="replace") for p in (run_dir / "logs").glob("sut-*.log"))
-    assert "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE" in logs
+    assert merge in logs
+    # the job's own error, as each exit by itself was recorded (and printed) when it happened,
+    # and as the report shows it
+    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    alone = [o["value"] for o in ops if o["f"] == "sut-exit" and o["value"].get("by_itself")]
+    assert alone and any(merge in str(v.get("error")) for v in alone), alone
+    assert merge in (run_dir / "report.html").read_text()
     updates = pq.read_table(run_dir / "export" / "updates.parquet").to_pylist()
     letters = [r["value"] for r in updates if r["collection"] == "errors"]
     assert any("\ufffd".encode() in v for v in letters), letters[:5]
