@@ -104,7 +104,8 @@ def write_history(
     already open, e.g. an observer's), so its final op records the files exactly as a run
     does. ``ack_lines``: every acknowledgement an ``ok`` line instead, as in a run stored
     before ``acks.arrows``. ``run_id``: its first op records it, as a run's does."""
-    from sealcheck.rundir.history import HistoryWriter, encode_bytes, record_inputs
+    from sealcheck.rundir.history import encode_bytes
+    from sealcheck.rundir.history_writer import HistoryWriter, record_inputs
     from sealcheck.rundir.runid import RUN_OP
 
     path = run_dir / "history.jsonl"

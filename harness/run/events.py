@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from sealcheck.core.nodes import Node
-from sealcheck.rundir.history import HistoryWriter
+from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.rundir.names import SUT_EVENT, SUT_EVENT_READER_FAILED, SUT_EVENTS, SUT_PROCESS
 
 #: an event line longer than this is recorded by its name only (its fields are left out)

@@ -18,7 +18,7 @@ from typing import Any
 from sealcheck.harness.run.halt import RunHalt
 from sealcheck.harness.run.progress import Display
 from sealcheck.nemeses import Action, Nemesis
-from sealcheck.rundir.history import HistoryWriter
+from sealcheck.rundir.history_writer import HistoryWriter
 
 
 @dataclass

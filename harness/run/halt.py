@@ -19,7 +19,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from sealcheck.rundir.history import HALTED, HistoryWriter
+from sealcheck.rundir.history import HALTED
+from sealcheck.rundir.history_writer import HistoryWriter
 
 
 class RunHalt:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from sealcheck.harness.run.halt import RunHalt
 from sealcheck.rundir.captures import CAPTURED_OP, Capture, CaptureWriter
-from sealcheck.rundir.history import HistoryWriter
+from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.systems.api import Unjudgeable
 
 

@@ -1,6 +1,6 @@
 """The workload's producers: seeded upserts written with acks=all and idempotence, every
 send recorded in the history (invoke, then fail / info there, or ok as a row of
-``acks.arrows`` beside it: :meth:`sealcheck.rundir.history.HistoryWriter.ack`).
+``acks.arrows`` beside it: :meth:`sealcheck.rundir.history_writer.HistoryWriter.ack`).
 
 Each producer process ``w<i>`` is a thread with its own confluent-kafka producer and its own
 seeded record stream, paced to its share of the target rate. A send whose outcome is unknown
@@ -22,7 +22,8 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from sealcheck.harness.run.config import WorkloadConfig
 from sealcheck.harness.run.workload import records
-from sealcheck.rundir.history import HistoryWriter, encode_bytes
+from sealcheck.rundir.history import encode_bytes
+from sealcheck.rundir.history_writer import HistoryWriter
 
 #: Errors raised before a record can have reached a broker: the write definitely failed.
 DEFINITE = frozenset(

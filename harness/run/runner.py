@@ -33,7 +33,7 @@ from sealcheck.infra.left_running import LEFT_RUNNING, LeftRunning
 from sealcheck.infra.sweep import left_alone_line, removed_line, sweep
 from sealcheck.nemeses import describe
 from sealcheck.rundir.archive import new_run_dir, point_latest, write_json
-from sealcheck.rundir.history import HistoryWriter
+from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.rundir.runid import RUN_OP, TEST_KEY, new_run_id
 
 

@@ -31,7 +31,8 @@ from sealcheck.rundir.captures import CAPTURES, CaptureWriter
 from sealcheck.rundir.effects import EFFECTS, write_effects
 from sealcheck.rundir.files import TOPIC as TOPIC_FILE
 from sealcheck.rundir.files import write_topic
-from sealcheck.rundir.history import EXPORT_FAILED, NEVER_STARTED, HistoryWriter, record_inputs
+from sealcheck.rundir.history import EXPORT_FAILED, NEVER_STARTED
+from sealcheck.rundir.history_writer import HistoryWriter, record_inputs
 from sealcheck.rundir.names import sut_log
 from sealcheck.systems import CapturesSteps, Deployment, Settings, Unjudgeable
 from sealcheck.systems.job_calls import DescriptorError

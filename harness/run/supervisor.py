@@ -45,7 +45,7 @@ from sealcheck.harness.run.exits import (
     give_up_reason,
 )
 from sealcheck.harness.run.halt import RunHalt
-from sealcheck.rundir.history import HistoryWriter
+from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.rundir.names import SUT_EXIT, SUT_START, SUT_START_FAILED
 
 

@@ -11,7 +11,7 @@ from sealcheck.core.windows import CrashWindow
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode
 from sealcheck.infra.node import Backend
 from sealcheck.nemeses import Nemesis, Node
-from sealcheck.rundir.history import HistoryWriter
+from sealcheck.rundir.history_writer import HistoryWriter
 
 
 class RunTarget:

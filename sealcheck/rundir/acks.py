@@ -58,7 +58,7 @@ _OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 
 class AckWriter:
     """Appends acknowledged writes to ``acks.arrows`` (created on the first one). Not
-    thread-safe: :class:`sealcheck.rundir.history.HistoryWriter` calls it under its lock."""
+    thread-safe: :class:`sealcheck.rundir.history_writer.HistoryWriter` calls it under its lock."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
         self.path = path

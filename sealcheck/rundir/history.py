@@ -1,14 +1,11 @@
 """The history of a run: JSON lines written by the harness as the run happens and read by
-the checkers, the report and the tests — one module, one writer, one reader (the format is in
-``docs/architecture.md``).
-
-Writing: :class:`HistoryWriter` appends one op per line, flushed to the kernel at once, so a
-harness killed mid-run leaves a history whose every complete line can be checked; the final op
-(:func:`record_inputs`) proves the history reached the end of the run.
+the checkers, the report and the tests — its one reader, and the names of its ops (the format
+is in ``docs/architecture.md``; its one writer is
+:class:`sealcheck.rundir.history_writer.HistoryWriter`).
 
 Acknowledged writes (``ok``) go to ``acks.arrows`` beside the history instead, column-wise
-(:mod:`sealcheck.rundir.acks`, through :meth:`HistoryWriter.ack`); :meth:`History.load` reads
-them from there and, for runs stored before that file existed, from ``ok`` write lines.
+(:mod:`sealcheck.rundir.acks`); :meth:`History.load` reads them from there and, for runs stored
+before that file existed, from ``ok`` write lines.
 
 Reading: :meth:`History.load`. One behaviour on a bad line: a line that is not a JSON op, or
 whose ``index`` is not its line number minus one (a line cut out, repeated or overwritten), is
@@ -34,14 +31,10 @@ every op its current name.
 from __future__ import annotations
 
 import io
-import json
-import threading
-import time
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -76,9 +69,7 @@ __all__ = [
     "WRITE_SCHEMA",
     "History",
     "HistoryError",
-    "HistoryWriter",
     "encode_bytes",
-    "record_inputs",
 ]
 
 #: The op the harness writes last, after the topic dump and the store export: ``harness info
@@ -402,91 +393,3 @@ def _unreadable(path: Path, source: Path | bytes, exc: Exception) -> HistoryErro
 
 def _brief(op: dict[str, Any]) -> dict[str, Any]:
     return {k: op.get(k) for k in ("index", "time", "type", "f", "value")}
-
-
-class HistoryWriter:
-    """Appends ops to ``history.jsonl``; safe to call from any thread."""
-
-    def __init__(self, path: Path, clock: Any = time.monotonic_ns) -> None:
-        self.path = path
-        self._clock = clock
-        self._start = clock()
-        self._lock = threading.Lock()
-        self._index = 0
-        self._fh: TextIO | None = open(path, "a", encoding="utf-8")  # noqa: SIM115 - long-lived
-        #: the acknowledged writes, beside the history (:meth:`ack`)
-        self.acks = ack_file.AckWriter(path.parent / ack_file.ACKS)
-        #: ops written, per ``(f, type)`` (for progress displays)
-        self.counts: Counter[tuple[str, str]] = Counter()
-
-    def now_ns(self) -> int:
-        """Nanoseconds since the history started."""
-        return int(self._clock() - self._start)
-
-    def append(self, process: str, type_: str, f: str, value: Any = None) -> dict[str, Any]:
-        """Write one op now and return it (with its ``index`` and ``time``)."""
-        with self._lock:
-            op = {
-                "index": self._index,
-                "time": self.now_ns(),
-                "process": process,
-                "type": type_,
-                "f": f,
-                "value": value,
-            }
-            if self._fh is None:
-                raise ValueError(f"history {self.path} is closed; op {op!r} was not written")
-            self._fh.write(json.dumps(op, separators=(",", ":")) + "\n")
-            self._fh.flush()
-            self._index += 1
-            self.counts[(f, type_)] += 1
-            self.acks.flush_if_due()
-            return op
-
-    def ack(
-        self, process: str, key: bytes | None, value: bytes | None, partition: int, offset: int
-    ) -> None:
-        """Record that a write was acknowledged at ``partition``/``offset``: a row of
-        ``acks.arrows`` (:mod:`sealcheck.rundir.acks`), stamped now on the history's clock.
-        After :meth:`close_acks` (the run has ended), an ``ok`` op in the history instead,
-        which the reader finds after the final op."""
-        with self._lock:
-            if not self.acks.closed:
-                self.acks.append(self.now_ns(), partition, offset, key, value)
-                self.counts[("write", "ok")] += 1
-                return
-        where = {"partition": partition, "offset": offset}
-        self.append(
-            process,
-            "ok",
-            "write",
-            {**encode_bytes("key", key), **encode_bytes("value", value), **where},
-        )
-
-    def close_acks(self) -> None:
-        """Write the buffered acknowledgements and end ``acks.arrows`` (idempotent): before
-        the final op lists it."""
-        with self._lock:
-            self.acks.close()
-
-    def close(self) -> None:
-        """Flush and close both files (idempotent)."""
-        with self._lock:
-            self.acks.close()
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
-
-
-def record_inputs(history: HistoryWriter, run_dir: Path) -> dict[str, Any]:
-    """Write the history's final op: rows and SHA-256 of every input file the checkers will
-    read (:func:`sealcheck.rundir.files.describe`) and how many writes were sent, acknowledged,
-    left uncertain and failed. Called once the topic is dumped and the store exported; a
-    history without it is judged incomplete."""
-    from sealcheck.rundir.files import describe
-
-    history.close_acks()
-    writes = {t: history.counts[("write", t)] for t in ("invoke", "ok", "info", "fail")}
-    return history.append(
-        "harness", "info", FINAL_OP, {"files": describe(run_dir), "writes": writes}
-    )

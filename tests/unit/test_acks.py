@@ -15,7 +15,8 @@ import pytest
 from sealcheck.checkers import check_run
 from sealcheck.rundir import acks
 from sealcheck.rundir.files import ACKS
-from sealcheck.rundir.history import History, HistoryError, HistoryWriter, record_inputs
+from sealcheck.rundir.history import History, HistoryError
+from sealcheck.rundir.history_writer import HistoryWriter, record_inputs
 from tests.runs import stored_run
 
 ROWS = [

@@ -164,7 +164,7 @@ def test_captures_round_trip_and_a_sqlite_store_is_captured_read_only(tmp_path: 
 
 def test_the_observer_stops_once_and_nothing_follows_the_final_op(tmp_path: Path) -> None:
     from sealcheck.harness.run.observer import Observer
-    from sealcheck.rundir.history import HistoryWriter
+    from sealcheck.rundir.history_writer import HistoryWriter
 
     captures = CaptureWriter(tmp_path / "captures.arrows")
     history = HistoryWriter(tmp_path / "history.jsonl")

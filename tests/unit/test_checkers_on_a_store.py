@@ -14,7 +14,7 @@ from sealcheck.harness.run.observer import Observer
 from sealcheck.harness.run.workload import UpsertMix, upsert_records
 from sealcheck.rundir.captures import CAPTURES, CaptureWriter
 from sealcheck.rundir.files import write_topic
-from sealcheck.rundir.history import HistoryWriter
+from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.systems.upsert_source.store import READER, export, read_capture, read_uppers
 from sealcheck_upsert_source.loop import LoopConfig
 from sealcheck_upsert_source.persist import open_store

@@ -39,7 +39,7 @@ from sealcheck.harness.run.validate import (
     sample_records,
 )
 from sealcheck.harness.run.workload import records
-from sealcheck.rundir.history import HistoryWriter
+from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.systems.api import Settings
 from sealcheck.systems.job_calls import DescriptorError
 from tests.product import ROOT

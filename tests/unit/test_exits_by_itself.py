@@ -22,7 +22,8 @@ from sealcheck.harness.run.halt import RunHalt
 from sealcheck.harness.run.job_error import MAX_ERROR_CHARS, TAIL_CHARS, job_error, log_tail
 from sealcheck.harness.run.supervisor import FailpointFile, Supervisor
 from sealcheck.nemeses import Action
-from sealcheck.rundir.history import History, HistoryWriter
+from sealcheck.rundir.history import History
+from sealcheck.rundir.history_writer import HistoryWriter
 from tests.incarnations import FakeIncarnation
 
 PYTHON = """\

@@ -19,7 +19,8 @@ from sealcheck.infra import cleanup, procs
 from sealcheck.infra.local import LocalBackend
 from sealcheck.report.report import render
 from sealcheck.report.timeline import build_timeline
-from sealcheck.rundir.history import History, HistoryWriter
+from sealcheck.rundir.history import History
+from sealcheck.rundir.history_writer import HistoryWriter
 
 
 def test_history_is_flushed_line_by_line_from_many_threads(tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ from sealcheck.report.explain import context_lines
 from sealcheck.report.report import render
 from sealcheck.rundir import names
 from sealcheck.rundir.files import Export, TopicRecord, step_labels
-from sealcheck.rundir.history import History, HistoryWriter
+from sealcheck.rundir.history import History
+from sealcheck.rundir.history_writer import HistoryWriter
 from tests.runs import stored_run, write_history
 
 

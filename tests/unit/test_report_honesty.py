@@ -22,7 +22,7 @@ from sealcheck.report.headline import MEANING, judged_text
 from sealcheck.report.report import render
 from sealcheck.rundir.effects import write_effects
 from sealcheck.rundir.files import EFFECTS, TopicRecord, write_topic
-from sealcheck.rundir.history import HistoryWriter, record_inputs
+from sealcheck.rundir.history_writer import HistoryWriter, record_inputs
 from sealcheck.rundir.states import read_states
 from sealcheck.systems.job import batch_boundary, watch_checkpoint
 from sealcheck.systems.outputs import PostgresOutput, SQLiteOutput, TopicOutput

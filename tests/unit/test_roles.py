@@ -17,7 +17,8 @@ from sealcheck.nemeses import NEMESES, Action, PlanInfo
 from sealcheck.nemeses.kill import Kill
 from sealcheck.nemeses.partition import Partition
 from sealcheck.nemeses.registry import build, lacking, marks
-from sealcheck.rundir.history import History, HistoryWriter
+from sealcheck.rundir.history import History
+from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.systems import every_role, run_roles, system
 
 

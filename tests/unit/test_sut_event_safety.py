@@ -19,7 +19,8 @@ from sealcheck.infra.containers.topology import SutContainer
 from sealcheck.infra.local import LocalProcess
 from sealcheck.report.batches import started_by
 from sealcheck.rundir import names
-from sealcheck.rundir.history import History, HistoryError, HistoryWriter, record_inputs
+from sealcheck.rundir.history import History, HistoryError
+from sealcheck.rundir.history_writer import HistoryWriter, record_inputs
 from sealcheck.rundir.schema import first_unreadable
 from tests.incarnations import FakeIncarnation
 

@@ -19,7 +19,8 @@ from sealcheck.harness.run.supervisor import FailpointFile, Supervisor
 from sealcheck.report.batches import NOT_RECORDED, batch_rows
 from sealcheck.rundir import names
 from sealcheck.rundir.files import Export, describe, write_export
-from sealcheck.rundir.history import History, HistoryWriter
+from sealcheck.rundir.history import History
+from sealcheck.rundir.history_writer import HistoryWriter
 from tests.incarnations import FakeIncarnation
 
 

@@ -18,7 +18,8 @@ from sealcheck.checkers.inputs import RunData
 from sealcheck.harness.run.halt import RunHalt
 from sealcheck.harness.run.observer import Observer
 from sealcheck.report.halted import halted, how_it_ended
-from sealcheck.rundir.history import History, HistoryWriter
+from sealcheck.rundir.history import History
+from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.systems.api import Unjudgeable
 from sealcheck.systems.outputs import SQLiteOutput
 from tests.runs import build_run

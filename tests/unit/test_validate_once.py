@@ -188,7 +188,8 @@ def test_a_topic_that_cannot_be_dumped_makes_the_run_unknown_and_the_store_is_st
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sealcheck.harness.run import session as session_mod
-    from sealcheck.rundir.history import EXPORT_FAILED, FINAL_OP, History, HistoryWriter
+    from sealcheck.rundir.history import EXPORT_FAILED, FINAL_OP, History
+    from sealcheck.rundir.history_writer import HistoryWriter
 
     def stalled(bootstrap: str, topic: str) -> object:
         raise TimeoutError(f"reading {topic!r}: nothing arrived for 60s")

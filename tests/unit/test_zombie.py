@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode, Supervisor
-from sealcheck.rundir.history import History, HistoryWriter
+from sealcheck.rundir.history import History
+from sealcheck.rundir.history_writer import HistoryWriter
 from tests.incarnations import FakeIncarnation
 
 
