@@ -70,6 +70,18 @@ _WHAT = {
 }
 
 
+#: the same, for a system judged against its descriptor's own mapping (``effect``): either side
+#: may be wrong, the job or the mapping that describes it
+_STATED = {
+    "data": "no record's effect (the descriptor's effect()) puts this value under this key: the "
+    "job wrote a row its effect does not describe (a bug in the job, or an effect() that "
+    "misdescribes it)",
+    "errors": "no record's effect (the descriptor's effect()) puts this dead letter under this "
+    "key: the job wrote a dead letter its effect does not describe (a bug in the job, or an "
+    "effect() that misdescribes it)",
+}
+
+
 def check(run: RunData) -> CheckResult:
     """Look every inserted ``(key, value)`` of ``data`` and ``errors`` up among the pairs the
     input records put there (by hash)."""
@@ -82,6 +94,8 @@ def check(run: RunData) -> CheckResult:
         res.counts[counted] = inserted
         explained += kafka
         kind, expected, detail = _WHAT[name]
+        if run.stated is not None:  # judged against the descriptor's own mapping
+            detail = _STATED[name]
         res.add_bulk(
             kind,
             phantoms.height,

@@ -12,6 +12,7 @@ EXIT_VALID = 0
 EXIT_INVALID = 1
 EXIT_UNKNOWN = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 EXIT_BAD_ARGS = 254
 EXIT_CRASH = 255
 
@@ -22,6 +23,7 @@ EXIT_CODES: dict[int, str] = {
     EXIT_INVALID: "invalid",
     EXIT_UNKNOWN: "unknown",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+    EXIT_TERMINATED: "terminated (SIGTERM), after the same teardown as Ctrl-C",
     EXIT_BAD_ARGS: "bad arguments",
     EXIT_CRASH: "the harness itself crashed",
 }
@@ -32,6 +34,22 @@ VERDICT_EXIT: dict[bool | None, int] = {
     False: EXIT_INVALID,
     None: EXIT_UNKNOWN,
 }
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C (:func:`on_sigterm`): whatever a run
+    started is torn down the same way before the command exits (a ``timeout``, a CI job's end,
+    ``kill`` must not leave a paused JVM behind)."""
+
+
+def on_sigterm() -> None:
+    """From now on SIGTERM raises :class:`Terminated` in the main thread."""
+    import signal
+
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, terminated)
 
 
 def exit_help(*codes: int) -> str:

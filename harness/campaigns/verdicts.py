@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.rundir.archive import REJUDGING, verdict_reason
+from sealcheck.rundir.facts import FACTS
 from sealcheck.rundir.judged import (
     VERDICT_WORDS,
     is_not_applicable,
@@ -30,15 +31,20 @@ class AnomalySummary:
     where: str
     #: the checker's explanation of it, for people ("k17 shows the value written at ...")
     detail: str = ""
+    #: what :attr:`step` counts: ``step`` (a sealed step: a Delta job's batch id) or
+    #: ``state`` (an output without bindings: the harness's state index, ``where`` naming the
+    #: batches)
+    unit: str = "step"
 
     def line(self) -> str:
-        """``checker: kind at step S (batch …) key K``."""
+        """``checker: kind at step S (batch …) key K: detail``."""
         parts = [f"{self.checker}: {self.kind}"]
         if self.step is not None:
-            parts.append(f"at step {self.step}" + (f" ({self.where})" if self.where else ""))
+            where = f" ({self.where})" if self.where else ""
+            parts.append(f"at {self.unit} {self.step}{where}")
         if self.key is not None:
             parts.append(f"key {self.key}")
-        return " ".join(parts)
+        return " ".join(parts) + (f": {self.detail}" if self.detail else "")
 
 
 class VerdictError(AssertionError):
@@ -134,6 +140,9 @@ def read_result(run_dir: Path, seed: int, exit_code: int, output: str) -> ChaosR
     except (OSError, ValueError):
         meta = {}
     failing, examples = [], []
+    facts = results.get(FACTS)
+    kept = facts.get("bindings_kept") if isinstance(facts, dict) else None
+    unit = "state" if kept is False else "step"
     for name, r in sorted(results.get("checkers", {}).items()):
         if r.get("valid") is not True and not is_not_applicable(r):
             failing.append(name)
@@ -141,7 +150,7 @@ def read_result(run_dir: Path, seed: int, exit_code: int, output: str) -> ChaosR
             where = str((a.get("context") or {}).get("batch", ""))
             examples.append(
                 AnomalySummary(
-                    name, a["kind"], a.get("key"), a.get("step"), where, a.get("detail") or ""
+                    name, a["kind"], a.get("key"), a.get("step"), where, a.get("detail") or "", unit
                 )
             )
     examples.sort(key=lambda a: step_order(a.step, a.checker))  # the first wrong step first

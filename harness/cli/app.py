@@ -21,9 +21,12 @@ from sealcheck.harness.campaigns.commands import (
     EXIT_CRASH,
     EXIT_INTERRUPTED,
     EXIT_INVALID,
+    EXIT_TERMINATED,
     EXIT_UNKNOWN,
     EXIT_VALID,
     VERDICT_EXIT,
+    Terminated,
+    on_sigterm,
     positive,
 )
 
@@ -305,8 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] in (["upsert-source"], ["pipeline"]):
         return _upsert_source(argv[:1], argv[1:])
     args = build_parser().parse_args(argv)
+    on_sigterm()  # torn down as for Ctrl-C, not cut short (a paused JVM would outlive it)
     try:
         code: int = args.func(args)
+    except Terminated:
+        print("sealcheck: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("sealcheck: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -278,6 +278,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(verdict)
     for line in _judged(outcome.run_dir):
         print(line)
+    for line in _why(outcome.run_dir, outcome.valid):
+        print(line)
     print(f"report: {outcome.run_dir / 'report.html'}")
     for line in outcome.left.lines() if outcome.left is not None else ():
         print(line)
@@ -312,6 +314,24 @@ def _judged(run_dir: Path) -> list[str]:
     except (OSError, ValueError):
         return []
     return judged_text(doc) if isinstance(doc, dict) else []
+
+
+def _why(run_dir: Path, valid: bool | None, shown: int = 3) -> list[str]:
+    """For a run that is not VALID: its failing checkers, its first anomalies with what each
+    checker says of them (the first wrong step first, as the report leads), and the command
+    that repeats it — what a person acts on without opening the report."""
+    from sealcheck.harness.campaigns.verdicts import read_result
+
+    if valid is True:
+        return []
+    result = read_result(run_dir, 0, 0, "")
+    lines = ["failing checkers: " + ", ".join(result.failing_checkers)] if valid is False else []
+    lines += [f"  {a.line()}" for a in result.anomalies[:shown]]
+    more = len(result.anomalies) - shown
+    if more > 0 and valid is False:
+        lines.append(f"  … {more} more examples in the report")
+    lines += [f"repeat: {cmd}" for cmd in result.reproduce[1:2]]  # the replay of this very run
+    return lines
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -41,6 +41,13 @@ from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles
 from sealcheck.systems.job import Job, JobRun, check_job
 from sealcheck.systems.job_calls import DescriptorError, named, raised
 
+#: Capabilities a descriptor offers by declaring something: what to declare, for the refusal.
+DECLARE = {
+    "failpoints": "declare them in its descriptor (failpoints = {name: where}, each reached "
+    "through sealcheck_failpoint.hit: docs/your-own-job.md, section 9)",
+    "crash-windows": "declare them in its descriptor (e.g. windows = "
+    'sealcheck.streaming_windows("checkpoint"): docs/your-own-job.md, section 9)',
+}
 #: Requirements met by a lazy (FUSE) disk: a run with a nemesis that needs one needs FUSE.
 LAZY_DISKS = frozenset({"lazy-disk", "broker-lazy-disk"})
 #: The mapping of records to effects is tried on at least this many of the run's first
@@ -175,11 +182,12 @@ def _check_parts(
             f"nemesis {name!r} acts on a Spark cluster's workers; add --spark cluster",
         )
         lacking = sorted(nemesis.requires - offered)
+        declared = [DECLARE[c] for c in lacking if c in DECLARE]
         _need(
             not lacking,
             f"nemesis {name!r} needs {' and '.join(CAPABILITIES.get(c, c) for c in lacking)}, "
             f"which {spec.system!r} on the {spec.backend} backend lacks"
-            + _hint("--backend", where(set(lacking))),
+            + (f"; {declared[0]}" if declared else _hint("--backend", where(set(lacking)))),
         )
     if any(n.requires & LAZY_DISKS for n in nemeses.values()):
         from sealcheck.infra.lazy_disk import FUSE_HINT, fuse_missing
@@ -227,6 +235,7 @@ def refuse_broken_effect(
     """Refuse, in one clear line (:class:`ConfigError`), a ``mapping`` (called ``name``) that
     raises, or returns what is not effects (:func:`sealcheck.core.effects.checked_effects`),
     on one of the run's records (:func:`sample_records`) — rather than after the whole run."""
+    tried, changing, returned = 0, False, set[str]()
     for record in sample_records(spec.workload, producer_seeds, spec.partitions):
         what = f"for the record {describe(record)}"
         try:
@@ -237,10 +246,20 @@ def refuse_broken_effect(
                 "tried on a sample of the run's records before the run starts)"
             ) from None
         try:
-            checked_effects(result)
+            effects = checked_effects(result)
         except EffectError as exc:  # the whole result no effect: say what to return instead
             why = exc.fix if isinstance(exc, NotAnEffect) and exc.value is result else str(exc)
             raise ConfigError(f"{name}(record) returned {named(result)} {what}: {why}") from None
+        tried += 1
+        changing = changing or bool(effects)
+        if not effects:
+            returned.add(named(result))
+    if tried and not changing:  # not one record changes anything: nothing would be judged
+        raise ConfigError(
+            f"{name}(record) changed nothing for any of the {tried:,} records tried (it returned "
+            f"{' or '.join(sorted(returned))}): a mapping that skips every record says the output "
+            "stays empty; did effect() forget to return its Upsert, Delete or DeadLetter?"
+        )
 
 
 def sample_records(

@@ -291,3 +291,39 @@ def test_the_cli_refuses_a_failing_descriptor_in_one_line_starting_nothing(
     )
     assert proc.stdout == ""
     assert not runs.exists()  # no run directory: no Kafka, nothing started
+
+
+@pytest.mark.parametrize(
+    ("nemesis", "declare"),
+    [("failpoint", "failpoints = {name: where}"), ("window", 'streaming_windows("checkpoint")')],
+)
+def test_a_nemesis_the_descriptor_declares_nothing_for_says_what_to_declare(
+    nemesis: str, declare: str
+) -> None:
+    """A job without failpoints (or windows) and ``--nemesis failpoint`` (or ``window``): one
+    line saying what to declare, before anything starts (it was an IndexError while the
+    schedule was planned: exit 255)."""
+    with pytest.raises(ConfigError) as info:
+        build_test(load_config(None, {"nemeses": [nemesis]}), sut=Broken("")).validate()
+    message = str(info.value)
+    assert message.startswith(f"nemesis {nemesis!r} needs ") and "\n" not in message
+    assert "declare them in its descriptor" in message and declare in message
+
+
+@dataclass(frozen=True)
+class Forgetful(Broken):
+    """An effect that forgot its ``return``: None (SKIP) for every record."""
+
+    def effect(self, record: Record) -> Effects:
+        super().effect(record)
+        return None
+
+
+def test_an_effect_that_changes_nothing_for_every_record_says_so() -> None:
+    with pytest.raises(ConfigError) as info:
+        build_test(load_config(None, {"nemeses": ["kill"]}), sut=Forgetful()).validate()
+    assert str(info.value) == (
+        "Forgetful.effect(record) changed nothing for any of the 2,000 records tried (it "
+        "returned None (NoneType)): a mapping that skips every record says the output stays "
+        "empty; did effect() forget to return its Upsert, Delete or DeadLetter?"
+    )

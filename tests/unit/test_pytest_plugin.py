@@ -187,6 +187,18 @@ def test_results_are_read_as_the_report_shows_them(tmp_path: Path) -> None:
         ("sealcheck run --seed 2",),
     )
     assert res.anomalies[0].line() == "sealed_state: state-mismatch at step 2 (batch 2) key k1"
+    # an output without bindings: its step is a state of the harness's, its batch named, and
+    # the checker's explanation follows
+    told = {**anomaly, "context": {"batch": "batch 190 committed"}, "detail": "k5 shows …"}
+    sql = {
+        **results,
+        "checkers": {"prefix": {"valid": False, "anomalies": [{**told, "kind": "no-prefix"}]}},
+        "facts": {"bindings_kept": False},
+    }
+    (tmp_path / "results.json").write_text(json.dumps(sql))
+    assert read_result(tmp_path, 2, 1, "").anomalies[0].line() == (
+        "prefix: no-prefix at state 2 (batch 190 committed) key k1: k5 shows …"
+    )
     unknown = {**results, "valid": "unknown", "inputs": {"problems": ["history cut short"]}}
     (tmp_path / "results.json").write_text(json.dumps(unknown))
     assert read_result(tmp_path, 2, 2, "").verdict == "UNKNOWN"
