@@ -14,6 +14,10 @@ import random
 from sealcheck.nemeses.api import Action, PlanInfo
 from sealcheck.nemeses.registry import build
 
+#: the key of ``test.json`` that holds :func:`unplanned`'s line (null: every nemesis asked
+#: for got a fault)
+UNPLANNED = "unplanned"
+
 
 def plan_schedule(
     names: tuple[str, ...] | list[str],
@@ -48,3 +52,25 @@ def describe(actions: list[Action]) -> list[str]:
         + " ".join(f"{k}={v}" for k, v in sorted(a.value.items()))
         for a in actions
     ]
+
+
+def unplanned(
+    names: tuple[str, ...] | list[str], actions: list[Action], duration_s: float, interval_s: float
+) -> str | None:
+    """One line naming the nemeses of ``names`` that ``actions`` gives no fault, and why, for
+    the run to print before it starts and after its verdict (None: each got one) — a nemesis
+    asked for and never played must not pass for tested."""
+    asked = list(dict.fromkeys(names))
+    missing = [n for n in asked if not any(a.nemesis == n for a in actions)]
+    if not missing:
+        return None
+    windows = max(0, int((duration_s + 1e-9) // interval_s) - 1) if interval_s > 0 else 0
+    line = f"no fault planned for {', '.join(missing)}"
+    if windows < len(asked):
+        need = (len(asked) + 1) * interval_s
+        line += (
+            f": {duration_s:g} s of faults in {interval_s:g} s windows hold {windows} fault"
+            f"{'s' if windows != 1 else ''} (the first window is quiet; one nemesis a window, in "
+            f"turns); give --duration {need:g} or more for one of each"
+        )
+    return line

@@ -78,6 +78,12 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), attr or name)
 
 
+def __dir__() -> list[str]:
+    """The public names too (imported on first use, so not yet in the module's namespace):
+    ``dir(sealcheck)`` and an editor's completion show them."""
+    return sorted({*globals(), *__all__})
+
+
 __all__ = [
     "SKIP",
     "ConfigError",

@@ -35,6 +35,7 @@ seeds: a nightly job runs more seeds of the same tests), ``--sealcheck-timeout S
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,12 @@ def _recorder(request: pytest.FixtureRequest) -> Callable[[str, object], None]:
     return lambda name, value: suite(f"{node.nodeid}::{name}", value)
 
 
+class NemesisNotPlayed(UserWarning):
+    """A chaos test asked for a nemesis its run gave no fault (too few fault windows for the
+    nemeses asked for): the test passed without it. Shown in pytest's warnings summary; make it
+    an error with ``-W error::sealcheck_pytest.plugin.NemesisNotPlayed``."""
+
+
 @pytest.fixture
 def sealcheck(
     request: pytest.FixtureRequest,
@@ -184,6 +191,8 @@ def sealcheck(
             runs, name, chosen, faults, {"system": system, **settings}, option("sealcheck_timeout")
         )
         results.append(out)
+        if out.unplanned:  # a nemesis the test asked for never played: a pass proves less
+            warnings.warn(NemesisNotPlayed(f"{out.run_dir}: {out.unplanned}"), stacklevel=2)
         record_property("sealcheck_seed", out.seed)
         record_property("sealcheck_verdict", out.verdict)
         record_property("sealcheck_report", str(out.report))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sealcheck.nemeses.schedule import UNPLANNED
 from sealcheck.rundir.archive import REJUDGING, verdict_reason
 from sealcheck.rundir.facts import FACTS
 from sealcheck.rundir.judged import (
@@ -72,6 +73,9 @@ class ChaosResult:
     problems: tuple[str, ...] = ()
     reproduce: tuple[str, ...] = ()
     output: str = field(default="", repr=False)
+    #: what the run warned of before it started: a nemesis asked for and given no fault
+    #: (:func:`sealcheck.nemeses.schedule.unplanned`), "" when none
+    unplanned: str = ""
 
     @property
     def valid(self) -> bool:
@@ -173,4 +177,5 @@ def read_result(run_dir: Path, seed: int, exit_code: int, output: str) -> ChaosR
         tuple(problems),
         tuple(meta.get("reproduce", [])),
         output,
+        str(meta.get(UNPLANNED) or ""),
     )

@@ -7,6 +7,7 @@ a run reads like its schedule.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +25,15 @@ class Status:
     duration_s: float = 0.0
     writes: dict[str, int] = field(default_factory=dict)  # ok / info / fail
     uppers: dict[str, int] = field(default_factory=dict)
+    #: incarnations started so far (the newest is ``sut-<incarnation - 1>``)
     incarnation: int = 0
     last_action: str = ""
+
+    @property
+    def newest(self) -> str:
+        """The newest incarnation's name, as the history, the logs and the report call it
+        (``sut-0`` is the first)."""
+        return f"sut-{self.incarnation - 1}" if self.incarnation > 0 else "none yet"
 
 
 class Display:
@@ -40,6 +48,14 @@ class Display:
         self._enabled = enabled
         self._want_live = live
         self._last_plain = 0.0
+        #: seconds on the run's own clock (the history's, the report's time base), once the
+        #: run has one; before, the phase's elapsed time
+        self.clock: Callable[[], float] | None = None
+
+    def now(self) -> float:
+        """The time a line is stamped with: the run's clock (0 s = the run's start, as in
+        the report), or the phase's elapsed time before the run has one."""
+        return self.clock() if self.clock is not None else self.status.elapsed_s
 
     def __enter__(self) -> Display:
         if self._enabled and self._want_live and self.console.is_terminal:
@@ -57,7 +73,7 @@ class Display:
         reader greps for it) nor read as markup (a job's error may hold ``[/tmp/x]``)."""
         if not self._enabled:
             return
-        self.console.print(f"[{self.status.elapsed_s:7.1f}s] {line}", markup=False, soft_wrap=True)
+        self.console.print(f"[{self.now():7.1f}s] {line}", markup=False, soft_wrap=True)
 
     def update(self, **changes: Any) -> None:
         """Change the status; redraw (or, without a terminal, print it every 10 s)."""
@@ -72,10 +88,11 @@ class Display:
     def _plain(self) -> str:
         s = self.status
         w = s.writes
+        into = f" ({s.elapsed_s:.0f} s in)" if self.clock is not None else ""
         return (
-            f"[{s.elapsed_s:7.1f}s] {s.phase}: writes ok {w.get('ok', 0)} info "
-            f"{w.get('info', 0)} fail {w.get('fail', 0)}; uppers {s.uppers}; "
-            f"incarnation {s.incarnation}"
+            f"[{self.now():7.1f}s] {s.phase}{into}: writes acknowledged {w.get('ok', 0)}, "
+            f"uncertain {w.get('info', 0)}, failed {w.get('fail', 0)}; sealed (uppers) "
+            f"{s.uppers}; running {s.newest}"
         )
 
     def _render(self) -> Table:
@@ -88,6 +105,6 @@ class Display:
             f"fail {s.writes.get('fail', 0)}",
         )
         table.add_row("sealed (uppers)", ", ".join(f"{k} {v}" for k, v in sorted(s.uppers.items())))
-        table.add_row("incarnation", str(s.incarnation))
+        table.add_row("incarnation", s.newest)
         table.add_row("last fault", s.last_action or "-")
         return table

@@ -32,6 +32,7 @@ from sealcheck.infra import cleanup, procs
 from sealcheck.infra.left_running import LEFT_RUNNING, LeftRunning
 from sealcheck.infra.sweep import left_alone_line, removed_line, sweep
 from sealcheck.nemeses import describe
+from sealcheck.nemeses.schedule import UNPLANNED, unplanned
 from sealcheck.rundir.archive import new_run_dir, point_latest, write_json
 from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.rundir.runid import RUN_OP, TEST_KEY, new_run_id
@@ -88,6 +89,7 @@ def run_meta(test: Test, run_dir: Path) -> dict[str, Any]:
         "roles": [role_to_json(r) for r in test.plan_info.roles.values()],
         "versions": _versions(),
         "reproduce": repro_command(cfg, run_dir),
+        UNPLANNED: unplanned(cfg.nemeses, test.schedule, cfg.duration_s, cfg.nemesis_interval_s),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
@@ -112,8 +114,11 @@ def run_test(test: Test, display: Display) -> Outcome:
     display.console.print(f"fault schedule (seed {cfg.seed}): {len(test.schedule)} actions")
     for line in describe(test.schedule):
         display.console.print("  " + line)
+    if meta.get(UNPLANNED):  # asked for, never played: said before the run and after it
+        display.console.print(f"warning: {meta[UNPLANNED]}")
     procs.mark_children(run_dir, detached=cfg.leave_running)
     history = HistoryWriter(run_dir / "history.jsonl")
+    display.clock = lambda: history.now_ns() / 1e9  # the report's time base from here on
     history.append("harness", "info", RUN_OP, {"id": run_id})  # op 0: whose history this is
     teardown = Teardown(display)
     teardown.push("close the history", history.close)
@@ -149,6 +154,8 @@ def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Di
     from sealcheck.rundir.history import History, HistoryError
 
     points = dict(test.system.failpoints) if "failpoint" in test.nemeses else {}
+    if meta.get(UNPLANNED):
+        display.console.print(f"window coverage: {meta[UNPLANNED]}")
     if not test.schedule:
         return
     try:

@@ -201,10 +201,13 @@ def _check_parts(
         f"system {spec.system!r} needs {' and '.join(CAPABILITIES.get(c, c) for c in lacking)}, "
         f"which the {spec.backend} backend lacks" + _hint("--backend", hosts),
     )
+    modes = ", ".join(sut.broken_modes)
     _need(
         spec.broken is None or spec.broken in sut.broken_modes,
-        f"broken={spec.broken!r}: {spec.system!r} has the broken modes "
-        f"{', '.join(sut.broken_modes) or '(none)'}",
+        f"broken={spec.broken!r}: {spec.system!r} has the broken modes {modes}"
+        if modes
+        else f"broken={spec.broken!r}: {spec.system!r} has no broken modes (a descriptor "
+        "declares its variants in broken_modes = {name: what it does wrong})",
     )
 
 

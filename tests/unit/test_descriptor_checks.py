@@ -327,3 +327,13 @@ def test_an_effect_that_changes_nothing_for_every_record_says_so() -> None:
         "returned None (NoneType)): a mapping that skips every record says the output stays "
         "empty; did effect() forget to return its Upsert, Delete or DeadLetter?"
     )
+
+
+def test_a_broken_mode_of_a_descriptor_without_any_says_where_they_are_declared() -> None:
+    with pytest.raises(ConfigError) as info:
+        _validated("", broken="first-wins")
+    message = str(info.value)  # the system as the spec names it: module:Factory
+    assert message.startswith("broken='first-wins': '") and message.endswith(
+        ":Broken' has no broken modes (a descriptor declares its variants in broken_modes = "
+        "{name: what it does wrong})"
+    )

@@ -37,6 +37,7 @@ def stand_in(monkeypatch, tmp_path):
             failing_checkers=("unique_key",) if broken else (),
             anomalies=(bad,) if broken else (),
             reproduce=(f"sealcheck run --seed {seed} --nemesis {','.join(nemeses or [])}",),
+            unplanned="no fault planned for pause: …" if options.get("duration") == 6 else "",
         )
 
     monkeypatch.setattr(plugin, "run_chaos", fake)
@@ -208,3 +209,22 @@ def test_a_long_parametrised_test_gets_a_run_name_the_harness_accepts() -> None:
     nodeid = "tests/test_x.py::test_" + "very_long_name_" * 6 + "[seed12-kill+pause+zombie]"
     name = run_name(nodeid) + "-3"  # the third run of the same test
     assert config_for(Path("/runs"), name, 1, None, {}).name == name
+
+
+def test_a_nemesis_asked_for_and_never_played_is_a_warning(pytester: pytest.Pytester) -> None:
+    """The test passes (the run was VALID), and pytest's summary says which nemesis its run
+    gave no fault."""
+    pytester.makeconftest(STAND_IN)
+    pytester.makepyfile(
+        """
+        def test_job(sealcheck):
+            sealcheck("upsert-source", nemeses=["kill", "pause"], duration=6).assert_valid()
+
+        def test_long_enough(sealcheck):
+            sealcheck("upsert-source", nemeses=["kill", "pause"], duration=60).assert_valid()
+        """
+    )
+    res = pytester.runpytest("-rw")
+    res.assert_outcomes(passed=2)
+    res.stdout.fnmatch_lines(["*::test_job", "*NemesisNotPlayed*no fault planned for pause*"])
+    assert res.stdout.str().count("NemesisNotPlayed") == 1  # not for the long enough one

@@ -119,3 +119,20 @@ def test_broker_power_cuts_are_spaced_so_each_has_something_to_lose() -> None:
         assert cut.at_s < on.at_s and cut.value == on.value  # the same broker powers on
         assert 0 <= cut.value["broker"] < 3
     assert plan == plan_schedule(["lost-writes-kafka"], 4, 100, 3, INFO)  # from the seed
+
+
+def test_a_nemesis_asked_for_and_given_no_fault_is_named_with_the_duration_that_gives_one() -> None:
+    from sealcheck.nemeses.schedule import unplanned
+
+    cfg = TestConfig(nemeses=("kill", "window"), duration_s=60, nemesis_interval_s=30)
+    info = PlanInfo(roles=every_role(), windows=("after-offsets",))
+    actions = plan_schedule(cfg.nemeses, 7, cfg.duration_s, cfg.nemesis_interval_s, info)
+    assert len(actions) == 1  # the first window is quiet: one window holds one fault
+    missing = "window" if actions[0].nemesis == "kill" else "kill"
+    assert unplanned(cfg.nemeses, actions, 60, 30) == (
+        f"no fault planned for {missing}: 60 s of faults in 30 s windows hold 1 fault (the first "
+        "window is quiet; one nemesis a window, in turns); give --duration 90 or more for one "
+        "of each"
+    )
+    longer = plan_schedule(cfg.nemeses, 7, 90, 30, info)
+    assert unplanned(cfg.nemeses, longer, 90, 30) is None
