@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,25 @@ def sealcheck_run(runs: Path, *flags: str, timeout_s: float = 600) -> tuple[int,
     out = proc.stdout + proc.stderr
     run_dir = (runs / "latest").resolve()
     return proc.returncode, out, run_dir
+
+
+def sealcheck_with_module(
+    where: Path, module: str, source: str, *argv: str, timeout_s: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """``sealcheck ARGV`` run in ``where`` with a module of a user's own there (``module``, its
+    ``source`` dedented) on the import path, as a descriptor in a user's test folder is:
+    stdout and stderr apart."""
+    (where / f"{module}.py").write_text(textwrap.dedent(source))
+    path = [str(where), str(ROOT), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
+    return subprocess.run(
+        [sys.executable, "-m", "sealcheck", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=where,
+        timeout=timeout_s,
+    )
 
 
 def ops(run_dir: Path) -> list[dict[str, Any]]:

@@ -6,16 +6,12 @@ not the harness's), the reason in the run's history, and nothing left running (r
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from sealcheck.infra import cleanup
-from tests.product import ROOT
+from tests.cli_runs import sealcheck_with_module
 
 pytestmark = pytest.mark.integration
 
@@ -58,19 +54,10 @@ class LateCommand(LateOutput):
 def test_a_descriptor_failing_with_the_runs_values_ends_the_run_in_one_line(
     tmp_path: Path, factory: str, said: str
 ) -> None:
-    (tmp_path / "late_jobs.py").write_text(textwrap.dedent(MODULE))
     runs = tmp_path / "runs"
-    path = [str(tmp_path), str(ROOT), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
     flags = ["--system", f"late_jobs:{factory}", "--nemesis", "kill", "--spark", "local"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "sealcheck", "run", "--runs", str(runs), "--no-progress", *flags],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=600,
-    )
+    argv = ["run", "--runs", str(runs), "--no-progress", *flags]
+    proc = sealcheck_with_module(tmp_path, "late_jobs", MODULE, *argv)
     assert proc.returncode == 254, proc.stdout + proc.stderr
     line = f"sealcheck run: {said}: fix the descriptor (it was called with the run's own values"
     assert proc.stderr.startswith(line) and proc.stderr.count("\n") == 1, proc.stderr

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
-import subprocess
 import sys
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +39,7 @@ from sealcheck.harness.run.workload import records
 from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.systems.api import Settings
 from sealcheck.systems.job_calls import DescriptorError
+from tests.cli_runs import sealcheck_with_module
 from tests.product import ROOT
 
 BEFORE = "fix the descriptor (it is called before the run starts, with placeholder values and "
@@ -271,19 +269,9 @@ class NoOutput(Job):
 def test_the_cli_refuses_a_failing_descriptor_in_one_line_starting_nothing(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "nooutput.py").write_text(textwrap.dedent(MODULE))
     runs = tmp_path / "runs"
-    path = [str(tmp_path), str(ROOT), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
     argv = ["run", "--system", "nooutput:NoOutput", "--runs", str(runs), "--no-progress"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "sealcheck", *argv],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-    )
+    proc = sealcheck_with_module(tmp_path, "nooutput", MODULE, *argv, timeout_s=300)
     assert proc.returncode == 254, proc.stdout + proc.stderr
     assert proc.stderr == (
         f"sealcheck run: NoOutput.output(run) raised ValueError: no table given: {BEFORE}"

@@ -245,6 +245,15 @@ def test_a_job_that_fails_on_its_own_is_halted_with_its_error(tmp_path: Path) ->
     assert exits[-1]["log_tail"].endswith("Deleting directory /tmp/spark-1")
 
 
+def _run_until(sup: Supervisor, made: list[int], n: int, timeout_s: float = 10) -> None:
+    """Start ``sup``, let it make ``n`` incarnations (or give up after ``timeout_s``), stop it."""
+    sup.start()
+    deadline = time.monotonic() + timeout_s
+    while len(made) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sup.stop(1)
+
+
 def test_progress_between_exits_or_kills_never_give_up(tmp_path: Path) -> None:
     made: list[int] = []
     advances = iter(range(1000))
@@ -254,11 +263,7 @@ def test_progress_between_exits_or_kills_never_give_up(tmp_path: Path) -> None:
         return _Exiting(n, 0 if n % 2 else -9)  # every other one killed by the harness
 
     sup, halt, history, _ = _supervise(tmp_path, make)
-    sup.start()
-    deadline = time.monotonic() + 10
-    while len(made) < 8 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    sup.stop(1)
+    _run_until(sup, made, 8)
     assert len(made) >= 8 and not halt.is_set()
 
     made.clear()
@@ -266,11 +271,7 @@ def test_progress_between_exits_or_kills_never_give_up(tmp_path: Path) -> None:
     sup, halt, second, _ = _supervise(
         tmp_path / "b", lambda n: made.append(n) or _Exiting(n, 0), lambda: next(advances)
     )
-    sup.start()
-    deadline = time.monotonic() + 10
-    while len(made) < 6 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    sup.stop(1)
+    _run_until(sup, made, 6)
     assert len(made) >= 6 and not halt.is_set()  # the output advanced every time
     history.close()
     second.close()
@@ -280,11 +281,7 @@ def test_exits_during_the_fault_phase_are_said_but_never_give_up(tmp_path: Path)
     made: list[int] = []
     sup, halt, history, said = _supervise(tmp_path, lambda n: made.append(n) or _Exiting(n, 1))
     sup.faults.mark(True)
-    sup.start()
-    deadline = time.monotonic() + 10
-    while len(made) < 6 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    sup.stop(1)
+    _run_until(sup, made, 6)
     assert len(made) >= 6 and not halt.is_set()
     assert "while faults were injected" in said[0]
     exits = [o["value"] for o in _ops(tmp_path, history) if o["f"] == "sut-exit"]
