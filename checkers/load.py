@@ -20,8 +20,8 @@ from sealcheck.rundir import files, runid
 from sealcheck.rundir.captures import CAPTURES
 from sealcheck.rundir.effects import EFFECTS
 from sealcheck.rundir.history import History, HistoryError
-from sealcheck.rundir.regular import not_regular
-from sealcheck.rundir.states import read_states
+from sealcheck.rundir.regular import RESTORE, not_regular
+from sealcheck.rundir.states import StateRecord, read_states
 
 
 class RunInputError(ValueError):
@@ -168,7 +168,6 @@ def _open(run_dir: Path, history: History, pool: ThreadPoolExecutor) -> RunData:
 
 
 _BIG = 64 << 20  # bytes: files whose digest is taken beside the reading
-_RESTORE = "restore it from the run, or re-run the test"
 
 
 def _owned(
@@ -194,7 +193,7 @@ def _owned(
             except (OSError, ValueError) as exc:
                 refused = (
                     f"{test} cannot be read ({files.why_unreadable(exc)}): without the "
-                    f"history's final op it says which run's files these must be; {_RESTORE}"
+                    f"history's final op it says which run's files these must be; {RESTORE}"
                 )
         if refused is not None:
             refusals.append(refused)
@@ -209,7 +208,7 @@ def _owned(
     if not claims and len(ids) > 1:  # neither says which run: the files must be of one
         refusals += [
             f"{rel} is of run {stamp}, the other inputs of run "
-            f"{', '.join(i for i in ids if i != stamp)}: they are not of one run; {_RESTORE}"
+            f"{', '.join(i for i in ids if i != stamp)}: they are not of one run; {RESTORE}"
             for rel, stamp in stamps.items()
         ]
     for rel, stamp in stamps.items():
@@ -219,7 +218,7 @@ def _owned(
             said = f"{who} is of run {run}" if run is not None else f"{who} records no run id"
             refusals.append(
                 f"{rel} is of run {stamp}, {said}: another run's file would be judged as "
-                f"this run's; {_RESTORE}"
+                f"this run's; {RESTORE}"
             )
     return {rel: {} for rel in present}, refusals
 
@@ -246,12 +245,12 @@ def _stamp(run_dir: Path, rel: str) -> str | _Refused | None:
     except (OSError, ValueError, pa.ArrowException) as exc:  # ArrowInvalid is a ValueError
         return _Refused(
             f"{rel} cannot be read ({files.why_unreadable(exc)}): without the history's final "
-            f"op only the run id stamped into it could prove it is this run's; {_RESTORE}"
+            f"op only the run id stamped into it could prove it is this run's; {RESTORE}"
         )
     if found is None:
         return _Refused(
             f"{rel} carries no run id (written before run ids, or not by the harness): "
-            f"without the history's final op nothing proves it is this run's; {_RESTORE}"
+            f"without the history's final op nothing proves it is this run's; {RESTORE}"
         )
     return found
 
@@ -279,32 +278,39 @@ def _read(
             files.check_parquet(run_dir / export.asof)
         if EFFECTS in recorded:
             files.check_parquet(run_dir / EFFECTS, EFFECTS_SCHEMA.names())
-        uppers, exported = files.read_frontiers(run_dir / export.frontiers)
-        not_kept = files.unkept(run_dir / export.frontiers)
-        not_aligned = files.unaligned(run_dir / export.frontiers)
+        frontiers = files.read_frontiers(run_dir / export.frontiers)
     except files.InputFileError as exc:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None
     topic = pl.scan_parquet(run_dir / files.TOPIC).cast(TOPIC_SCHEMA)
     updates = pl.scan_parquet(run_dir / export.updates).cast(UPDATES_SCHEMA)
     try:
         judged, sinces, steps = load_steps(
-            run_dir, captured, history.ops, updates, uppers, exported
+            run_dir, captured, history.ops, updates, frontiers.uppers, frontiers.sinces
         )
     except files.InputFileError as exc:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None
+    states = (
+        read_states(run_dir / export.versions, run_dir) if export.versions in recorded else None
+    )
     return RunData(
         topic,
         judged,
-        uppers,
+        frontiers.uppers,
         sinces,
         history,
         [],
         [],
         pl.scan_parquet(run_dir / export.asof) if export.asof in recorded else None,
-        files.step_labels(run_dir) if export.versions in recorded else {},
+        _labels(run_dir, states) if export.versions in recorded else {},
         steps,
         pl.scan_parquet(run_dir / EFFECTS).cast(EFFECTS_SCHEMA) if EFFECTS in recorded else None,
-        not_kept,
-        not_aligned,
-        read_states(run_dir / export.versions, run_dir) if export.versions in recorded else None,
+        frontiers.unkept,
+        frontiers.unaligned,
+        states,
     )
+
+
+def _labels(run_dir: Path, states: StateRecord | None) -> dict[int, str]:
+    """What the system calls each step: its states' batches when the export records them (read
+    once, with the states), else the table versions of each batch."""
+    return states.labels() if states is not None else files.step_labels(run_dir)

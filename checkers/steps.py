@@ -32,6 +32,7 @@ from sealcheck.checkers.frames import fingerprints, h, pair_hash, signed
 from sealcheck.rundir import captures
 from sealcheck.rundir.captures import CAPTURED_OP
 from sealcheck.rundir.files import Export, InputFileError, why_unreadable
+from sealcheck.rundir.regular import RESTORE
 
 
 @dataclass
@@ -160,7 +161,7 @@ def load(
         except (OSError, pa.ArrowException) as exc:
             raise InputFileError(
                 f"{run_dir / captures.CAPTURES}: not a whole Arrow IPC stream "
-                f"({why_unreadable(exc)}): restore it from the run, or re-run the test"
+                f"({why_unreadable(exc)}): {RESTORE}"
             ) from None
         rows = read if isinstance(read, pl.DataFrame) else read.to_frame()
     ranges = captured_ranges(ops) if listed else {}

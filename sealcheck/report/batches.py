@@ -22,12 +22,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sealcheck.rundir.files import Export, step_labels
+from sealcheck.rundir.files import Export
 from sealcheck.rundir.names import SUT_EVENT, event_fields
 from sealcheck.rundir.regular import read_text
 from sealcheck.rundir.states import StateRecord, read_states
 
-__all__ = ["NOT_RECORDED", "batch_rows", "started_by", "state_rows", "step_labels", "tables_of"]
+__all__ = ["NOT_RECORDED", "batch_rows", "started_by", "state_rows", "tables_of"]
 
 #: the states the section on states lists (the rest are counted; ``versions.json`` has them)
 MAX_STATES = 200

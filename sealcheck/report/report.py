@@ -25,7 +25,7 @@ from typing import Any
 
 from sealcheck.core.roles import stored_roles
 from sealcheck.report import chart
-from sealcheck.report.batches import batch_rows, state_rows, step_labels, tables_of
+from sealcheck.report.batches import batch_rows, state_rows, tables_of
 from sealcheck.report.coverage import coverage, outcomes
 from sealcheck.report.explain import context_lines, schedule_rows
 from sealcheck.report.halted import halted, how_it_ended
@@ -110,23 +110,22 @@ def _files(run_dir: Path) -> list[dict[str, str]]:
     return out
 
 
-def _anomalies(
-    results: dict[str, Any], labels: dict[int, str], states: bool = False
-) -> list[dict[str, Any]]:
+def _anomalies(results: dict[str, Any], states: bool = False) -> list[dict[str, Any]]:
     """Every example anomaly, the first wrong step first (then by checker; those without a
-    step last); ``states``: its steps are states of an output without bindings."""
+    step last), its step named as the system names it (``context["batch"]``, which the checkers
+    set: said once, beside the step); ``states``: its steps are states of an output without
+    bindings."""
     rows = []
     for name, c in results.get("checkers", {}).items():
         for a in c.get("anomalies", []):
             step = a.get("step")
             context = dict(a.get("context") or {})
-            if step in labels and context.get("batch") == labels[step]:
-                context.pop("batch")  # said once, beside the step
+            label = context.pop("batch", None) if step is not None else None
             rows.append(
                 {
                     **a,
                     "checker": name,
-                    "step": f"{step} ({labels[step]})" if step in labels else _text(step),
+                    "step": f"{step} ({label})" if label is not None else _text(step),
                     "raw_step": step,
                     "expected": _text(a.get("expected")),
                     "found": _text(a.get("found")),
@@ -165,7 +164,7 @@ def render(run_dir: Path) -> str:
     inputs = results.get("inputs") or {}
     acks = inputs.get("acknowledged_writes") or {}
     kept = bindings_kept(results, facts)  # our pipeline's steps, or states seen from outside
-    anomalies = _anomalies(results, step_labels(run_dir), not kept)
+    anomalies = _anomalies(results, not kept)
     drawn = [{**a, "step": a["raw_step"], "of_state": not kept} for a in anomalies]
     lanes, legend = chart.lanes(tl, drawn)
     charts = [

@@ -32,7 +32,6 @@ import pyarrow.parquet as pq
 from sealcheck.rundir.names import EXPORT_DIR, export_dir
 from sealcheck.rundir.regular import not_regular, read_text
 from sealcheck.rundir.runid import stamp_json, stamp_schema, unstamped
-from sealcheck.rundir.states import read_states
 
 TOPIC = "topic.parquet"
 #: the sealed steps the harness captured during the run (:mod:`sealcheck.rundir.captures`)
@@ -315,12 +314,9 @@ def write_export(
 def step_labels(run_dir: Path) -> dict[int, str]:
     """Step -> "batch N: data v5, errors v5": the table versions that belong to each step,
     from :attr:`Export.versions` (empty without it, or when it is not of that shape), for
-    naming them beside an anomaly's step. An export of states without bindings names its
-    states instead (:meth:`sealcheck.rundir.states.StateRecord.labels`)."""
+    naming them beside an anomaly's step. (An export of states without bindings names its
+    states instead: :meth:`sealcheck.rundir.states.StateRecord.labels`.)"""
     path = run_dir / Export.of(run_dir).versions
-    record = read_states(path, run_dir)
-    if record is not None:  # its states are not the batches its versions name
-        return record.labels()
     try:
         doc = json.loads(read_text(path, run_dir))
         found: dict[int, list[str]] = defaultdict(list)
@@ -365,26 +361,26 @@ def check_parquet(path: Path, columns: Iterable[str] = ()) -> None:
         raise _bad(path, f"no column {', '.join(missing)} (it holds {', '.join(sorted(names))})")
 
 
-def unkept(path: Path) -> frozenset[str]:
-    """The collections :attr:`Export.frontiers` says the system does not keep (``"kept":
-    false``: an output observed from outside keeps no ``bindings``); call after
-    :func:`read_frontiers` has accepted the file."""
-    doc = unstamped(json.loads(path.read_text()))
-    return frozenset(n for n, f in doc.items() if isinstance(f, dict) and f.get("kept") is False)
+@dataclass(frozen=True)
+class Frontiers:
+    """:attr:`Export.frontiers` as read once (:func:`read_frontiers`)."""
+
+    #: each collection's upper and since
+    uppers: dict[str, int]
+    sinces: dict[str, int]
+    #: the collections the system does not keep (``"kept": false``: an output observed from
+    #: outside keeps no ``bindings``)
+    unkept: frozenset[str]
+    #: the collections whose states are not aligned with ``data``'s (``"aligned": false``:
+    #: tables judged from their commits alone, whose commits do not say which batch they
+    #: belong to, so a state of one may fall between two commits of the other)
+    unaligned: frozenset[str]
 
 
-def unaligned(path: Path) -> frozenset[str]:
-    """The collections whose states :attr:`Export.frontiers` says are not aligned with
-    ``data``'s (``"aligned": false``: tables judged from their commits alone, whose commits do
-    not say which batch they belong to, so a state of one may fall between two commits of the
-    other); call after :func:`read_frontiers` has accepted the file."""
-    doc = unstamped(json.loads(path.read_text()))
-    return frozenset(n for n, f in doc.items() if isinstance(f, dict) and f.get("aligned") is False)
-
-
-def read_frontiers(path: Path) -> tuple[dict[str, int], dict[str, int]]:
-    """The uppers and sinces of :attr:`Export.frontiers` (``{collection: {"upper": u, "since":
-    s}}``); :class:`InputFileError` when it is unreadable, not JSON, or not of that shape."""
+def read_frontiers(path: Path) -> Frontiers:
+    """:attr:`Export.frontiers` (``{collection: {"upper": u, "since": s, "kept"?: false,
+    "aligned"?: false}}``), read once; :class:`InputFileError` when it is unreadable, not JSON,
+    or not of that shape."""
     try:
         doc = unstamped(json.loads(path.read_text()))
     except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError included
@@ -399,4 +395,8 @@ def read_frontiers(path: Path) -> tuple[dict[str, int], dict[str, int]]:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise _bad(path, f"{name}.{key} is {value!r}, not a whole number")
             into[str(name)] = value
-    return uppers, sinces
+
+    def said(flag: str) -> frozenset[str]:
+        return frozenset(n for n, f in doc.items() if f.get(flag) is False)
+
+    return Frontiers(uppers, sinces, said("kept"), said("aligned"))

@@ -49,7 +49,7 @@ from sealcheck.rundir.lines import (
     read_ops,
 )
 from sealcheck.rundir.names import LAST_EXIT, LAST_START, SUT_EXIT, SUT_START, current
-from sealcheck.rundir.regular import not_regular
+from sealcheck.rundir.regular import RESTORE, not_regular
 from sealcheck.rundir.runid import RUN_OP
 from sealcheck.rundir.schema import (
     BYTES_SCHEMA,
@@ -263,7 +263,7 @@ class History:
         if self.after_final:
             changed = (
                 f"{where}: {self.after_final:,} bytes after the final op: the file changed "
-                "after the run ended; restore it from the run, or re-run the test"
+                f"after the run ended; {RESTORE}"
             )
             failed = [changed, *failed]
         if self.final() is not None or failed:
@@ -341,29 +341,26 @@ def _is_final(op: dict[str, Any]) -> bool:
     return op.get("process") == "harness" and op.get("f") == FINAL_OP
 
 
-_RESTORE = "restore it from the run, or re-run the test"
-
-
 def _not_an_op(path: Path, bad: BadLine) -> HistoryError:
     """The :class:`HistoryError` of a line that is not an op where it stands: a file whose
     first line is not one is not a history at all."""
     if bad.why is None:
         return HistoryError(
             f"{path} line {bad.n}: expected op index {bad.n - 1}, found {bad.index!r}: a line "
-            f"was cut out, repeated or overwritten here; {_RESTORE}"
+            f"was cut out, repeated or overwritten here; {RESTORE}"
         )
     if bad.n == 1:
         return HistoryError(
-            f"{path} is not a Sealcheck history: line 1 is not a JSON op ({bad.why}): {_RESTORE}"
+            f"{path} is not a Sealcheck history: line 1 is not a JSON op ({bad.why}): {RESTORE}"
         )
-    return HistoryError(f"{path} line {bad.n}: not a JSON op ({bad.why}): {_RESTORE}")
+    return HistoryError(f"{path} line {bad.n}: not a JSON op ({bad.why}): {RESTORE}")
 
 
 def _no_line(path: Path, size: int) -> str:
     """Why a history of ``size`` bytes and no newline is unusable."""
     return (
         f"{path} is not a Sealcheck history: it holds no complete line ({size:,} bytes without "
-        f"a newline); {_RESTORE}"
+        f"a newline); {RESTORE}"
     )
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sealcheck.rundir.regular import not_regular
+
 #: a checker's ``valid`` in ``results.json`` when the system under test offers nothing for it
 #: to judge (e.g. ``as_of`` without snapshots): neither a pass nor a failure, and left out of
 #: the run's verdict
@@ -156,6 +158,8 @@ def proven(doc: Mapping[str, Any], report: str | None = None) -> Proven:
 def report_verdict(path: Path) -> str | None:
     """The verdict ``report.html`` at ``path`` records (:data:`REPORT_VERDICT_META`); None when
     there is no report or it records none (written before reports did)."""
+    if not_regular(path, path.parent) is not None:  # a FIFO would hang every reader
+        return None
     try:
         with path.open("rb") as fh:
             head = fh.read(_HEAD_BYTES).decode("utf-8", errors="replace")

@@ -16,7 +16,10 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["not_regular", "read_text"]
+__all__ = ["RESTORE", "not_regular", "read_text"]
+
+#: what to do about an input that is not the run's, said at the end of every such line
+RESTORE = "restore it from the run, or re-run the test"
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO"),
@@ -57,10 +60,7 @@ def not_regular(path: Path, root: Path) -> str | None:
 
 
 def _refused(path: Path, why: str) -> str:
-    return (
-        f"{path} {why}: only the run's own regular files are read; restore it from the run, "
-        "or re-run the test"
-    )
+    return f"{path} {why}: only the run's own regular files are read; {RESTORE}"
 
 
 def read_text(path: Path, root: Path) -> str:

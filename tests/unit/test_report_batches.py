@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sealcheck.report.batches import batch_rows, step_labels, tables_of
+from sealcheck.report.batches import batch_rows, tables_of
 from sealcheck.report.report import render
+from sealcheck.rundir.files import step_labels
 from sealcheck.rundir.names import SUT_EVENT
 
 
