@@ -119,10 +119,6 @@ def states_seen(run: RunData) -> tuple[StatesSeen | None, str]:
     if record is None:
         return None, STATES_NOT_RECORDED
     named = [s.committed for s in record.named if s.committed is not None]
-    flight = sum(
-        s.planned is not None and (s.committed is None or s.planned > s.committed)
-        for s in record.states
-    )
     summary = StatesSeen(
         by=record.by,
         seen=len(record.states),
@@ -130,7 +126,7 @@ def states_seen(run: RunData) -> tuple[StatesSeen | None, str]:
         named=len(record.named),
         first_batch=min(named, default=None),
         last_batch=max(named, default=None),
-        in_flight=flight if record.by == SAMPLES else 0,
+        in_flight=sum(s.in_flight for s in record.states),
     )
     return summary, ""
 
@@ -165,13 +161,18 @@ def _run_facts(run: RunData, result: RunResult) -> RunFacts:
     facts = RunFacts()
     try:
         ranges = sealed_ranges(run)
-        acks = run.history.collect(run.history.acked.lazy().select("time", "partition", "offset"))
-        stepped = assign_steps(acks, ranges)
     except Exception as exc:  # facts never change the verdict: say why, in one line
         return RunFacts.missing(_why(exc))
     if not run.keeps_bindings:  # nothing is bound: said once, not shown as 0 of N
         facts.steps_why, facts.lag_why = NO_BINDINGS_STEPS, NO_BINDINGS_LAG
     else:
+        try:
+            acks = run.history.collect(
+                run.history.acked.lazy().select("time", "partition", "offset")
+            )
+            stepped = assign_steps(acks, ranges)
+        except Exception as exc:
+            return RunFacts.missing(_why(exc))
         try:
             facts.steps = step_assignment(assign_steps(run.classified(), ranges), stepped)
         except Exception as exc:

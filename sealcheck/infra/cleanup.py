@@ -21,6 +21,7 @@ import os
 import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from sealcheck.infra.left_running import left_running_root
@@ -36,10 +37,10 @@ class Leftover:
     owner: str
     command: str
 
-    @property
+    @cached_property
     def run_dir(self) -> Path | None:
         """The run directory it names, absolute with symlinks resolved (None: it names
-        none)."""
+        none); looked up once."""
         return None if self.run == "?" else resolved(run_dir_of(self.pid, self.run))
 
 
@@ -97,12 +98,20 @@ def tagged() -> list[Leftover]:
 
 
 def in_archive(path: Path | None, archive: Path | None) -> bool:
-    """Whether ``path`` (a run directory, a mount point) lies in the archive of runs
-    ``archive``, symlinks resolved; every path does when ``archive`` is None (every archive),
-    and None (naming no run) only then."""
+    """Whether ``path`` (a run directory, a mount point) lies in a run of the archive of runs
+    ``archive`` — in ``<archive>/<test>/<time>``, which holds the run's ``test.json`` —,
+    symlinks resolved. A path of an archive nested in it (a suite's, ``runs/suites/<name>/
+    <time>/runs``) is another archive's. Every path does when ``archive`` is None (every
+    archive), and None (naming no run) only then."""
     if archive is None:
         return True
-    return path is not None and resolved(path).is_relative_to(resolved(archive))
+    if path is None:
+        return False
+    found, home = resolved(path), resolved(archive)
+    if not found.is_relative_to(home):
+        return False
+    parts = found.relative_to(home).parts
+    return len(parts) >= 2 and (home / parts[0] / parts[1] / "test.json").is_file()
 
 
 def leftovers(archive: Path | None = None) -> list[Leftover]:
@@ -147,9 +156,13 @@ def end_owned(owner: str | None = None) -> list[Leftover]:
 def cleanup(archive: Path | None = None) -> list[Leftover]:
     """SIGKILL every leftover (of runs of ``archive`` only, when given) and its process group;
     return what was killed."""
-    gone = leftovers(archive)
-    _kill_groups([item.pid for item in gone], signal.SIGKILL)
-    return gone
+    return kill(leftovers(archive))
+
+
+def kill(found: list[Leftover]) -> list[Leftover]:
+    """SIGKILL each of ``found`` and its process group; return them."""
+    _kill_groups([item.pid for item in found], signal.SIGKILL)
+    return found
 
 
 @dataclass

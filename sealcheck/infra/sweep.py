@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sealcheck.infra.cleanup import cleanup, in_archive, leftovers, resolved
+from sealcheck.infra.cleanup import in_archive, kill, leftovers, resolved
 from sealcheck.infra.procs import owner_alive
 
 #: the kinds of leftovers, in the order lines name them
@@ -116,9 +116,12 @@ def sweep(archive: Path | None) -> Sweep:
     run) whose harness died left behind — processes first (SIGKILL, with their groups), then
     lazy mounts, containers and networks — and find, without touching them, what runs of other
     archives left. A leftover that cannot be removed is not listed as removed."""
-    others = [p for p in leftovers() if not in_archive(p.run_dir, archive)]
-    removed = [Swept("process", p.run_dir, f"pid {p.pid}: {p.command}") for p in cleanup(archive)]
-    left = [Swept("process", p.run_dir, f"pid {p.pid}: {p.command}") for p in others]
+    found = leftovers()  # every archive's, read from /proc once
+    mine = [p for p in found if in_archive(p.run_dir, archive)]
+    removed = [Swept("process", p.run_dir, f"pid {p.pid}: {p.command}") for p in kill(mine)]
+    left = [
+        Swept("process", p.run_dir, f"pid {p.pid}: {p.command}") for p in found if p not in mine
+    ]
     for part in (_mounts, _containers):
         gone, other = part(archive)
         removed += gone

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.rundir.regular import read_text
-from sealcheck.rundir.runid import stamp_json, unstamped
+from sealcheck.rundir.runid import stamp_json
 
 #: the key of ``versions.json`` that holds the record
 STATES = "states"
@@ -61,6 +61,14 @@ class StateBatches:
     committed: int | None = None
     planned: int | None = None
     versions: tuple[str, ...] = ()
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether a batch was planned past the newest committed one while the state was read
+        (part of it may be in the state)."""
+        return self.planned is not None and (
+            self.committed is None or self.planned > self.committed
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
@@ -111,8 +119,9 @@ class StateRecord:
 
     @property
     def named(self) -> list[StateBatches]:
-        """The states whose batch is known."""
-        return [s for s in self.states if s.committed is not None or s.planned is not None]
+        """The states that follow a known committed batch (a state read while the first batch
+        was still in flight follows none)."""
+        return [s for s in self.states if s.committed is not None]
 
     def labels(self) -> dict[int, str]:
         """State -> what the job calls it, for naming it beside an anomaly's state: the batches
@@ -140,7 +149,8 @@ def _sampled(s: StateBatches, before: int | None, first: bool) -> str:
     """A sampled state's batches in words: the newest committed before it was read, any in
     flight while it was, and those committed since the state before."""
     now = "no batch committed yet" if s.committed is None else f"batch {s.committed} committed"
-    if s.planned is not None and (s.committed is None or s.planned > s.committed):
+    if s.in_flight:
+        assert s.planned is not None  # in flight: planned past the newest committed
         low = 0 if s.committed is None else s.committed + 1
         flight = f"batch {low}" if low == s.planned else f"batches {low}-{s.planned}"
         now += f", {flight} in flight"
@@ -168,15 +178,9 @@ def read_states(path: Path, run_dir: Path) -> StateRecord | None:
 
 
 def write_states(path: Path, record: StateRecord, run_dir: Path) -> None:
-    """Write ``record`` as ``path`` (an export's ``versions.json`` in ``run_dir``), keeping
-    what else the file holds, stamped with the run's id (:mod:`sealcheck.rundir.runid`)."""
-    try:
-        doc = unstamped(json.loads(read_text(path, run_dir)))
-    except (OSError, ValueError):
-        doc = {}
-    doc = doc if isinstance(doc, dict) else {}
-    doc[STATES] = record.to_dict()
-    doc = stamp_json(doc, run_dir)
+    """Write ``record`` as ``path`` (the ``versions.json`` of an export of states, which holds
+    nothing else), stamped with the run's id (:mod:`sealcheck.rundir.runid`)."""
+    doc = stamp_json({STATES: record.to_dict()}, run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1, sort_keys=True))
 

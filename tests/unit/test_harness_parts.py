@@ -145,7 +145,11 @@ def test_timeline_pairs_faults_and_marks_restarts(tmp_path: Path) -> None:
 def test_cleanup_kills_processes_whose_harness_is_gone(tmp_path: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    env = {**os.environ, procs.RUN_ENV: str(tmp_path), procs.OWNER_ENV: f"{dead.pid}:0"}
+    archive = tmp_path / "runs"
+    run = archive / "t" / "1"  # a run directory of the archive: <test>/<time>, with test.json
+    run.mkdir(parents=True)
+    (run / "test.json").write_text("{}")
+    env = {**os.environ, procs.RUN_ENV: str(run), procs.OWNER_ENV: f"{dead.pid}:0"}
     orphan = subprocess.Popen(["sleep", "60"], env=env, start_new_session=True)
     mine = subprocess.Popen(
         ["sleep", "60"],
@@ -155,10 +159,10 @@ def test_cleanup_kills_processes_whose_harness_is_gone(tmp_path: Path) -> None:
     try:
         # An older harness starting elsewhere on this machine may clean the orphan up first
         # (it took every archive's leftovers): then it is already dead of SIGKILL.
-        found = {p.pid for p in cleanup.leftovers(tmp_path)}  # tmp_path: its run and archive
+        found = {p.pid for p in cleanup.leftovers(archive)}
         elsewhere = orphan.poll() == -9
         assert orphan.pid in found or elsewhere
-        gone = {p.pid for p in cleanup.cleanup(tmp_path)}
+        gone = {p.pid for p in cleanup.cleanup(archive)}
         assert (orphan.pid in gone or elsewhere) and mine.pid not in gone
         deadline = time.monotonic() + 5
         while orphan.poll() is None and time.monotonic() < deadline:

@@ -81,3 +81,14 @@ def test_an_anomaly_at_a_state_read_at_the_end_names_its_batch_but_no_moment() -
     read_at_the_end = judged(tables)  # Delta tables alone: versions, counted apart
     assert read_at_the_end["batch"] == "batch 2: data v2"
     assert "sealed_by_ns" not in read_at_the_end and read_at_the_end["partition"] == 0
+
+
+def test_states_read_while_the_first_batch_was_in_flight_name_no_batch() -> None:
+    """A job halted in its first batch: its states follow no committed batch, and the report
+    says so rather than "2 of 2 states name … (batch None committed)"."""
+    from sealcheck.rundir.states import sampled
+
+    record = sampled([(None, 0), (None, 1)], checkpoint=True)
+    assert record.named == [] and all(s.in_flight for s in record.states)
+    assert record.labels() == {0: "no batch committed yet, batch 0 in flight",
+                               1: "no batch committed yet, batches 0-1 in flight"}  # fmt: skip

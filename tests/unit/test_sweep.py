@@ -92,13 +92,12 @@ def test_only_this_archive_s_containers_mounts_and_processes_are_removed(
     found = [Leftover(11, str(mine), DEAD, "sleep 1"), Leftover(12, str(theirs), DEAD, "sleep 2")]
     killed: list[Path | None] = []
 
-    def cleanup(archive: Path | None) -> list[Leftover]:
-        gone = [p for p in found if in_archive(p.run_dir, archive)]
+    def kill(gone: list[Leftover]) -> list[Leftover]:
         killed.extend(p.run_dir for p in gone)
         return gone
 
     monkeypatch.setattr(sweeping, "leftovers", lambda: found)
-    monkeypatch.setattr(sweeping, "cleanup", cleanup)
+    monkeypatch.setattr(sweeping, "kill", kill)
     monkeypatch.setattr(Leftover, "run_dir", property(lambda self: Path(self.run)))
 
     swept = sweep(tmp_path / "link")  # the archive as given, through a symlink
@@ -170,3 +169,18 @@ def test_a_container_names_the_run_directory_its_processes_name(
     assert owned_labels("t-1") == {RUN_LABEL: "t-1", OWNER_LABEL: procs.owner_token()}
     monkeypatch.setenv(procs.RUN_ENV, "/srv/runs/chaos/20261129T101500")
     assert owned_labels("t-1")[RUN_DIR_LABEL] == "/srv/runs/chaos/20261129T101500"
+
+
+def test_a_suite_archive_nested_in_an_archive_is_another_archive(tmp_path: Path) -> None:
+    """``runs/suites/<name>/<time>/runs`` is a suite's own archive: a sweep of ``runs`` must
+    leave its runs alone (their harness is the suite's), as the lines it prints say."""
+    archive = tmp_path / "runs"
+    mine = archive / "chaos" / "20261129T101500"
+    nested = archive / "suites" / "nightly" / "20261129T020000" / "runs" / "t" / "20261129T020100"
+    for run in (mine, nested):
+        run.mkdir(parents=True)
+        (run / "test.json").write_text("{}")
+    assert in_archive(mine, archive) and in_archive(mine / "work" / "job", archive)
+    assert not in_archive(nested, archive) and not in_archive(nested / "work", archive)
+    assert in_archive(nested, nested.parent.parent)
+    assert not in_archive(archive / "chaos", archive)  # not a run directory
