@@ -36,22 +36,6 @@ VERDICT_EXIT: dict[bool | None, int] = {
 }
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C (:func:`on_sigterm`): whatever a run
-    started is torn down the same way before the command exits (a ``timeout``, a CI job's end,
-    ``kill`` must not leave a paused JVM behind)."""
-
-
-def on_sigterm() -> None:
-    """From now on SIGTERM raises :class:`Terminated` in the main thread."""
-    import signal
-
-    def terminated(signum: int, frame: object) -> None:
-        raise Terminated
-
-    signal.signal(signal.SIGTERM, terminated)
-
-
 def exit_help(*codes: int) -> str:
     """``0 valid, 1 invalid, …`` for ``codes`` (every code when none is given)."""
     return ", ".join(f"{c} {EXIT_CODES[c]}" for c in codes or EXIT_CODES)

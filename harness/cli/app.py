@@ -25,10 +25,9 @@ from sealcheck.harness.campaigns.commands import (
     EXIT_UNKNOWN,
     EXIT_VALID,
     VERDICT_EXIT,
-    Terminated,
-    on_sigterm,
     positive,
 )
+from sealcheck.harness.run.signals import Terminated, on_sigterm
 
 if TYPE_CHECKING:
     from sealcheck.checkers.result import RunResult

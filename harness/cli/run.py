@@ -248,6 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sealcheck.harness.run.config import ConfigError, load_config
     from sealcheck.harness.run.progress import Display
     from sealcheck.harness.run.runner import run_test
+    from sealcheck.harness.run.session import DescriptorRefused
 
     schedule = None
     try:
@@ -264,8 +265,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         with Display(live=not args.no_progress) as display:
             display.status.duration_s = cfg.duration_s
             outcome = run_test(test, display)  # validates the test before anything starts
-    except ConfigError as exc:  # a test whose parts do not fit: refused, nothing started
-        saved = f"cannot replay {args.replay}: saved " if args.replay is not None else ""
+    except ConfigError as exc:  # parts that do not fit (nothing started), or a descriptor
+        # whose method failed with the run's values as it deployed (torn down)
+        replayed = args.replay is not None and not isinstance(exc, DescriptorRefused)
+        saved = f"cannot replay {args.replay}: saved " if replayed else ""
         print(f"sealcheck run: {saved}{exc}", file=sys.stderr)
         return EXIT_BAD_ARGS
     words = {True: "VALID", False: "INVALID", None: "UNKNOWN"}

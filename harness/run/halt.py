@@ -38,8 +38,8 @@ class RunHalt:
         return self._reason
 
     def is_set(self) -> bool:
-        """Whether the run was halted."""
-        return self._event.is_set()
+        """Whether the run was halted (as soon as :attr:`reason` is set)."""
+        return self._reason is not None
 
     def set(self, reason: str, **detail: Any) -> bool:
         """Halt the run for ``reason`` (one line), recording it with ``detail`` (plain JSON,
@@ -50,8 +50,8 @@ class RunHalt:
                 return False
             self._reason = reason
             self.history.append("harness", "info", HALTED, {"reason": reason, **detail})
+            self._event.set()  # waiters wake with the reason there to read
         self.say(f"halted: {reason}")
-        self._event.set()
         return True
 
     def wait(self, timeout_s: float) -> bool:

@@ -22,6 +22,7 @@ from sealcheck.harness.run.leave import STOP_KAFKA, STOP_SERVICES, Kept
 from sealcheck.harness.run.observer import Observer
 from sealcheck.harness.run.producers import Producers
 from sealcheck.harness.run.progress import Display
+from sealcheck.harness.run.signals import Terminated
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode, Supervisor
 from sealcheck.harness.run.target import RunTarget, heal_all
 from sealcheck.harness.run.workload import TOPIC as TOPIC  # the runner names it from here
@@ -41,8 +42,16 @@ if TYPE_CHECKING:
     from sealcheck.harness.run.test import Test
 
 
+class DescriptorRefused(ConfigError):
+    """A descriptor's own method failed with the run's own values as it deployed
+    (:class:`~sealcheck.systems.job_calls.DescriptorError`): the user's mistake, like a bad
+    setting (exit 254), but found once Kafka had started — the run directory holds why
+    (``never-started``) and no verdict."""
+
+
 class Teardown:
-    """Runs cleanup steps in reverse order; keeps going past errors, honours Ctrl-C."""
+    """Runs cleanup steps in reverse order; keeps going past errors, honours Ctrl-C; finishes
+    every step on SIGTERM (:class:`sealcheck.harness.run.signals.Terminated`), then raises it."""
 
     def __init__(self, display: Display) -> None:
         self.steps: list[tuple[str, Callable[[], object]]] = []
@@ -54,12 +63,17 @@ class Teardown:
 
     def run(self) -> None:
         """Run every step; a step that raises is reported and skipped."""
+        terminated = False
         while self.steps:
             what, fn = self.steps.pop()
             try:
                 fn()
+            except Terminated:  # a stop asked for: this step was cut short, the rest runs
+                terminated = True
             except Exception as exc:  # teardown goes on; Ctrl-C (BaseException) does not
                 self.display.log(f"warning: {what}: {type(exc).__name__}: {exc}")
+        if terminated:
+            raise Terminated
 
 
 class Session:
@@ -151,7 +165,7 @@ class Session:
         """Deploy the system under test on the backend (its store on a lazy disk when a built
         nemesis requires one) and start its services; record the setup. A descriptor whose own
         method fails with the run's values (:class:`DescriptorError`) ends the run here as a
-        :class:`ConfigError`, its reason recorded (:data:`NEVER_STARTED`)."""
+        :class:`DescriptorRefused`, its reason recorded (:data:`NEVER_STARTED`)."""
         cfg = self.cfg
         settings = Settings(
             TOPIC,
@@ -171,7 +185,7 @@ class Session:
             deployment.start()
         except DescriptorError as exc:  # said once, by the caller; the history keeps why
             self.history.append("harness", "info", NEVER_STARTED, {"reason": str(exc)})
-            raise ConfigError(str(exc)) from None
+            raise DescriptorRefused(str(exc)) from None
         setup = {
             "backend": cfg.backend,
             "system": self.test.system.name,
@@ -303,6 +317,8 @@ class Session:
         except Unjudgeable as exc:  # the states before it were exported: the run is halted
             if self.halt.set(str(exc), by="export"):
                 reasons.append(str(exc))
+            elif str(exc) != self.halt.reason:  # halted for another cause: kept all the same
+                reasons.append(self._harness_failure(EXPORT_FAILED, str(exc)))
         except Exception as exc:  # the store cannot be read: judged UNKNOWN, not a crash
             what = "mapping of records" if isinstance(exc, EffectError) else "export of the store"
             why = f"the {what} failed: {type(exc).__name__}: {exc}"
