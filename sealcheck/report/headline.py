@@ -22,6 +22,9 @@ from sealcheck.rundir.facts import RunFacts, StatesSeen, read_facts
 from sealcheck.rundir.judged import is_not_applicable
 from sealcheck.rundir.states import BATCHES, COMMITS, SAMPLES
 
+#: the collections whose every sealed step sealed_state judges
+TWO = ("data", "errors")
+
 #: what a VALID verdict means for an output whose every sealed step was judged (and the
 #: INVALID and UNKNOWN banners, whatever was judged)
 MEANING = {
@@ -83,12 +86,11 @@ def bindings_kept(results: dict[str, Any], facts: RunFacts) -> bool:
 
 
 def _every_step(results: dict[str, Any]) -> bool:
-    """Whether ``sealed_state`` passed and judged every sealed step one by one."""
+    """Whether ``sealed_state`` passed and judged every sealed step one by one (its counts say
+    so for both collections: counts it did not record prove nothing)."""
     counts = _counts(results, "sealed_state")
-    return _passed(results, "sealed_state") and all(
-        counts.get(f"{c}_steps_judged") == counts.get(f"{c}_steps_sealed")
-        for c in ("data", "errors")
-    )
+    said = [(counts.get(f"{c}_steps_judged"), counts.get(f"{c}_steps_sealed")) for c in TWO]
+    return _passed(results, "sealed_state") and all(j is not None and j == s for j, s in said)
 
 
 def _every(results: dict[str, Any], states: StatesSeen | None) -> str:
@@ -199,9 +201,6 @@ def _batches_line(states: StatesSeen | None, why: str) -> str:
 
 
 def judged_text(results: dict[str, Any]) -> list[str]:
-    """What ``sealcheck run`` and ``sealcheck check`` print under the verdict: the sealed steps
-    judged one by one, or the states judged and the batches they name (:func:`judged_lines`)."""
-    steps = steps_judged(results)
-    if steps:
-        return [f"sealed steps judged one by one / sealed: {steps}"]
+    """What ``sealcheck run`` and ``sealcheck check`` print under the verdict: the report's
+    lines (:func:`judged_lines`), from ``results.json`` alone."""
     return judged_lines(results, read_facts(results))

@@ -31,6 +31,7 @@ from sealcheck.report.suite_trend import MAX_NIGHTS, list_suites
 from sealcheck.report.templating import render
 from sealcheck.rundir.archive import REJUDGING, verdict_reason
 from sealcheck.rundir.judged import VERDICT_WORDS, is_not_applicable, proven, report_verdict
+from sealcheck.rundir.regular import not_regular
 
 TEXT = "text/plain; charset=utf-8"
 #: suffix -> Content-Type, for the files a browser should show rather than download
@@ -83,7 +84,10 @@ def _word(valid: Any) -> str:
 
 
 def _read_json(path: Path) -> tuple[dict[str, Any], str | None]:
-    """A JSON object from ``path``, or ``{}`` and why not."""
+    """A JSON object from ``path`` (a regular file of its run: a FIFO would hang the page), or
+    ``{}`` and why not."""
+    if not_regular(path, path.parent) is not None:
+        return {}, f"unreadable {path.name} (not a regular file of the run)"
     try:
         doc = json.loads(path.read_text())
     except FileNotFoundError:

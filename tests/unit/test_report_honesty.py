@@ -357,3 +357,13 @@ def test_a_run_judged_before_the_states_were_recorded_claims_no_sealed_step(
     assert doc["valid"] is True and MEANING[True] not in page
     assert "every state the export holds is the upsert of a prefix of the input" in page
     assert "keeps no bindings: which offsets each state read is unknown" in page
+
+
+def test_a_sealed_state_that_passed_without_its_counts_claims_no_step() -> None:
+    """``sealed_state`` valid with no counts (a results.json of an older or hand-made run):
+    the banner does not say that every sealed step equals the input."""
+    from sealcheck.report.headline import meaning
+    from sealcheck.rundir.facts import read_facts
+
+    results = {"valid": True, "checkers": {"sealed_state": {"valid": True, "counts": {}}}}
+    assert "every sealed step" not in meaning(results, read_facts(results))

@@ -338,3 +338,25 @@ def test_a_results_json_edited_to_valid_is_shown_unknown_and_marked(tmp_path: Pa
         kept, _ = _get(url + "/chaos/20261129T090000/report.html")
         assert kept == (good / "report.html").read_text()  # files that agree: as stored
         assert "sealcheck-serve-mismatch" not in _get(url + "/chaos/20261129T090000/")[0]
+
+
+def test_a_fifo_in_a_runs_place_never_hangs_the_index(tmp_path: Path) -> None:
+    """A FIFO named results.json, test.json or report.html is shown as unreadable; the page is
+    drawn at once (a read of it would wait for a writer for ever)."""
+    import os
+    import subprocess
+    import sys
+
+    run = tmp_path / "runs" / "chaos" / "20261129T101500"
+    run.mkdir(parents=True)
+    for name in ("results.json", "test.json", "report.html"):
+        os.mkfifo(run / name)
+    code = (
+        "import sys; from pathlib import Path; from sealcheck.report.serve import read_run;"
+        "print(read_run(Path(sys.argv[1]).parents[1], Path(sys.argv[1])))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(run)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "not a regular file of the run" in done.stdout
