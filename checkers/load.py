@@ -20,7 +20,7 @@ from sealcheck.rundir import files, runid
 from sealcheck.rundir.captures import CAPTURES
 from sealcheck.rundir.effects import EFFECTS
 from sealcheck.rundir.history import History, HistoryError
-from sealcheck.rundir.regular import RESTORE, not_regular
+from sealcheck.rundir.regular import RESTORE, NotRegularFile
 from sealcheck.rundir.states import StateRecord, read_states
 
 
@@ -186,17 +186,15 @@ def _owned(
         claims.append(("the history", history.run_id()))
     test = run_dir / runid.TEST_JSON
     if os.path.lexists(test):
-        refused = not_regular(test, run_dir)  # a FIFO is not opened: reading it never ends
-        if refused is None:
-            try:
-                claims.append((runid.TEST_JSON, runid.recorded_id(run_dir)))
-            except (OSError, ValueError) as exc:
-                refused = (
-                    f"{test} cannot be read ({files.why_unreadable(exc)}): without the "
-                    f"history's final op it says which run's files these must be; {RESTORE}"
-                )
-        if refused is not None:
-            refusals.append(refused)
+        try:  # a FIFO is not opened: reading it never ends
+            claims.append((runid.TEST_JSON, runid.recorded_id(run_dir)))
+        except NotRegularFile as exc:
+            refusals.append(str(exc))
+        except (OSError, ValueError) as exc:
+            refusals.append(
+                f"{test} cannot be read ({files.why_unreadable(exc)}): without the "
+                f"history's final op it says which run's files these must be; {RESTORE}"
+            )
     stamps: dict[str, str] = {}
     for rel in present:
         found = _stamp(run_dir, rel)
@@ -234,12 +232,10 @@ def _stamp(run_dir: Path, rel: str) -> str | _Refused | None:
     """The run id stamped into input ``rel``, or why it has none that counts (it is not a
     regular file within the run directory, cannot be read, or carries none); None when
     nothing is there (a missing input is named where it is needed)."""
-    path = run_dir / rel
-    refused = not_regular(path, run_dir)
-    if refused is not None:
-        return _Refused(refused)
     try:
-        found = runid.file_run_id(path, run_dir)
+        found = runid.file_run_id(run_dir / rel, run_dir)
+    except NotRegularFile as exc:
+        return _Refused(str(exc))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, pa.ArrowException) as exc:  # ArrowInvalid is a ValueError

@@ -56,29 +56,26 @@ def _cites(value: bytes | None) -> int | None:
     return int(packed(*where)[0])
 
 
+#: per collection: the anomaly's kind, what was expected, and what it means — judged by the
+#: built-in record encoding, or against the descriptor's own mapping (``effect``), where
+#: either side may be wrong: the job, or the mapping that describes it
 _WHAT = {
     "data": (
         "phantom-value",
         "a value written to this key",
         "this value was never written to this key: the system invented it",
+        "no record's effect (the descriptor's effect()) puts this value under this key: the "
+        "job wrote a row its effect does not describe (a bug in the job, or an effect() that "
+        "misdescribes it)",
     ),
     "errors": (
         "phantom-error",
         "an error of a record with this key",
         "no input record puts this error under this key: the system invented it",
+        "no record's effect (the descriptor's effect()) puts this dead letter under this key: "
+        "the job wrote a dead letter its effect does not describe (a bug in the job, or an "
+        "effect() that misdescribes it)",
     ),
-}
-
-
-#: the same, for a system judged against its descriptor's own mapping (``effect``): either side
-#: may be wrong, the job or the mapping that describes it
-_STATED = {
-    "data": "no record's effect (the descriptor's effect()) puts this value under this key: the "
-    "job wrote a row its effect does not describe (a bug in the job, or an effect() that "
-    "misdescribes it)",
-    "errors": "no record's effect (the descriptor's effect()) puts this dead letter under this "
-    "key: the job wrote a dead letter its effect does not describe (a bug in the job, or an "
-    "effect() that misdescribes it)",
 }
 
 
@@ -93,9 +90,8 @@ def check(run: RunData) -> CheckResult:
         phantoms, inserted, kafka = _unwritten(run, name)
         res.counts[counted] = inserted
         explained += kafka
-        kind, expected, detail = _WHAT[name]
-        if run.stated is not None:  # judged against the descriptor's own mapping
-            detail = _STATED[name]
+        kind, expected, builtin, stated = _WHAT[name]
+        detail = builtin if run.stated is None else stated
         res.add_bulk(
             kind,
             phantoms.height,

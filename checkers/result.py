@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sealcheck.rundir.facts import FACTS, RunFacts
-from sealcheck.rundir.judged import NOT_APPLICABLE, run_verdict
+from sealcheck.rundir.judged import NOT_APPLICABLE, VERDICT_WORDS, run_verdict
 
 #: Examples kept per anomaly kind; counts are always complete.
 MAX_EXAMPLES = 10
@@ -107,7 +107,7 @@ def show(raw: bytes | None) -> str | None:
 
 def verdict_text(valid: bool | None) -> str:
     """``valid`` / ``invalid`` / ``unknown``."""
-    return {True: "valid", False: "invalid", None: "unknown"}[valid]
+    return VERDICT_WORDS[valid].lower()
 
 
 @dataclass

@@ -249,6 +249,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from sealcheck.harness.run.progress import Display
     from sealcheck.harness.run.runner import run_test
     from sealcheck.harness.run.session import DescriptorRefused
+    from sealcheck.rundir.judged import VERDICT_WORDS
 
     schedule = None
     try:
@@ -271,8 +272,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         saved = f"cannot replay {args.replay}: saved " if replayed else ""
         print(f"sealcheck run: {saved}{exc}", file=sys.stderr)
         return EXIT_BAD_ARGS
-    words = {True: "VALID", False: "INVALID", None: "UNKNOWN"}
-    verdict = f"verdict: {words[outcome.valid]}  (took {outcome.took_s:.0f}s)"
+    verdict = f"verdict: {VERDICT_WORDS[outcome.valid]}  (took {outcome.took_s:.0f}s)"
     if outcome.halted:  # the verdict's reason, or beside a violation found before it
         print(f"{verdict}; the run was halted: {outcome.halted}")
     else:

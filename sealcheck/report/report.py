@@ -23,6 +23,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from sealcheck.core.roles import stored_roles
 from sealcheck.report import chart
 from sealcheck.report.batches import batch_rows, state_rows, tables_of
@@ -42,14 +44,21 @@ from sealcheck.report.timeline import build_timeline
 from sealcheck.rundir.archive import REJUDGING
 from sealcheck.rundir.facts import RunFacts, SealLag, StepAssignment, read_facts
 from sealcheck.rundir.history import History, HistoryError
-from sealcheck.rundir.judged import NOT_APPLICABLE, is_not_applicable, step_order
+from sealcheck.rundir.judged import (
+    NOT_APPLICABLE,
+    VERDICT_WORDS,
+    is_not_applicable,
+    report_meta,
+    step_order,
+)
 from sealcheck.rundir.names import SUT_EXIT, log_of
 from sealcheck.rundir.regular import read_text
 
 __all__ = ["COLORS", "MEANING", "WORDS", "outcomes", "render", "steps_judged", "write_report"]
 
 COLORS = {True: "#1a7f37", False: "#cf222e", "unknown": "#9a6700", None: "#9a6700"}
-WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN", None: "UNKNOWN"}
+#: results.json's ``valid`` -> the word shown (it spells unknown ``"unknown"``)
+WORDS: dict[bool | str | None, str] = {**dict(VERDICT_WORDS.items()), "unknown": "UNKNOWN"}
 #: the banner of a run whose verdict is being re-judged (``sealcheck check`` under way, or dead)
 REJUDGING_MEANING = (
     "No verdict: `sealcheck check` started re-judging this run and has not finished; the older "
@@ -203,6 +212,7 @@ def render(run_dir: Path) -> str:
         seed=cfg.get("seed"),
         system=cfg.get("system", "upsert-source"),
         word=WORDS[valid],
+        verdict_meta=Markup(report_meta(WORDS[valid])),  # what serve reads back
         color=COLORS[valid],
         meaning=REJUDGING_MEANING if results.get(REJUDGING) else meaning(results, facts),
         step_word="step" if kept else "state",

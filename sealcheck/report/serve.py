@@ -52,7 +52,6 @@ STATE_COLORS = {
     "SKIPPED": "#afb8c1",
     "NONE": "#eaeef2",
 }
-_VERDICT = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ class RunRow:
 
 def _word(valid: Any) -> str:
     """results.json's ``valid`` as a verdict (anything unexpected is UNKNOWN)."""
-    return _VERDICT.get(valid, "UNKNOWN") if isinstance(valid, bool | str) else "UNKNOWN"
+    return VERDICT_WORDS[valid] if isinstance(valid, bool) else "UNKNOWN"
 
 
 def _read_json(path: Path) -> tuple[dict[str, Any], str | None]:

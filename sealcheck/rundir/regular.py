@@ -16,7 +16,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["RESTORE", "not_regular", "read_text"]
+__all__ = ["RESTORE", "NotRegularFile", "checked", "not_regular", "read_text"]
 
 #: what to do about an input that is not the run's, said at the end of every such line
 RESTORE = "restore it from the run, or re-run the test"
@@ -63,11 +63,21 @@ def _refused(path: Path, why: str) -> str:
     return f"{path} {why}: only the run's own regular files are read; {RESTORE}"
 
 
-def read_text(path: Path, root: Path) -> str:
-    """The text of a small file of the run directory ``root``; an ``OSError`` (with the line
-    of :func:`not_regular`) when it is not a regular file within ``root``, before opening
-    it."""
+class NotRegularFile(OSError):
+    """What a reader raises, before opening anything, for a path that is not a regular file of
+    its run directory; its message is :func:`not_regular`'s one line."""
+
+
+def checked(path: Path, root: Path) -> Path:
+    """``path``, once :func:`not_regular` has nothing against it (:class:`NotRegularFile`
+    otherwise): for a reader about to open it."""
     why = not_regular(path, root)
     if why is not None:
-        raise OSError(why)
-    return path.read_text()
+        raise NotRegularFile(why)
+    return path
+
+
+def read_text(path: Path, root: Path) -> str:
+    """The text of a small file of the run directory ``root`` (:class:`NotRegularFile` when it
+    is not a regular file within ``root``, before opening it)."""
+    return checked(path, root).read_text()

@@ -33,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sealcheck.rundir.regular import not_regular, read_text
+from sealcheck.rundir.regular import checked, read_text
 
 __all__ = [
     "JSON_KEY",
@@ -110,12 +110,10 @@ def unstamped(doc: Any) -> Any:
 def file_run_id(path: Path, root: Path) -> str | None:
     """The run id stamped into an input file of the run directory ``root`` (by its suffix:
     Parquet, Arrow IPC stream or JSON), reading only its schema or its document; None when it
-    carries none. Raises ``OSError`` (a file that is not a regular file within ``root``
-    included, before it is opened), ``ValueError`` or ``pyarrow.ArrowException`` when it
-    cannot be read as its suffix says."""
-    why = not_regular(path, root)
-    if why is not None:
-        raise OSError(why)
+    carries none. Raises :class:`~sealcheck.rundir.regular.NotRegularFile` (before opening
+    it) for a file that is not a regular file within ``root``, ``OSError``, ``ValueError`` or
+    ``pyarrow.ArrowException`` when it cannot be read as its suffix says."""
+    checked(path, root)
     if path.suffix == ".json":
         doc = json.loads(path.read_text())
         found = doc.get(JSON_KEY) if isinstance(doc, dict) else None
