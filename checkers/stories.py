@@ -21,6 +21,7 @@ from sealcheck.checkers.frames import consolidate, h
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.replay import assign_steps, model_updates
 from sealcheck.checkers.result import Anomaly
+from sealcheck.core.said import cut
 from sealcheck.rundir.facts import MAX_KEYS, MAX_ROWS, KeyStory, StoryRecord, StoryUpdate
 
 #: characters of a value kept in a story
@@ -30,8 +31,7 @@ MAX_TEXT = 90
 def _text(raw: bytes | None) -> str | None:
     if raw is None:
         return None
-    text = raw.decode("utf-8", errors="replace")
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+    return cut(raw.decode("utf-8", errors="replace"), MAX_TEXT)
 
 
 def failing_keys(

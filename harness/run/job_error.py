@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import re
 
+from sealcheck.core.said import cut
+
 #: the longest error line recorded and printed (characters; longer ones are cut with "…")
 MAX_ERROR_CHARS = 300
 #: how many of the log's last lines a ``sut-exit`` op keeps (``log_tail``) ...
@@ -35,11 +37,6 @@ _CAUSED_BY = re.compile(r"^Caused by: \S")
 _JAVA_TOP = re.compile(r"^(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)(?::|$)")
 #: a Spark error class, e.g. [DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE]
 _ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\]")
-
-
-def _cap(line: str) -> str:
-    line = line.strip()
-    return line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 1] + "…"
 
 
 def _python_exception(lines: list[str]) -> str | None:
@@ -96,7 +93,7 @@ def job_error(log_text: str) -> str | None:
     found = _python_exception(lines) or _named_error(lines)
     if found is None:
         found = next((line for line in reversed(lines) if line.strip()), None)
-    return _cap(found) if found is not None else None
+    return cut(found.strip(), MAX_ERROR_CHARS) if found is not None else None
 
 
 def log_tail(log_text: str) -> str:

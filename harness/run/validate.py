@@ -32,6 +32,7 @@ from sealcheck.core.effects import (
     checked_effects,
 )
 from sealcheck.core.roles import Role
+from sealcheck.core.said import named
 from sealcheck.harness.run.config import ConfigError, TestConfig, WorkloadConfig
 from sealcheck.harness.run.workload import TOPIC, records
 from sealcheck.nemeses import Action, Nemesis, PlanInfo
@@ -39,7 +40,7 @@ from sealcheck.nemeses.partition import Partition
 from sealcheck.nemeses.registry import lacking
 from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles
 from sealcheck.systems.job import Job, JobRun, check_job
-from sealcheck.systems.job_calls import DescriptorError, named, raised
+from sealcheck.systems.job_calls import DescriptorError, raised
 
 #: Capabilities a descriptor offers by declaring something: what to declare, for the refusal.
 DECLARE = {

@@ -31,6 +31,8 @@ from typing import Any, TypeAlias
 
 import orjson
 
+from sealcheck.core.said import named, short
+
 #: the collections of a system's output: ``data`` (the upserted table) and ``errors`` (its
 #: dead-letter table)
 TABLES = ("data", "errors")
@@ -97,18 +99,6 @@ class EffectError(ValueError):
     encoded; the message names what and why."""
 
 
-def _short(value: object, limit: int = 80) -> str:
-    """``repr(value)``, cut to about ``limit`` characters (a message names a value, however
-    big, in one line)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _named(value: object) -> str:
-    """``42 (int)``: a value and its type, for a message."""
-    return f"{_short(value)} ({type(value).__name__})"
-
-
 class NotAnEffect(EffectError):
     """A mapping returned, or listed among its effects, a ``value`` that is no effect;
     ``fix`` says what to return instead."""
@@ -117,7 +107,7 @@ class NotAnEffect(EffectError):
 
     def __init__(self, value: object) -> None:
         self.value = value
-        super().__init__(f"{_named(value)} is not an effect: {self.fix}")
+        super().__init__(f"{named(value)} is not an effect: {self.fix}")
 
 
 def effects_of(result: Effects) -> tuple[Effect, ...]:
@@ -138,11 +128,11 @@ def effects_of(result: Effects) -> tuple[Effect, ...]:
         if not isinstance(e, Upsert | Delete):
             raise NotAnEffect(e)
         if e.table not in TABLES:
-            raise EffectError(f"{_short(e)}: table {e.table!r} is not one of {', '.join(TABLES)}")
+            raise EffectError(f"{short(e)}: table {e.table!r} is not one of {', '.join(TABLES)}")
         found.append(e)
     tables = [e.table for e in found]
     if len(set(tables)) != len(tables):
-        raise EffectError(f"{_short(found)}: at most one effect per table for one record")
+        raise EffectError(f"{short(found)}: at most one effect per table for one record")
     return tuple(found)
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import reprlib
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from sealcheck.core.said import cut, named, short
 from sealcheck.infra.jars import JarsMissingError
 
 if TYPE_CHECKING:
@@ -26,10 +26,6 @@ if TYPE_CHECKING:
 #: what an output must have (:class:`sealcheck.systems.outputs.Output`)
 OUTPUT_METHODS = ("uppers", "progress", "export")
 
-_REPR = reprlib.Repr()
-_REPR.maxstring = _REPR.maxother = 60
-_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = 6
-
 
 class DescriptorError(ValueError):
     """A descriptor's own method raised, or returned what the harness cannot use: the user's
@@ -37,16 +33,11 @@ class DescriptorError(ValueError):
     refuses the run with it, as a bad setting: exit 254)."""
 
 
-def named(value: object) -> str:
-    """``42 (int)``: a value, cut to one short line, and its type."""
-    return f"{_REPR.repr(value)} ({type(value).__name__})"
-
-
 def raised(exc: BaseException, limit: int = 300) -> str:
     """``KeyError: 'x'``: an exception and what it says, in one line of at most about
     ``limit`` characters."""
     said = " / ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    said = said if len(said) <= limit else said[: limit - 1] + "…"
+    said = cut(said, limit)
     return type(exc).__name__ + (f": {said}" if said else "")
 
 
@@ -107,7 +98,7 @@ def call_command(job: object, run: object, before: bool = False) -> list[str]:
         if not (isinstance(arg, str | os.PathLike) or whole):
             raise DescriptorError(
                 f"{where}: argument {n} is {named(arg)}: give every argument as text, a path "
-                f"or a whole number, e.g. str({_REPR.repr(arg)})"
+                f"or a whole number, e.g. str({short(arg)})"
             )
     return [str(a) for a in argv]
 

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.core.effects import EffectError
+from sealcheck.core.said import cut
 from sealcheck.rundir.captures import Capture
 from sealcheck.rundir.files import VERSIONS, write_export
 from sealcheck.rundir.states import confirm, sampled, write_states
@@ -309,8 +310,7 @@ def unjudgeable(
 
 def _brief(row: dict[str, Any], limit: int = 120) -> str:
     """A row's columns for a message, cut at ``limit`` characters."""
-    text = ", ".join(f"{c}={v!r}" for c, v in row.items()) or "no other column set"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(", ".join(f"{c}={v!r}" for c, v in row.items()) or "no other column set", limit)
 
 
 @dataclass(frozen=True)
