@@ -11,7 +11,7 @@ from typing import Any
 
 from sealcheck.nemeses.schedule import UNPLANNED
 from sealcheck.rundir.archive import REJUDGING, verdict_reason
-from sealcheck.rundir.facts import FACTS
+from sealcheck.rundir.facts import bindings_kept, read_facts
 from sealcheck.rundir.judged import (
     VERDICT_WORDS,
     is_not_applicable,
@@ -19,6 +19,7 @@ from sealcheck.rundir.judged import (
     report_verdict,
     step_order,
 )
+from sealcheck.rundir.regular import read_text
 
 
 @dataclass(frozen=True)
@@ -135,18 +136,16 @@ def read_result(run_dir: Path, seed: int, exit_code: int, output: str) -> ChaosR
     result's first problem is its reason (the files' disagreement, else
     :func:`sealcheck.rundir.archive.verdict_reason`)."""
     try:
-        results: dict[str, Any] = json.loads((run_dir / "results.json").read_text())
+        results: dict[str, Any] = json.loads(read_text(run_dir / "results.json", run_dir))
     except (OSError, ValueError) as exc:
         why = (f"no results.json: {exc}",)
         return ChaosResult("UNKNOWN", run_dir, seed, exit_code, problems=why, output=output)
     try:
-        meta: dict[str, Any] = json.loads((run_dir / "test.json").read_text())
+        meta: dict[str, Any] = json.loads(read_text(run_dir / "test.json", run_dir))
     except (OSError, ValueError):
         meta = {}
     failing, examples = [], []
-    facts = results.get(FACTS)
-    kept = facts.get("bindings_kept") if isinstance(facts, dict) else None
-    unit = "state" if kept is False else "step"
+    unit = "step" if bindings_kept(results, read_facts(results)) else "state"
     for name, r in sorted(results.get("checkers", {}).items()):
         if r.get("valid") is not True and not is_not_applicable(r):
             failing.append(name)

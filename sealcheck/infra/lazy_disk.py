@@ -3,7 +3,7 @@ mounted over a backing directory, started, driven and unmounted from the harness
 
 The daemon is an owned child (:func:`sealcheck.infra.procs.spawn`: it dies with the harness),
 and its mount's source names the harness (``sealcheck-lazyfs@<owner token>``), so
-:func:`stale_mounts` finds — and :func:`unmount_stale` removes — the mount a dead harness left.
+:func:`stale_mounts` finds the mount a dead harness left (:mod:`sealcheck.infra.sweep` unmounts it).
 """
 
 from __future__ import annotations
@@ -189,8 +189,3 @@ def stale_mounts() -> list[StaleMount]:
         for m in lazy_mounts()
         if not procs.owner_alive(m.owner) and left_running_root(Path(m.mountpoint)) is None
     ]
-
-
-def unmount_stale() -> list[str]:
-    """Unmount every stale lazyfs mount; the mount points."""
-    return [m.mountpoint for m in stale_mounts() if unmount(Path(m.mountpoint))]

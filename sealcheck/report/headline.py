@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sealcheck.rundir.facts import RunFacts, StatesSeen, read_facts
-from sealcheck.rundir.judged import is_not_applicable
+from sealcheck.rundir.facts import RunFacts, StatesSeen, bindings_kept, read_facts
 from sealcheck.rundir.states import BATCHES, COMMITS, SAMPLES
 
 #: the collections whose every sealed step sealed_state judges
@@ -75,14 +74,6 @@ def steps_judged(results: dict[str, Any]) -> str:
         for c in ("data", "errors")
         if f"{c}_steps_judged" in counts and f"{c}_steps_sealed" in counts
     )
-
-
-def bindings_kept(results: dict[str, Any], facts: RunFacts) -> bool:
-    """Whether the output keeps bindings, as the facts say — or, for a run judged before they
-    said so, as ``sealed_state`` does (not applicable only to an output without them)."""
-    if facts.bindings_kept is not None:
-        return facts.bindings_kept
-    return not is_not_applicable((results.get("checkers") or {}).get("sealed_state"))
 
 
 def _every_step(results: dict[str, Any]) -> bool:

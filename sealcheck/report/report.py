@@ -33,7 +33,6 @@ from sealcheck.report.explain import context_lines, schedule_rows
 from sealcheck.report.halted import halted, how_it_ended
 from sealcheck.report.headline import (
     MEANING,
-    bindings_kept,
     judged_lines,
     meaning,
     steps_judged,
@@ -42,7 +41,7 @@ from sealcheck.report.story import stories
 from sealcheck.report.templating import render as render_template
 from sealcheck.report.timeline import build_timeline
 from sealcheck.rundir.archive import REJUDGING
-from sealcheck.rundir.facts import RunFacts, SealLag, StepAssignment, read_facts
+from sealcheck.rundir.facts import RunFacts, SealLag, StepAssignment, bindings_kept, read_facts
 from sealcheck.rundir.history import History, HistoryError
 from sealcheck.rundir.judged import (
     NOT_APPLICABLE,

@@ -42,6 +42,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sealcheck.rundir.judged import is_not_applicable
+
 #: the key of ``results.json`` that holds the facts
 FACTS = "facts"
 #: the version of the shape below (a reader refuses a newer one in one line)
@@ -321,6 +323,14 @@ class RunFacts:
             None if states is None else StatesSeen.from_dict(states),
             str(d.get("states_why", "")),
         )
+
+
+def bindings_kept(results: dict[str, Any], facts: RunFacts) -> bool:
+    """Whether the output keeps bindings, as the facts say — or, for a run judged before they
+    said so, as ``sealed_state`` does (not applicable only to an output without them)."""
+    if facts.bindings_kept is not None:
+        return facts.bindings_kept
+    return not is_not_applicable((results.get("checkers") or {}).get("sealed_state"))
 
 
 def read_facts(results: dict[str, Any]) -> RunFacts:

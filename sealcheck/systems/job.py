@@ -316,6 +316,9 @@ class JobDeployment:
             None,
         )
         self.out = job_output(job, self.run)
+        #: the command and environment of every incarnation (:meth:`start` asks the
+        #: descriptor once the run's values are all known)
+        self.command: tuple[list[str], dict[str, str]] | None = None
         watch = getattr(self.out, "watch_batches", None)
         if watch is not None and getattr(self.out, "between_batches", False):
             root, windows = self.root, tuple(job.windows.values())
@@ -338,8 +341,7 @@ class JobDeployment:
         if self.cluster is not None:
             self.cluster.start()
             self.run = dataclasses.replace(self.run, master=self.cluster.url)
-        call_command(self.job, self.run)
-        call_environment(self.job, self.run)
+        self.command = call_command(self.job, self.run), call_environment(self.job, self.run)
 
     def stop(self) -> None:
         """Stop the cluster (``--spark cluster``); close the output's connection (an output
@@ -357,12 +359,15 @@ class JobDeployment:
                     self.disk.stop()
 
     def launch(self, incarnation: int) -> Launch:
-        """The job's command, with its environment (each checked: :class:`DescriptorError`)."""
-        argv = call_command(self.job, self.run)
+        """The job's command, with its environment, as :meth:`start` had them from the
+        descriptor (the run does not change after it)."""
+        if self.command is None:  # launched without a start (a direct caller)
+            self.command = call_command(self.job, self.run), call_environment(self.job, self.run)
+        argv, env = self.command
         return Launch(
             program=tuple(argv[:1]),
             args=tuple(argv[1:]),
-            env={"PYTHONUNBUFFERED": "1", **call_environment(self.job, self.run)},
+            env={"PYTHONUNBUFFERED": "1", **env},
             failpoint_env=FAILPOINT_ENV,
             shared=(str(self.root),),
             workdir=str(self.root),  # Spark's spark-warehouse/ and the like stay in the run

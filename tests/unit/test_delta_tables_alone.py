@@ -94,7 +94,7 @@ def test_two_writers_are_states_in_commit_order_judged_together(tmp_path):
 def test_states_of_refuses_an_untagged_commit_without_a_time():
     meta = {"data": {1: {"batch": None, "txn": None, "timestamp": None}}}
     with pytest.raises(RuntimeError, match="data version 1 names no batch and no commit time"):
-        states_of(meta, {("data", 1)})
+        states_of(meta, {("data", 1)}, batched=False)
 
 
 def test_unaligned_tables_are_judged_each_alone():

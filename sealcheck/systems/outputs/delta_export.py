@@ -249,13 +249,14 @@ def state_record(
 
 
 def states_of(
-    meta: dict[str, dict[int, dict[str, Any]]], changed: set[tuple[str, int]]
+    meta: dict[str, dict[int, dict[str, Any]]], changed: set[tuple[str, int]], batched: bool
 ) -> tuple[dict[tuple[str, int], int], bool]:
-    """For the tables alone: each changing ``(table, version)``'s ``ts``, and whether the two
-    tables' states are judged together (the module's docstring says how)."""
+    """For the tables alone: each changing ``(table, version)``'s ``ts`` — its batch when
+    ``batched`` (:func:`by_batches`) —, and whether the two tables' states are judged together
+    (the module's docstring says how)."""
     info = {tv: meta[tv[0]][tv[1]] for tv in changed}
     tagged = all(m["batch"] is not None for m in info.values())
-    if by_batches(meta, changed):
+    if batched:
         return {tv: int(m["batch"]) for tv, m in info.items()}, True
     for (table, version), m in sorted(info.items()):
         if m["timestamp"] is None:
@@ -277,8 +278,9 @@ def export_tables(out: DeltaOutput, run_dir: Path) -> None:
         for n, (t, _) in tables.items()
     }
     changed = {(n, int(r[3])) for n, rs in rows.items() for r in rs}
-    ts, aligned = states_of(meta, changed)
-    record = state_record(meta, ts, by_batches(meta, changed))
+    batched = by_batches(meta, changed)
+    ts, aligned = states_of(meta, changed, batched)
+    record = state_record(meta, ts, batched)
     updates = [(r[0], r[1], r[2], ts[(n, int(r[3]))], r[4]) for n, rs in rows.items() for r in rs]
     # at least what the harness saw during the run (each table's version count), so the
     # export's upper is never below one observed
