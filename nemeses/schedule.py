@@ -32,17 +32,26 @@ def plan_schedule(
         return []
     rng = random.Random(seed)
     nemeses = build(names, info)
-    start = interval_s if warmup_s is None else warmup_s
     cycle: list[str] = []
     actions: list[Action] = []
-    while start + interval_s <= duration_s + 1e-9:
+    for start in windows(duration_s, interval_s, warmup_s):
         if not cycle:
             cycle = list(names)
             rng.shuffle(cycle)
         name = cycle.pop(0)
         actions.extend(nemeses[name].plan(rng, start, interval_s))
-        start += interval_s
     return sorted(actions, key=lambda a: a.at_s)
+
+
+def windows(duration_s: float, interval_s: float, warmup_s: float | None = None) -> list[float]:
+    """Where each fault window of a run starts: after a quiet first one (``warmup_s``, by
+    default one window), every ``interval_s`` while a whole window fits in ``duration_s``."""
+    starts: list[float] = []
+    start = interval_s if warmup_s is None else warmup_s
+    while interval_s > 0 and start + interval_s <= duration_s + 1e-9:
+        starts.append(start)
+        start += interval_s
+    return starts
 
 
 def describe(actions: list[Action]) -> list[str]:
@@ -64,13 +73,13 @@ def unplanned(
     missing = [n for n in asked if not any(a.nemesis == n for a in actions)]
     if not missing:
         return None
-    windows = max(0, int((duration_s + 1e-9) // interval_s) - 1) if interval_s > 0 else 0
+    held = len(windows(duration_s, interval_s))
     line = f"no fault planned for {', '.join(missing)}"
-    if windows < len(asked):
+    if held < len(asked):
         need = (len(asked) + 1) * interval_s
         line += (
-            f": {duration_s:g} s of faults in {interval_s:g} s windows hold {windows} fault"
-            f"{'s' if windows != 1 else ''} (the first window is quiet; one nemesis a window, in "
+            f": {duration_s:g} s of faults in {interval_s:g} s windows hold {held} fault"
+            f"{'s' if held != 1 else ''} (the first window is quiet; one nemesis a window, in "
             f"turns); give --duration {need:g} or more for one of each"
         )
     return line

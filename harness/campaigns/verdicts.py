@@ -93,15 +93,23 @@ class ChaosResult:
         """The run's HTML report."""
         return self.run_dir / "report.html"
 
+    def why_lines(self, shown: int) -> list[str]:
+        """What failed: the failing checkers and the first ``shown`` anomalies, each with what
+        its checker says of it (the first wrong step first, as the report leads)."""
+        lines = ["failing checkers: " + ", ".join(self.failing_checkers)]
+        lines = lines if self.failing_checkers else []
+        lines += [f"  {a.line()}" for a in self.anomalies[:shown]]
+        if len(self.anomalies) > shown:
+            lines.append(f"  … {len(self.anomalies) - shown} more examples in the report")
+        return lines
+
     def summary(self) -> str:
         """The verdict, what failed, the first anomalies, the report and how to repeat it:
         what a failing test prints."""
         lines = [f"sealcheck verdict: {self.verdict} (seed {self.seed})"]
         if self.verdict == "UNKNOWN":  # the reason first, before what it caused
             lines += [f"  unknown because: {p}" for p in self.problems[:5]]
-        if self.failing_checkers:
-            lines.append("failing checkers: " + ", ".join(self.failing_checkers))
-        lines += [f"  {a.line()}" for a in self.anomalies[:5]]
+        lines += self.why_lines(5)
         if self.verdict != "UNKNOWN":
             lines += [f"  unknown because: {p}" for p in self.problems[:5]]
         if not (self.run_dir / "results.json").exists():

@@ -319,22 +319,16 @@ def _judged(run_dir: Path) -> list[str]:
     return judged_text(doc) if isinstance(doc, dict) else []
 
 
-def _why(run_dir: Path, valid: bool | None, shown: int = 3) -> list[str]:
-    """For a run that is not VALID: its failing checkers, its first anomalies with what each
-    checker says of them (the first wrong step first, as the report leads), and the command
-    that repeats it — what a person acts on without opening the report."""
+def _why(run_dir: Path, valid: bool | None) -> list[str]:
+    """For a run that is not VALID: what a failing test prints of what failed
+    (:meth:`~sealcheck.harness.campaigns.verdicts.ChaosResult.why_lines`, 3 anomalies), and the
+    command that repeats it — what a person acts on without opening the report."""
     from sealcheck.harness.campaigns.verdicts import read_result
+    from sealcheck.harness.run.runner import replay_command
 
     if valid is True:
         return []
-    result = read_result(run_dir, 0, 0, "")
-    lines = ["failing checkers: " + ", ".join(result.failing_checkers)] if valid is False else []
-    lines += [f"  {a.line()}" for a in result.anomalies[:shown]]
-    more = len(result.anomalies) - shown
-    if more > 0 and valid is False:
-        lines.append(f"  … {more} more examples in the report")
-    lines += [f"repeat: {cmd}" for cmd in result.reproduce[1:2]]  # the replay of this very run
-    return lines
+    return [*read_result(run_dir, 0, 0, "").why_lines(3), f"repeat: {replay_command(run_dir)}"]
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -372,7 +366,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     with ``--all``); list what was removed, and what other archives' runs left. Idempotent,
     and goes on past errors (each is printed)."""
     from sealcheck.infra.cleanup import end_left_running, left_running_runs
-    from sealcheck.infra.sweep import left_alone_line, removed_line, shown, sweep
+    from sealcheck.infra.sweep import counted, left_alone_line, removed_line, shown, sweep
 
     archive = None if args.every_archive else args.runs_dir
     runs = left_running_runs([args.runs_dir], within=archive)
@@ -395,11 +389,9 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     for line in (removed_line(swept), left_alone_line(swept)):
         if line is not None:
             print(line)
-    n = {kind: sum(x.kind == kind for x in swept.removed) for kind in ("process", "mount")}
-    boxes = len(swept.removed) - n["process"] - n["mount"]
+    removed = counted(swept.removed) or "nothing else"
     print(
         f"cleanup of {'every archive' if archive is None else archive}: {len(ended)} "
-        f"left-running runs ended, {n['process']} leftover processes, {n['mount']} mounts, "
-        f"{boxes} containers/networks removed"
+        f"left-running runs ended, {removed} removed"
     )
     return 0

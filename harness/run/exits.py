@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sealcheck.harness.run.events import parse_event
-from sealcheck.harness.run.job_error import job_error, log_tail
+from sealcheck.harness.run.job_error import job_error, recorded_tail
 from sealcheck.nemeses.effects import signal_name
 from sealcheck.report.halted import how_it_ended
 from sealcheck.rundir.names import sut_log
@@ -87,7 +87,7 @@ def exit_fields(lived_s: float, log_text: str, during_faults: bool) -> dict[str,
         "by_itself": True,
         "lived_s": round(lived_s, 2),
         "error": job_error(log_text),
-        "log_tail": log_tail(log_text),
+        "log_tail": recorded_tail(log_text),
     }
     if during_faults:
         out["during_faults"] = True
@@ -146,30 +146,30 @@ class ExitStreak:
     #: the progress counter at the last exit
     mark: int = 0
 
+    def _progressed(self, progress: int) -> None:
+        """Start over when the output advanced since the last exit (``progress``: the
+        counter now)."""
+        if progress != self.mark:
+            self.exits, self.mark = [], progress
+
     def explained(self, progress: int) -> None:
         """An explained exit (a kill, a fault): start over."""
         self.exits, self.mark = [], progress
 
     def alone(self, value: dict[str, Any], progress: int) -> None:
         """An exit by itself that no fault explains (``value``: its ``sut-exit`` op's)."""
-        if progress != self.mark:
-            self.exits = []
+        self._progressed(progress)
         self.exits.append(value)
-        self.mark = progress
 
     def delay_s(self) -> float:
         """How long to wait before the next start: :attr:`base_s`, doubled for each exit of
-        the streak after the first, at most :attr:`cap_s` (never below ``base_s``)."""
-        if len(self.exits) <= 1:
-            return self.base_s
-        return max(self.base_s, min(self.cap_s, self.base_s * 2.0 ** (len(self.exits) - 1)))
+        the streak after the first, at most :attr:`cap_s`."""
+        return min(self.cap_s, self.base_s * 2.0 ** max(0, len(self.exits) - 1))
 
     def exhausted(self, progress: int) -> bool:
         """Whether to give up: :attr:`give_up_after` exits in a row and no progress since the
-        last (``progress``: the counter now; progress seen late starts the streak over)."""
-        if progress != self.mark:
-            self.exits, self.mark = [], progress
-            return False
+        last (progress seen late starts the streak over)."""
+        self._progressed(progress)
         return len(self.exits) >= self.give_up_after
 
 

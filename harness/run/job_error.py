@@ -96,7 +96,7 @@ def job_error(log_text: str) -> str | None:
     return cut(found.strip(), MAX_ERROR_CHARS) if found is not None else None
 
 
-def log_tail(log_text: str) -> str:
+def recorded_tail(log_text: str) -> str:
     """The last :data:`TAIL_LINES` lines of ``log_text``, at most :data:`TAIL_CHARS`
     characters of them (the end kept), without trailing blanks."""
     tail = "\n".join(log_text.rstrip().splitlines()[-TAIL_LINES:])

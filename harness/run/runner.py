@@ -68,10 +68,13 @@ def _versions() -> dict[str, str]:
 def repro_command(cfg: TestConfig, run_dir: Path) -> list[str]:
     """Commands that repeat this run: every setting of the config as flags (so nothing depends
     on today's defaults), or the saved config and schedule as they are."""
-    return [
-        "sealcheck run " + shlex.join(to_flags(cfg)),
-        f"sealcheck run --replay {shlex.quote(str(run_dir))}",
-    ]
+    return ["sealcheck run " + shlex.join(to_flags(cfg)), replay_command(run_dir)]
+
+
+def replay_command(run_dir: Path) -> str:
+    """The command that repeats the run stored in ``run_dir`` as it was (its saved config and
+    schedule)."""
+    return f"sealcheck run --replay {shlex.quote(str(run_dir))}"
 
 
 def run_meta(test: Test, run_dir: Path) -> dict[str, Any]:

@@ -423,7 +423,7 @@ class Session:
                 )
                 break
             self._status(time.monotonic() - start)
-            time.sleep(0.25)
+            self.halt.wait(0.25)  # woken at once by a halt
         else:
             reason = (
                 f"liveness: {self.cfg.system} did not seal the log end {end} within "

@@ -112,7 +112,6 @@ class Supervisor:
         self.refusal_codes = refusal_codes
         #: the exits by themselves in a row (the restart's back-off, when to give up)
         self.streak = ExitStreak(base_s=restart_delay_s)
-        self._next_delay_s = restart_delay_s  # before the next start, set at each exit
         #: the fault phase (the session marks it): an exit by itself of an incarnation that
         #: lived through it may be a fault's doing (``during_faults``)
         self.faults = FaultSpans()
@@ -205,7 +204,7 @@ class Supervisor:
             self._changed.wait()  # it exited, was given up (a zombie now) or we stop
             self._changed.clear()
             with self._lock:
-                delay, self._next_delay_s = self._next_delay_s, self.restart_delay_s
+                delay = self.streak.delay_s()  # longer after each exit by itself in a row
             if self._stopping.wait(delay):
                 break
             if self._gave_up():
@@ -252,7 +251,6 @@ class Supervisor:
             with self._lock:
                 if alone and not value.get("during_faults"):
                     self.streak.alone(value, self.progress())
-                    self._next_delay_s = self.streak.delay_s()
                 else:
                     self.streak.explained(self.progress())
         exited.set()

@@ -183,12 +183,12 @@ def _check_parts(
             f"nemesis {name!r} acts on a Spark cluster's workers; add --spark cluster",
         )
         lacking = sorted(nemesis.requires - offered)
-        declared = [DECLARE[c] for c in lacking if c in DECLARE]
+        declared = "; ".join(DECLARE[c] for c in lacking if c in DECLARE)
         _need(
             not lacking,
             f"nemesis {name!r} needs {' and '.join(CAPABILITIES.get(c, c) for c in lacking)}, "
             f"which {spec.system!r} on the {spec.backend} backend lacks"
-            + (f"; {declared[0]}" if declared else _hint("--backend", where(set(lacking)))),
+            + (f"; {declared}" if declared else _hint("--backend", where(set(lacking)))),
         )
     if any(n.requires & LAZY_DISKS for n in nemeses.values()):
         from sealcheck.infra.lazy_disk import FUSE_HINT, fuse_missing
@@ -241,19 +241,21 @@ def refuse_broken_effect(
     on one of the run's records (:func:`sample_records`) — rather than after the whole run."""
     tried, changing, returned = 0, False, set[str]()
     for record in sample_records(spec.workload, producer_seeds, spec.partitions):
-        what = f"for the record {describe(record)}"
         try:
             result = mapping(record)
         except Exception as exc:
             raise ConfigError(
-                f"{name}(record) raised {raised(exc)} {what}: fix the descriptor's effect (it is "
-                "tried on a sample of the run's records before the run starts)"
+                f"{name}(record) raised {raised(exc)} for the record {describe(record)}: fix the "
+                "descriptor's effect (it is tried on a sample of the run's records before the run "
+                "starts)"
             ) from None
         try:
             effects = checked_effects(result)
         except EffectError as exc:  # the whole result no effect: say what to return instead
             why = exc.fix if isinstance(exc, NotAnEffect) and exc.value is result else str(exc)
-            raise ConfigError(f"{name}(record) returned {named(result)} {what}: {why}") from None
+            raise ConfigError(
+                f"{name}(record) returned {named(result)} for the record {describe(record)}: {why}"
+            ) from None
         tried += 1
         changing = changing or bool(effects)
         if not effects:

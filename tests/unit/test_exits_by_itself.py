@@ -19,7 +19,7 @@ from sealcheck.harness.run.exits import (
 )
 from sealcheck.harness.run.faults import FaultPhase
 from sealcheck.harness.run.halt import RunHalt
-from sealcheck.harness.run.job_error import MAX_ERROR_CHARS, TAIL_CHARS, job_error, log_tail
+from sealcheck.harness.run.job_error import MAX_ERROR_CHARS, TAIL_CHARS, job_error, recorded_tail
 from sealcheck.harness.run.supervisor import FailpointFile, Supervisor
 from sealcheck.nemeses import Action
 from sealcheck.rundir.history import History
@@ -99,9 +99,9 @@ def test_an_empty_log_printed_nothing_and_anything_else_is_its_last_line() -> No
 
 def test_the_log_tail_is_the_last_lines_capped() -> None:
     log = "".join(f"line {i}\n" for i in range(100))
-    tail = log_tail(log)
+    tail = recorded_tail(log)
     assert tail.splitlines()[0] == "line 80" and tail.endswith("line 99")
-    long = log_tail("y" * 10_000)
+    long = recorded_tail("y" * 10_000)
     assert len(long) == TAIL_CHARS and long.startswith("…")
 
 
