@@ -35,7 +35,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sealcheck.rundir.regular import read_text
 from sealcheck.rundir.runid import stamp_json
@@ -195,6 +195,51 @@ def confirm(at_states: list[tuple[int | None, int | None]], committed: int | Non
         before, planned = at_states[-1]
         if before is None or committed > before:
             at_states[-1] = (committed, planned)
+
+
+class Checkpoint(Protocol):
+    """A job's checkpoint as a state-taking output reads it (:class:`sealcheck.systems.job.
+    JobCheckpoint`): its newest batch committed, and its newest planned."""
+
+    def committed(self) -> int | None:
+        """The newest batch committed (``commits/N``; None: none yet)."""
+
+    def planned(self) -> int | None:
+        """The newest batch planned (``offsets/N``; None: none yet)."""
+
+
+class StateBatchRecorder:
+    """What an output that takes states (SQL tables, Kafka topics) records of the job's
+    batches at each: the newest committed before it reads (every batch up to it is in the
+    state), the newest planned after (no later one is). Without a :attr:`checkpoint` its
+    states name no batch."""
+
+    def __init__(self) -> None:
+        #: the job's checkpoint, when the descriptor's windows tell one (set once, by the
+        #: deployment)
+        self.checkpoint: Checkpoint | None = None
+        self._at_states: list[tuple[int | None, int | None]] = []
+
+    def committed(self) -> int | None:
+        """Before a read: the newest batch committed (None without a checkpoint)."""
+        return self.checkpoint.committed() if self.checkpoint is not None else None
+
+    def planned(self) -> int | None:
+        """After a read: the newest batch planned (None without a checkpoint)."""
+        return self.checkpoint.planned() if self.checkpoint is not None else None
+
+    def taken(self, committed: int | None, planned: int | None) -> None:
+        """A new state was taken, between ``committed`` (read before it) and ``planned``."""
+        self._at_states.append((committed, planned))
+
+    def unchanged(self, committed: int | None) -> None:
+        """A look found the output as it was at the last state, with ``committed`` the newest
+        batch committed before the look (:func:`confirm`)."""
+        confirm(self._at_states, committed)
+
+    def record(self) -> StateRecord:
+        """Every state taken so far (:func:`sampled`)."""
+        return sampled(self._at_states, checkpoint=self.checkpoint is not None)
 
 
 def sampled(at_states: Iterable[tuple[int | None, int | None]], checkpoint: bool) -> StateRecord:

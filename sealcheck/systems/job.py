@@ -203,28 +203,50 @@ def batch_boundary(root: Path, windows: Iterable[CrashWindow]) -> str | None:
     return "/".join(_newest_opening(root, w) or "" for w in told)
 
 
+class JobCheckpoint:
+    """A job's checkpoint as the first of its windows told by paired files names it (a
+    checkpoint's ``offsets/N`` and ``commits/N``): the newest batch committed and the newest
+    planned, each one listing of its folder (an output asks for the first before it reads and
+    the second after, 4 times a second) — what an output without bindings records at each state
+    it takes (:class:`sealcheck.rundir.states.StateBatchRecorder`)."""
+
+    def __init__(self, root: Path, window: CrashWindow) -> None:
+        assert window.opens_in is not None and window.closes_in is not None  # paired
+        self.opens_in, self.closes_in = root / window.opens_in, root / window.closes_in
+        self._opens = re.compile(window.opens)
+        self._closes = re.compile(str(window.closes).replace("{n}", r"(\d+)"))
+
+    @staticmethod
+    def of(root: Path, windows: Iterable[CrashWindow]) -> JobCheckpoint | None:
+        """The checkpoint the first of ``windows`` told by paired files names (None: none)."""
+        window = next((w for w in windows if _paired(w)), None)
+        return JobCheckpoint(root, window) if window is not None else None
+
+    def committed(self) -> int | None:
+        """The newest ``commits/N`` (None: none yet, or not a batch number)."""
+        return _newest_number(self.closes_in, self._closes)
+
+    def planned(self) -> int | None:
+        """The newest ``offsets/N`` (None: none yet, or not a batch number)."""
+        return _newest_number(self.opens_in, self._opens)
+
+
 def checkpoint_batches(root: Path, windows: Iterable[CrashWindow]) -> tuple[int | None, int | None]:
-    """The newest batch committed and the newest planned, as the first of ``windows`` told by
-    paired files says (a checkpoint's newest ``commits/N`` and ``offsets/N``; None: none yet,
-    no such window, or not a batch number) — what an output without bindings records at each
-    state it takes (:mod:`sealcheck.rundir.states`)."""
-    window = next((w for w in windows if _paired(w)), None)
-    if window is None or window.opens_in is None or window.closes_in is None:
-        return None, None
-    closes = re.compile(str(window.closes).replace("{n}", r"(\d+)"))
-    committed = _newest_number(root / window.closes_in, closes)
-    return committed, _newest_number(root / window.opens_in, re.compile(window.opens))
+    """The newest batch committed and the newest planned (:class:`JobCheckpoint`; None, None
+    without a window told by paired files)."""
+    checkpoint = JobCheckpoint.of(root, windows)
+    return (None, None) if checkpoint is None else (checkpoint.committed(), checkpoint.planned())
 
 
 def watch_checkpoint(out: object, root: Path, windows: Iterable[CrashWindow]) -> None:
     """Have an output that takes states (one with ``watch_checkpoint``: SQL tables, Kafka
     topics) record at each the job's newest committed and planned batches, when ``windows``
     (the descriptor's) include one told by the checkpoint's paired files
-    (:func:`checkpoint_batches`); otherwise its states name no batch."""
+    (:class:`JobCheckpoint`); otherwise its states name no batch."""
     watch = getattr(out, "watch_checkpoint", None)
-    told = tuple(w for w in windows if _paired(w))
-    if watch is not None and told:
-        watch(lambda: checkpoint_batches(root, told))
+    checkpoint = JobCheckpoint.of(root, windows)
+    if watch is not None and checkpoint is not None:
+        watch(checkpoint)
 
 
 def _newest_number(folder: Path, pattern: re.Pattern[str]) -> int | None:

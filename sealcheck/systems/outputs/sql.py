@@ -62,7 +62,7 @@ from sealcheck.core.effects import EffectError
 from sealcheck.core.said import cut
 from sealcheck.rundir.captures import Capture
 from sealcheck.rundir.files import VERSIONS, write_export
-from sealcheck.rundir.states import confirm, sampled, write_states
+from sealcheck.rundir.states import Checkpoint, StateBatchRecorder, write_states
 from sealcheck.systems.api import Progress, Unjudgeable
 from sealcheck.systems.outputs.rows import Encoder, text
 
@@ -94,11 +94,8 @@ class SnapshotStates:
         #: with ``between_batches``: the batch the job is between (a token), None while a
         #: batch is in flight (:func:`sealcheck.systems.job.batch_boundary`)
         self.boundary: Callable[[], str | None] | None = None
-        #: the job's newest committed and planned batches, when its checkpoint can be read
-        #: (:func:`sealcheck.systems.job.checkpoint_batches`), and what they were at each state
-        #: recorded: committed before its read, planned after (:mod:`sealcheck.rundir.states`)
-        self.batches: Callable[[], tuple[int | None, int | None]] | None = None
-        self.at_states: list[tuple[int | None, int | None]] = []
+        #: the job's batches at each state recorded (:mod:`sealcheck.rundir.states`)
+        self.batches = StateBatchRecorder()
 
 
 class Snapshots:
@@ -120,10 +117,10 @@ class Snapshots:
         """Take states only between batches, as ``boundary`` tells (``between_batches``)."""
         self._states.boundary = boundary
 
-    def watch_checkpoint(self, batches: Callable[[], tuple[int | None, int | None]]) -> None:
-        """Record at each state the job's batches, as ``batches`` tells (newest committed,
-        newest planned)."""
-        self._states.batches = batches
+    def watch_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Record at each state the job's batches, as its ``checkpoint`` tells (newest
+        committed before the read, newest planned after)."""
+        self._states.batches.checkpoint = checkpoint
 
     def tables(self) -> dict[str, tuple[str, Encoder]]:
         """Each collection's table and how its rows are encoded."""
@@ -171,10 +168,10 @@ class Snapshots:
                         if strict:
                             raise OutputError(f"{self.where()}: the database is not there")
                         return None
-                committed = s.batches()[0] if s.batches is not None else None
+                committed = s.batches.committed()
                 version = self._version(s.conn)
                 if version == s.version and s.exists and not strict:
-                    confirm(s.at_states, committed)  # nothing committed since the last read
+                    s.batches.unchanged(committed)  # nothing committed since the last read
                     return s.count
                 between = s.boundary() if s.boundary is not None else ""
                 if between is None:  # a batch in flight: not a state of the job's
@@ -182,7 +179,7 @@ class Snapshots:
                         raise OutputError(f"{self.where()}: a batch was in flight at the end")
                     return s.count if s.exists else None
                 read = self._read(s.conn)
-                planned = s.batches()[1] if s.batches is not None else None
+                planned = s.batches.planned()
                 if s.boundary is not None and s.boundary() != between:
                     return s.count if s.exists else None  # a batch began during the read
             except self.errors_of_reading as exc:  # not created yet, locked, or the server gone
@@ -206,11 +203,11 @@ class Snapshots:
                 for (k, v), n in (s.last[c] - state[c]).items():
                     rows.append((c, k, v, s.count, -n))
             if rows:
-                s.at_states.append((committed, planned))
+                s.batches.taken(committed, planned)
                 s.rows.extend(rows)
                 s.last, s.count, s.changed_at = state, s.count + 1, time.monotonic()
             else:  # the same state as the last one
-                confirm(s.at_states, committed)
+                s.batches.unchanged(committed)
             return s.count
 
     def where(self) -> str:
@@ -259,8 +256,7 @@ class Snapshots:
                 }
                 frontiers["bindings"] = {"upper": 0, "since": 0, "kept": False}
                 write_export(run_dir, frontiers, [s.rows] if s.rows else [])
-                record = sampled(s.at_states, checkpoint=s.batches is not None)
-                write_states(run_dir / VERSIONS, record, run_dir)
+                write_states(run_dir / VERSIONS, s.batches.record(), run_dir)
                 if s.error is not None:
                     raise Unjudgeable(s.error)
         finally:

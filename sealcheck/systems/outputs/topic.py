@@ -41,7 +41,7 @@ from confluent_kafka import KafkaException
 from sealcheck.core.effects import EffectError, encode_key
 from sealcheck.infra.topic import dump_topic, log_end
 from sealcheck.rundir.files import VERSIONS, TopicRecord, write_export
-from sealcheck.rundir.states import confirm, sampled, write_states
+from sealcheck.rundir.states import Checkpoint, StateBatchRecorder, write_states
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs.rows import Encoder, text
 from sealcheck.systems.outputs.sql import COLLECTIONS, OutputError
@@ -57,10 +57,8 @@ class _Marks:
         self.ends: list[Ends] = []
         self.changed_at = 0.0
         self.boundary: Callable[[], str | None] | None = None
-        #: the job's newest committed and planned batches, and what they were at each state
-        #: (as :class:`sealcheck.systems.outputs.sql.SnapshotStates` keeps them)
-        self.batches: Callable[[], tuple[int | None, int | None]] | None = None
-        self.at_states: list[tuple[int | None, int | None]] = []
+        #: the job's batches at each state taken (:mod:`sealcheck.rundir.states`)
+        self.batches = StateBatchRecorder()
 
 
 @dataclass(frozen=True)
@@ -95,10 +93,10 @@ class TopicOutput:
         """Take states only between batches, as ``boundary`` tells."""
         self._marks.boundary = boundary
 
-    def watch_checkpoint(self, batches: Callable[[], tuple[int | None, int | None]]) -> None:
-        """Record at each state the job's batches, as ``batches`` tells (newest committed,
-        newest planned)."""
-        self._marks.batches = batches
+    def watch_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Record at each state the job's batches, as its ``checkpoint`` tells (newest
+        committed before the look, newest planned after)."""
+        self._marks.batches.checkpoint = checkpoint
 
     def _ends(self) -> Ends | None:
         """Each topic's log ends; None while a topic has no partitions yet (not created) or
@@ -121,19 +119,19 @@ class TopicOutput:
                 if strict:
                     raise OutputError(f"{self.where()}: a batch was in flight at the end")
                 return len(m.ends) or None
-            committed = m.batches()[0] if m.batches is not None else None
+            committed = m.batches.committed()
             ends = self._ends()
-            planned = m.batches()[1] if m.batches is not None else None
+            planned = m.batches.planned()
             if ends is None or (gate is not None and gate() != between):
                 if strict:
                     raise OutputError(f"{self.where()}: the topics cannot be read at the end")
                 return len(m.ends) or None
             if not m.ends or ends != m.ends[-1]:
                 m.ends.append(ends)
-                m.at_states.append((committed, planned))
+                m.batches.taken(committed, planned)
                 m.changed_at = time.monotonic()
             else:  # nothing written since the last state
-                confirm(m.at_states, committed)
+                m.batches.unchanged(committed)
             return len(m.ends)
 
     def where(self) -> str:
@@ -159,7 +157,7 @@ class TopicOutput:
         self.observe(strict=True)
         with self._marks.lock:
             marks = list(self._marks.ends)
-            record = sampled(self._marks.at_states, checkpoint=self._marks.batches is not None)
+            record = self._marks.batches.record()
         encode = Encoder(self.key, self.value, self.exclude)
         rows: list[tuple[Any, ...]] = []
         for name, topic in self.topics().items():
