@@ -62,7 +62,7 @@ def _explain(run: RunData, name: str, snap: pl.DataFrame, ts: int) -> list[Anoma
                 expected=want,
                 found=found,
                 detail=f"read as of the last version of step {ts}: {reading}",
-                context=run.history.context_for_step(ts),
+                context=run.context_for_step(ts),
             )
         )
     return out

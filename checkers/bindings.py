@@ -39,7 +39,7 @@ def check(run: RunData) -> CheckResult:
                 expected=f">= {r['start']}",
                 found=r["end"],
                 detail=f"partition {r['partition']} bound back from {r['start']} to {r['end']}",
-                context=run.history.context_for_step(r["ts"]),
+                context=run.context_for_step(r["ts"]),
             )
             for r in back.head(MAX_EXAMPLES).iter_rows(named=True)
         ],
@@ -84,7 +84,7 @@ def check(run: RunData) -> CheckResult:
                 found=r["end"],
                 detail=f"partition {r['partition']} bound to offset {r['end']}, beyond the "
                 f"topic's end {r['log_end'] or 0}: these records do not exist",
-                context=run.history.context_for_step(r["ts"]),
+                context=run.context_for_step(r["ts"]),
             )
             for r in past.head(MAX_EXAMPLES).iter_rows(named=True)
         ],

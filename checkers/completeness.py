@@ -125,7 +125,7 @@ def _final_state(run: RunData, res: CheckResult) -> None:
     last = run.uppers.get("data", 0) - 1
     for r in bad.head(MAX_EXAMPLES).iter_rows(named=True):
         key, value = run.lookup("data", r["kh"], r["vh"])
-        context = run.history.context_for_step(last)
+        context = run.context_for_step(last)
         if r["row"] is not None:  # the key's winning record: its key and value in data
             rec = run.topic_row(int(r["row"]))
             key = run.effect_key("data", int(r["row"]))
@@ -169,7 +169,7 @@ def check(run: RunData) -> CheckResult:
                 found=b,
                 detail=f"after the final phase partition {p} is sealed through offset {b} but "
                 f"the topic ends at {end}: {end - b} records were never sealed",
-                context=run.history.context_for_step(last),
+                context=run.context_for_step(last),
             )
         )
     _acknowledged(run, res)

@@ -38,7 +38,7 @@ def check(run: RunData) -> CheckResult:
                         if r["mult"] > 1
                         else "retracted more often than added"
                     ),
-                    context=run.history.context_for_step(r["ts"]),
+                    context=run.context_for_step(r["ts"]),
                 )
             )
         res.add_bulk("diff-not-0-or-1", bad.height, examples)

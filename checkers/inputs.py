@@ -125,6 +125,15 @@ class RunData:
         whose uppers the observer counted in versions, not in states."""
         return self.states is None or self.states.by == SAMPLES
 
+    def context_for_step(self, step: int | None) -> dict[str, Any]:
+        """When ``step`` (or state) was first seen sealed, and the last fault, exit and start
+        before then (:meth:`sealcheck.rundir.history.History.context_for_step`), for an
+        anomaly at it; nothing where it has no moment in the run (:attr:`states_timed`), or
+        for no step."""
+        if step is None or not self.states_timed:
+            return {}
+        return self.history.context_for_step(step)
+
     @property
     def keeps_bindings(self) -> bool:
         """Whether the output keeps ``bindings`` (which offsets each step read). Only an

@@ -104,7 +104,7 @@ def check(run: RunData) -> CheckResult:
                     expected=expected,
                     found=show(u["value"]),
                     detail=detail,
-                    context=run.history.context_for_step(r["ts"]),
+                    context=run.context_for_step(r["ts"]),
                 )
                 for r in phantoms.head(MAX_EXAMPLES).iter_rows(named=True)
                 for u in [run.update_row(int(r["row"]))]

@@ -14,8 +14,6 @@ many.
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 
 from sealcheck.checkers.frames import pair_hash
@@ -46,7 +44,7 @@ def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
             detail=explain(
                 c, [_key(run, name, k.kh, k.row) for k in c.keys], j.partitions[c.partition]
             ),
-            context={"partition": c.partition, **_when(run, c.state)},
+            context={"partition": c.partition, **run.context_for_step(c.state)},
         )
         for c in j.conflicts
     ]
@@ -58,7 +56,7 @@ def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
             _key(run, name, kh, None),
             state,
             detail="the state holds a key that no input record puts into this table",
-            context=_when(run, state),
+            context=run.context_for_step(state),
         )
         for state, kh in j.invented
     ]
@@ -70,7 +68,7 @@ def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
             _key(run, name, kh, None),
             state,
             detail="several values",
-            context=_when(run, state),
+            context=run.context_for_step(state),
         )
         for state, kh in j.not_a_map
     ]
@@ -87,18 +85,10 @@ def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
                 who,
                 last,
                 detail=f"after catch-up {tell(k, who, part, 0)}, not its last record's effect",
-                context=_when(run, last),
+                context=run.context_for_step(last),
             )
         )
     res.add_bulk("not-the-whole-input", j.behind_count, behind)
-
-
-def _when(run: RunData, state: int | None) -> dict[str, Any]:
-    """When ``state`` was first seen (sealed) and the last fault, exit and start before it
-    (:meth:`sealcheck.rundir.history.History.context_for_step`), as the other checkers give
-    their steps (the registry drops it where a state has no moment in the run:
-    :attr:`RunData.states_timed`)."""
-    return {} if state is None else run.history.context_for_step(state)
 
 
 def _inputs(run: RunData, name: str) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -158,7 +148,7 @@ def _aligned(run: RunData, res: CheckResult, judged: dict[str, Judgement]) -> No
                 first[1],
                 c.state,
                 detail=f"{why} (both tables at step {c.state})",
-                context={"partition": c.partition, **_when(run, c.state)},
+                context={"partition": c.partition, **run.context_for_step(c.state)},
             )
         )
     res.add_bulk("tables-not-aligned", j.conflict_count, found)

@@ -35,11 +35,6 @@ from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.result import CheckResult, RunResult
 from sealcheck.rundir import files
 from sealcheck.rundir.history import HistoryError
-from sealcheck.rundir.names import LAST_EXIT, LAST_START
-
-#: what :meth:`~sealcheck.rundir.history.History.context_for_step` says of a step's moment:
-#: when it was first seen sealed, and the last fault, exit and start before then
-STEP_MOMENT = ("sealed_by_ns", "last_nemesis", LAST_START, LAST_EXIT)
 
 Checker = Callable[[RunData], CheckResult]
 
@@ -174,7 +169,4 @@ def _judge(run: RunData, name: str) -> CheckResult:
     for anomaly in result.anomalies:  # name the step as the system does (batch, versions)
         if anomaly.step in run.step_names:
             anomaly.context.setdefault("batch", run.step_names[anomaly.step])
-        if anomaly.step is not None and not run.states_timed:  # no moment in the run to give
-            for key in STEP_MOMENT:
-                anomaly.context.pop(key, None)
     return result

@@ -27,7 +27,7 @@ def check(run: RunData) -> CheckResult:
                         found=int(upper),
                         detail=f"{coll} was sealed at {best[0]} and later observed at {upper}: "
                         "something sealed was unsealed",
-                        context=run.history.context_for_step(int(upper)),
+                        context=run.context_for_step(int(upper)),
                     )
                 )
             elif best is None or int(upper) > best[0]:

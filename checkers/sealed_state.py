@@ -101,7 +101,7 @@ def _explain(
         found={"values": held, "updates": persisted},
         detail=f"after step {ts}: {_reading(want, held)}. The model's updates here come from "
         f"input records {records or '(none bound at this step)'}",
-        context=run.history.context_for_step(ts),
+        context=run.context_for_step(ts),
     )
 
 
@@ -137,7 +137,7 @@ def _changed_steps(run: RunData, res: CheckResult) -> None:
                 detail=f"{name}: {what} as the harness captured right after sealing differs "
                 "from what the store holds at the end: a sealed step changed after it was "
                 "sealed (lost, rewritten or compacted wrongly)",
-                context=run.history.context_for_step(t),
+                context=run.context_for_step(t),
             )
         )
     res.add_bulk("sealed-step-changed", len(run.steps.changed), examples)

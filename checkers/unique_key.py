@@ -48,7 +48,7 @@ def check(run: RunData) -> CheckResult:
                 found=[str(v["value"]) for v in run.live_values(name, r["kh"], r["ts"])],
                 detail=f"{r['live']} values live at step {r['ts']}: a new value was added "
                 "without retracting the old one",
-                context=run.history.context_for_step(r["ts"]),
+                context=run.context_for_step(r["ts"]),
             )
             for r in bad.head(MAX_EXAMPLES).iter_rows(named=True)
         ]
