@@ -61,7 +61,10 @@ def test_faults_on_the_correct_pipeline_are_valid(valid_run: tuple[int, str, Pat
     counts = results["checkers"]["sealed_state"]["counts"]
     for c in ("data", "errors"):
         assert counts[f"{c}_steps_judged"] == counts[f"{c}_steps_sealed"] > 0, counts
-    judged = f"data {counts['data_steps_judged']}/{counts['data_steps_sealed']}"
+    judged = ", ".join(
+        f"{c} {counts[f'{c}_steps_judged']}/{counts[f'{c}_steps_sealed']}"
+        for c in ("data", "errors")
+    )
     assert f"Sealed steps judged one by one / sealed: {judged}." in out
     final = History.load(run_dir / "history.jsonl").final()
     assert final is not None and "captures.arrows" in final["value"]["files"]

@@ -65,6 +65,9 @@ def leftovers(tmp_path: Path) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
     working directory), one of a run of ``other``, and one of ``runs`` whose harness lives;
     every one killed at the end."""
     dead = _dead_owner()
+    for run in (tmp_path / "runs" / MINE, tmp_path / "other" / THEIRS):
+        run.mkdir(parents=True)  # a run's directory holds its test.json before any process
+        (run / "test.json").write_text("{}")
     procs_ = {
         "mine": _tagged(str(tmp_path / "runs" / MINE), tmp_path, dead),
         "relative": _tagged(f"runs/{MINE}", tmp_path, dead),
