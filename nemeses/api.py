@@ -201,6 +201,9 @@ class PlanInfo:
     #: the system's crash windows told from outside, by name
     #: (:class:`sealcheck.core.windows.CrashWindow`)
     windows: tuple[str, ...] = ()
+    #: its commit boundaries, the edges of the windows opened and closed by files
+    #: (:func:`sealcheck.core.windows.boundaries`)
+    boundaries: tuple[str, ...] = ()
 
     def role(self, name: str) -> Role:
         """Role ``name`` of the run; one without nodes (``count`` 0) when the run lacks it

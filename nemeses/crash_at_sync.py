@@ -14,7 +14,7 @@ run, not by luck. Un-fsynced data is *not* dropped (a process crash keeps the pa
 of the kill: which call, which file, which process group.
 
 A point that does not fire in time (armed 3 s and the system sealed k + 2 steps since, or 20 s)
-is disarmed and replaced by a kill, "happened, no effect".
+is disarmed and recorded as not reached, with the reason; nobody is killed instead.
 """
 
 from __future__ import annotations
@@ -103,10 +103,8 @@ class CrashAtSync(Nemesis):
             c = crashes[0]
             why = f"process group {c['pgid']} killed inside its {c['op']} #{c['k']} of {c['path']}"
             return {"crashed": c, "outcome": "happened", "effect": effect(True, why)}
-        nodes = target.nodes(SUT.name)
-        killed = nodes[0].kill() if nodes else None
-        why = f"no {action.value['window']} #{action.value['k']} in {armed_s:.1f}s: killed instead"
-        return {"killed": killed, "outcome": "happened", "effect": effect(False, why)}
+        why = f"not reached: no {action.value['window']} #{action.value['k']} in {armed_s:.1f}s"
+        return {"outcome": "skipped", "why": f"{why} (nobody was killed)"}
 
     def heal(self, target: Target) -> list[str]:
         """Disarm a crash point still armed."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 
 from sealcheck.core.roles import SUT, Role
 from sealcheck.nemeses.api import Mark, Nemesis, PlanInfo
+from sealcheck.nemeses.boundary import CrashAtBoundary
 from sealcheck.nemeses.commit_reply import LoseCommitReply
 from sealcheck.nemeses.crash_at_sync import CrashAtSync
 from sealcheck.nemeses.failpoint import Failpoint
@@ -29,6 +30,7 @@ NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "failpoint": Failpoint,
     "window": CrashInWindow,
     "crash-at-sync": CrashAtSync,
+    "boundary": CrashAtBoundary,
     "pause": lambda info: Pause("pause", SUT.name, info),
     "kill-kafka": lambda info: Kill("kill-kafka", "broker", info),
     "pause-kafka": lambda info: Pause("pause-kafka", "broker", info),

@@ -17,8 +17,9 @@ the run) and the kill is "now", a window opened by a file is reached from below 
 opening file in place — how a millisecond window (a Delta commit before ``commits/N``) is hit.
 
 A window that does not open in time (armed 3 s and the system sealed ``skip`` + 2 steps since,
-or 20 s: :func:`sealcheck.nemeses.api.wait_fired`'s rule) is replaced by a plain kill, counted
-as "happened, no effect".
+or 20 s: :func:`sealcheck.nemeses.api.wait_fired`'s rule) is "not reached": skipped, with the
+reason, and nobody is killed (a kill outside the window would be a fault the plan did not
+ask for, counted against a window it never reached).
 """
 
 from __future__ import annotations
@@ -294,14 +295,9 @@ class CrashInWindow(Nemesis):
         watch.join(5)
         if watch.result is not None:
             return {**watch.result, "outcome": "happened"}
-        nodes = target.nodes(SUT.name)
-        killed = nodes[0].kill() if nodes else None
+        # never a kill outside the window counted as an attempt (issue 49): not reached
         why = f"{action.value['window']} did not open in {time.monotonic() - start:.1f}s"
-        return {
-            "killed": killed,
-            "outcome": "happened",
-            "effect": effect(False, f"{why}: killed outside it"),
-        }
+        return {"outcome": "skipped", "why": f"not reached: {why} (nobody was killed)"}
 
     def heal(self, target: Target) -> list[str]:
         """Stop a watcher still waiting."""

@@ -14,6 +14,7 @@ class UserJobSQLite(Job):
     broken_modes = {  # noqa: RUF012
         "first-record-wins": "a batch's first record of a key wins",
         "split-transactions": "the upserts are committed apart from the deletes",
+        "write-in-thread": "a batch's transaction is handed to a thread, not awaited",
     }
     windows = sealcheck.streaming_windows("checkpoint")  # where the `window` nemesis kills it
 

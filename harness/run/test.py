@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sealcheck.core.windows import boundaries
 from sealcheck.harness.run.config import ConfigError, TestConfig, load_config
 from sealcheck.harness.run.validate import (
     backend_capabilities,
@@ -86,6 +87,7 @@ def plan_info(spec: TestConfig, sut: SystemUnderTest) -> PlanInfo:
         commit_failpoints=tuple(sut.commit_failpoints),
         stall_failpoint=sut.stall_failpoint,
         windows=tuple(sut.windows),
+        boundaries=tuple(boundaries(sut.windows)),
     )
 
 

@@ -115,10 +115,24 @@ class Disk(Protocol):
         """What is un-fsynced now (``kept_bytes``, ``kept_files``), what drops lost so far, and
         the crash points that fired (``crashes``)."""
 
-    def arm_crash(self, op: str, k: int, path: str = "", only: int | None = None) -> dict[str, Any]:
-        """Kill whoever does the ``k``-th ``op`` (``fsync``, ``rename``) of one kind of file,
-        inside that call (:mod:`sealcheck.infra.crash_points`); with ``only``, only that
-        process group counts."""
+    def arm_crash(
+        self,
+        op: str,
+        k: int,
+        path: str = "",
+        only: int | None = None,
+        when: str = "after",
+        do: str = "kill",
+        errno: str = "EIO",
+    ) -> dict[str, Any]:
+        """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
+        of file, ``when`` (``after``, ``before``) it is done, ``do`` (``kill`` the caller,
+        ``fail`` the call with ``errno``, ``hold`` it until :meth:`release`) inside that call
+        (:mod:`sealcheck.infra.crash_points`); with ``only``, only that process group
+        counts."""
+
+    def release(self) -> dict[str, Any]:
+        """Let a held call go on."""
 
     def disarm_crash(self) -> dict[str, Any]:
         """Disarm a crash point that has not fired."""

@@ -78,3 +78,64 @@ def streaming_windows(
             f"{name} committed, before the batch's commits/N",
         )
     return out
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A commit boundary of a job, held from below (the lazy disk's crash points): the side
+    ``when`` (``before`` / ``after``) of the rename that puts a file matching ``path`` (a
+    regular expression over the mount path, anchored) in place — the moment a window opens or
+    closes. ``what`` says, for people, what a crash there leaves."""
+
+    window: str
+    edge: str
+    path: str
+    when: str
+    what: str
+
+
+NUMBER = r"\d+"
+
+#: a window's edges, each a boundary: which file's rename, its side, what a crash there leaves
+EDGES = {
+    "opened": ("opens", "after", "just after {opening} is in place, before what follows it"),
+    "closing": ("closes", "before", "all done but {closing}: a restart redoes the work"),
+    "closed": ("closes", "after", "just after {closing}: a write not awaited may be in flight"),
+}
+
+
+def _file(folder: str, name: str) -> str:
+    """The anchored mount path pattern of a file named ``name`` (``{n}``: any number) in
+    ``folder``."""
+    return f"^/{re.escape(folder.strip('/'))}/{name.replace('{n}', NUMBER)}$"
+
+
+def _shown(folder: str, name: str) -> str:
+    """``folder/name`` for people: every number pattern shown as ``N``."""
+    for number in ("(\\d+)", NUMBER, "{n}"):
+        name = name.replace(number, "N")
+    return f"{folder.strip('/')}/{name.replace(chr(92), '')}"
+
+
+def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
+    """The boundaries of ``windows`` by name (``<window>:<edge>``, :data:`EDGES`), for each
+    window opened and closed by files: ``opened`` (after the rename that opens it),
+    ``closing`` (before the rename that closes it: for ``after-offsets``, the batch's sink has
+    committed and ``commits/N`` is not written — the replay window of any sink) and
+    ``closed`` (after that rename). Two windows closed by the same file share their
+    ``closing`` and ``closed`` boundaries (the first by name keeps them)."""
+    out: dict[str, Boundary] = {}
+    seen: set[tuple[str, str]] = set()
+    # a window closed by its own opening's {n} first: the shared closing is named after it
+    for name in sorted(windows, key=lambda n: ("{n}" not in str(windows[n].closes), n)):
+        w = windows[name]
+        if w.opens_in is None or w.closes is None or w.closes_in is None:
+            continue
+        files = {"opens": _file(w.opens_in, w.opens), "closes": _file(w.closes_in, w.closes)}
+        words = {"opening": _shown(w.opens_in, w.opens), "closing": _shown(w.closes_in, w.closes)}
+        for edge, (side, when, text) in EDGES.items():
+            if (files[side], when) in seen:
+                continue
+            seen.add((files[side], when))
+            out[f"{name}:{edge}"] = Boundary(name, edge, files[side], when, text.format(**words))
+    return out

@@ -1,46 +1,71 @@
-"""Crashes at durability boundaries, taken inside the filesystem (the lazy disk's daemon,
-:mod:`sealcheck.infra.lazyfs`): "after its k-th ``fsync`` (or ``rename``) of one file, kill the
-writer" — as ALICE and CrashMonkey put crash points at every durability boundary.
+"""Faults at durability boundaries, taken inside the filesystem (the lazy disk's daemon,
+:mod:`sealcheck.infra.lazyfs`): "at the k-th ``rename`` into ``commits/``, before it is done,
+kill the writer" — as ALICE and CrashMonkey put crash points at every durability boundary,
+lazyfs crashes before or after the N-th fsync of a named file, and CharybdeFS fails a named
+file's calls with an errno.
 
-Armed through the lazy disk's control file (``arm {"op": "fsync", "k": 3, "path": "..."}``),
-a :class:`CrashPoint` counts, per kind of file and from the moment it was armed, the operations
-of its kind on files whose mount path matches ``path`` (a regular expression, searched; empty:
-every file). A kind of file is its path with every number made ``N``: a checkpoint's
-``offsets/17`` and ``offsets/18`` are the 1st and 2nd of ``offsets/N``, a Delta table's
-commits likewise, a SQLite WAL is one file. The call that makes some kind's count reach ``k``
-is done first (the data is durable, the
-rename made), then the calling process's whole process group is SIGKILLed *before the call
-returns*: the writer never runs another instruction, and nothing races it. The page cache is
-left alone (a process crash, not a power cut: what was written but not fsynced stays). With
-``only``, only those process groups are counted (the harness arms it for the running
-incarnation's). It fires once, then disarms.
+Armed through the lazy disk's control file (``arm {"op": "rename", "k": 3, "path": "...",
+"when": "before", "do": "kill"}``), a :class:`CrashPoint` counts, per kind of file and from the
+moment it was armed, the operations ``op`` (:data:`OPS`: ``fsync``, ``rename``, ``create``,
+``write``) on files whose mount path matches ``path`` (a regular expression, searched; empty:
+every file; for a rename, the new path). A kind of file is its path with every number made
+``N``: a checkpoint's ``offsets/17`` and ``offsets/18`` are the 1st and 2nd of ``offsets/N``, a
+Delta table's commits likewise, a SQLite WAL is one file. At the call that makes some kind's
+count reach ``k`` — ``when`` ``after`` it is done (the data durable, the rename made) or
+``before`` (nothing of it done) — the point does ``do``:
+
+* ``kill``: SIGKILL the calling process's whole process group before the call returns: the
+  writer never runs another instruction, and nothing races it. A call killed ``before`` is
+  never done (the daemon answers it with ``EIO``, to a process that is gone);
+* ``fail``: answer the call with ``errno`` (``ENOSPC``, ``EIO``, ...) — ``before``: not done,
+  as a full or broken disk does;
+* ``hold``: keep the call waiting (``before``: not yet done; ``after``: done, not yet
+  returned) until ``release`` on the control file (or a disarm): the harness may kill or stop
+  the job meanwhile. The daemon serves every other call on its other threads (the kernel
+  keeps a held rename's or create's directory locked, though: listing it waits); a held call
+  whose caller was killed meanwhile is not done after it (a dead process's rename must not
+  land; the kernel lets the killed caller die only once its call is answered).
+
+The page cache is left alone (a process crash, not a power cut: what was written but not
+fsynced stays). With ``only``, only those process groups are counted (the harness arms it for
+the running incarnation's). A point fires once, then disarms; :meth:`CrashPoints.counters`
+records each firing (``crashes``) and a call held now (``holding``).
 """
 
 from __future__ import annotations
 
+import errno as errnos
 import os
 import re
 import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-#: the operations a crash point can follow
-OPS = ("fsync", "rename")
+#: the operations a point can be put on, and the sides of one
+OPS = ("fsync", "rename", "create", "write")
+WHEN = ("after", "before")
+#: what a point does when it fires
+DOS = ("kill", "fail", "hold")
 
 
 @dataclass
 class CrashPoint:
-    """One armed crash point and what it counted (the daemon's bookkeeping)."""
+    """One armed point and what it counted (the daemon's bookkeeping)."""
 
     op: str
     k: int
     path: str = ""
-    #: process groups never killed (the harness's own, the daemon's)
+    #: process groups never counted (the harness's own, the daemon's)
     spare: tuple[int, ...] = ()
     #: the only process groups counted (the system under test's incarnation); empty: any
     only: tuple[int, ...] = ()
+    when: str = "after"
+    do: str = "kill"
+    #: the error a ``fail`` point answers with
+    errno: int = errnos.EIO
     counts: dict[str, int] = field(default_factory=dict)
     fired: dict[str, Any] | None = None
 
@@ -48,20 +73,31 @@ class CrashPoint:
     def from_json(doc: dict[str, Any]) -> CrashPoint:
         """The spec the control file was given; a ValueError naming what is wrong."""
         op, k = doc.get("op"), doc.get("k")
+        when, do = doc.get("when", "after"), doc.get("do", "kill")
         if op not in OPS:
             raise ValueError(f"op {op!r}: use one of {', '.join(OPS)}")
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"k {k!r}: use a whole number from 1")
+        if when not in WHEN:
+            raise ValueError(f"when {when!r}: use one of {', '.join(WHEN)}")
+        if do not in DOS:
+            raise ValueError(f"do {do!r}: use one of {', '.join(DOS)}")
+        code = getattr(errnos, str(doc.get("errno", "EIO")), None)
+        if not isinstance(code, int):
+            raise ValueError(f"errno {doc.get('errno')!r}: use a name such as ENOSPC or EIO")
         path = str(doc.get("path") or "")
         re.compile(path)
         spare = tuple(int(g) for g in doc.get("spare") or ())
         only = tuple(int(g) for g in doc.get("only") or ())
-        return CrashPoint(op, k, path, (*spare, os.getpgid(0)), only)
+        return CrashPoint(op, k, path, (*spare, os.getpgid(0)), only, when, do, code)
 
-    def passed(self, op: str, path: str, pid: int) -> bool:
-        """Count one ``op`` on ``path`` done by ``pid``; at the ``k``-th on one file, kill
-        ``pid``'s process group and record it. True when it fired."""
-        if self.fired is not None or op != self.op or not re.search(self.path, path):
+    def passed(self, op: str, path: str, pid: int, when: str = "after") -> bool:
+        """Count one ``op`` on ``path`` by ``pid`` at ``when``; at the ``k``-th on one kind of
+        file, fire: record it (:attr:`fired`) and, for ``kill``, kill ``pid``'s process
+        group. True when it fired (the caller then does what :attr:`do` says)."""
+        if self.fired is not None or (op, when) != (self.op, self.when):
+            return False
+        if not re.search(self.path, path):
             return False
         try:
             group = os.getpgid(pid)
@@ -75,19 +111,40 @@ class CrashPoint:
         n = self.counts[kind] = self.counts.get(kind, 0) + 1
         if n < self.k:
             return False
-        os.killpg(group, signal.SIGKILL)
-        self.fired = {"op": op, "path": path, "k": n, "pid": pid, "pgid": group}
-        self.fired["at_ns"] = time.time_ns()
+        if self.do == "kill":
+            os.killpg(group, signal.SIGKILL)
+        self.fired = {"op": op, "when": when, "do": self.do, "path": path, "k": n, "pid": pid}
+        self.fired.update(pgid=group, at_ns=time.time_ns())
+        if self.do == "fail":
+            self.fired["errno"] = errnos.errorcode.get(self.errno, str(self.errno))
         return True
 
 
+def doomed(pid: int) -> bool:
+    """Whether process (or thread) ``pid`` is gone, a zombie, or has a SIGKILL pending: a
+    process killed while the daemon holds its call cannot die until the call is answered
+    (the kernel waits for a request the daemon has read), so it still runs then."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    if fields.get("State", "").split()[:1] in (["Z"], ["X"]):
+        return True
+    kill = 1 << (signal.SIGKILL - 1)
+    return any(int(fields.get(f, "0").strip() or "0", 16) & kill for f in ("SigPnd", "ShdPnd"))
+
+
 class CrashPoints:
-    """The daemon's one armed crash point at a time (thread-safe)."""
+    """The daemon's one armed point at a time, and the call it holds (thread-safe: the daemon
+    serves calls on several threads)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.armed: CrashPoint | None = None
         self.fired: list[dict[str, Any]] = []
+        self.holding: dict[str, Any] | None = None
+        self._release = threading.Event()
 
     def arm(self, doc: dict[str, Any]) -> None:
         """Arm from the control file's JSON (replacing one armed before)."""
@@ -96,26 +153,50 @@ class CrashPoints:
             self.armed = point
 
     def disarm(self) -> bool:
-        """Disarm; True if one was armed and had not fired."""
+        """Disarm, and release a held call; True if one was armed and had not fired."""
+        self._release.set()
         with self.lock:
             was, self.armed = self.armed, None
             return was is not None
 
-    def passed(self, op: str, path: str, pid: int) -> None:
-        """After ``op`` on ``path`` by ``pid`` was done, inside the filesystem call."""
+    def release(self) -> bool:
+        """Let a held call go on; True if one was held."""
+        with self.lock:
+            held = self.holding is not None
+        self._release.set()
+        return held
+
+    def passed(self, op: str, path: str, pid: int, when: str = "after") -> int:
+        """At ``when`` of ``op`` on ``path`` by ``pid``, inside the filesystem call: 0 to go
+        on, or the errno to answer the call with instead (a ``kill`` before the call, a
+        ``fail``, a held call whose caller died). A ``hold`` waits here until released."""
         with self.lock:
             point = self.armed
-            if point is None or not point.passed(op, path, pid):
-                return
+            if point is None or not point.passed(op, path, pid, when):
+                return 0
             assert point.fired is not None
             self.fired.append(point.fired)
             self.armed = None
+            if point.do == "hold":
+                self._release.clear()
+                self.holding = point.fired
+        if point.do == "fail":
+            return point.errno
+        if point.do == "kill":
+            return errnos.EIO if when == "before" else 0
+        self._release.wait()
+        with self.lock:
+            self.holding = None
+            died = when == "before" and doomed(pid)
+            if died:
+                point.fired["caller_died"] = True  # its call is never done
+        return errnos.EINTR if died else 0
 
     def counters(self) -> dict[str, Any]:
-        """What was armed and what fired (the control file's reply)."""
+        """What is armed, which fired, which call is held now (the control file's reply)."""
         with self.lock:
             armed = self.armed
-            return {
-                "crash_armed": None if armed is None else {"op": armed.op, "k": armed.k},
-                "crashes": list(self.fired),
-            }
+            spec = None
+            if armed is not None:
+                spec = {"op": armed.op, "k": armed.k, "when": armed.when, "do": armed.do}
+            return {"crash_armed": spec, "crashes": list(self.fired), "holding": self.holding}

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,8 @@ class LazyDisk:
         self.backing, self.mountpoint = backing.resolve(), mountpoint.resolve()
         self.log = log
         self._proc: subprocess.Popen[bytes] | None = None
+        # a command and the read of its reply are one exchange: nemesis threads share the disk
+        self._lock = threading.Lock()
 
     def start(self, timeout_s: float = 20.0) -> None:
         """Mount it and wait until the kernel lists the mount."""
@@ -106,10 +109,11 @@ class LazyDisk:
 
     def _control(self, command: str | None) -> dict[str, Any]:
         path = self.mountpoint / CONTROL.lstrip("/")
-        if command is not None:
-            with open(path, "w") as f:
-                f.write(command)
-        reply: dict[str, Any] = json.loads(path.read_text())
+        with self._lock:
+            if command is not None:
+                with open(path, "w") as f:
+                    f.write(command)
+            reply: dict[str, Any] = json.loads(path.read_text())
         return reply
 
     def drop(self) -> dict[str, Any]:
@@ -127,15 +131,31 @@ class LazyDisk:
         and which fired (``crashes``)."""
         return self._control(None)
 
-    def arm_crash(self, op: str, k: int, path: str = "", only: int | None = None) -> dict[str, Any]:
-        """Kill the process group of whoever does the ``k``-th ``op`` (``fsync``, ``rename``)
-        of one kind of file whose mount path matches ``path``, inside that call
-        (:mod:`sealcheck.infra.crash_points`); the harness's own process group is spared, and
-        with ``only`` only that process group is counted."""
+    def arm_crash(
+        self,
+        op: str,
+        k: int,
+        path: str = "",
+        only: int | None = None,
+        when: str = "after",
+        do: str = "kill",
+        errno: str = "EIO",
+    ) -> dict[str, Any]:
+        """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
+        of file whose mount path matches ``path``, ``when`` (``after`` it is done, or
+        ``before``), ``do`` one thing inside that call (:mod:`sealcheck.infra.crash_points`):
+        ``kill`` the caller's process group, ``fail`` the call with ``errno``, or ``hold`` it
+        until :meth:`release`. The harness's own process group is spared, and with ``only``
+        only that process group is counted."""
         spec: dict[str, Any] = {"op": op, "k": k, "path": path, "spare": [os.getpgid(0)]}
+        spec.update(when=when, do=do, errno=errno)
         if only is not None:
             spec["only"] = [only]
         return self._control("arm " + json.dumps(spec))
+
+    def release(self) -> dict[str, Any]:
+        """Let a held call go on (``released``: whether one was held)."""
+        return self._control("release")
 
     def disarm_crash(self) -> dict[str, Any]:
         """Disarm a crash point that has not fired (``disarmed``)."""

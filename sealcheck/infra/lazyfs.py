@@ -7,10 +7,14 @@ until the file is fsynced: then they go to the backing file, which is fsynced to
 the backing file with the kept pages on top, so every process sees what was written, as on a
 real machine. Writing ``drop`` to the control file ``/.lazyfs`` throws every kept page away —
 what a power cut does to a page cache — and ``sync`` writes them all (what a clean shutdown
-does); ``arm {...}`` arms a crash point (:mod:`sealcheck.infra.crash_points`: the writer's
-process group SIGKILLed inside its k-th fsync or rename of a file) and ``disarm`` disarms it;
-reading the control file gives JSON counters: what is kept now, what was dropped, which crash
-point is armed and which fired.
+does); ``arm {...}`` arms a crash point (:mod:`sealcheck.infra.crash_points`: before or after
+the k-th fsync, rename, create or write of a named kind of file, the writer's process group
+SIGKILLed, the call failed with an errno, or held), ``release`` lets a held call go on and
+``disarm`` disarms; reading the control file gives JSON counters: what is kept now, what was
+dropped, which crash point is armed, which fired and which call is held.
+
+The daemon serves calls on several threads (libfuse's multi-threaded loop), so a held call
+stalls only its caller: the control file, other writers and the observer's reads go on.
 
 What is and is not simulated:
 
@@ -40,6 +44,8 @@ import json
 import os
 import re
 import sys
+import threading
+from itertools import count
 from typing import Any
 
 from sealcheck.infra.crash_points import CrashPoints
@@ -47,7 +53,7 @@ from sealcheck.infra.lazy_pages import PAGE, PASSTHROUGH, Kept, LazyState
 
 __all__ = ["CONTROL", "FSNAME", "PAGE", "PASSTHROUGH", "Kept", "LazyState", "main"]
 
-CONTROL = "/.lazyfs"  # write "drop", "sync", "arm {...}" or "disarm"; read the counters
+CONTROL = "/.lazyfs"  # write drop, sync, arm {...}, release or disarm; read the counters
 FSNAME = "sealcheck-lazyfs"
 
 
@@ -65,12 +71,20 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         wrapped.__name__ = fn.__name__
         return wrapped
 
+    def at(op: str, when: str, path: str) -> None:
+        """Where a crash point may fire: go on, or answer the call with its errno."""
+        code = crashes.passed(op, path, fuse.fuse_get_context()[2], when)
+        if code:
+            raise fuse.FuseOSError(code)
+
     class LazyOps(fuse.Operations):  # type: ignore[misc]
         use_ns = True
 
         def __init__(self) -> None:
+            self.guard = threading.Lock()  # calls come on several threads (not `lock`: a FUSE call)
             self.control_reply = b""  # the last command's reply, for the next read
-            self.reading = b""  # what reads of the control file opened last return
+            self.handles = count(1)  # one per open of the control file
+            self.reading: dict[int, bytes] = {}  # what each open of the control file reads
 
         @oserror
         def getattr(self, path: str, fh: Any = None) -> dict[str, Any]:
@@ -92,10 +106,13 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         @oserror
         def open(self, path: str, fi: Any) -> int:
             if path == CONTROL:  # a read sees the last command's reply once, else counters
-                fi.fh, fi.direct_io = 0, 1
-                if fi.flags & os.O_ACCMODE == os.O_RDONLY:
-                    fresh = json.dumps({**state.counters(), **crashes.counters()}).encode()
-                    self.reading, self.control_reply = self.control_reply or fresh, b""
+                fi.direct_io = 1
+                with self.guard:
+                    fi.fh = next(self.handles)
+                    if fi.flags & os.O_ACCMODE == os.O_RDONLY:
+                        fresh = json.dumps({**state.counters(), **crashes.counters()}).encode()
+                        self.reading[fi.fh] = self.control_reply or fresh
+                        self.control_reply = b""
                 return 0
             # read-write whatever was asked: pages are read back to be patched, and fsync
             # writes them through whichever descriptor it is called on
@@ -106,13 +123,21 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
 
         @oserror
         def create(self, path: str, mode: int, fi: Any) -> int:
+            at("create", "before", path)
             fd = os.open(state.real(path), os.O_RDWR | os.O_CREAT, mode)
-            return self._open(path, fi, fd)
+            self._open(path, fi, fd)
+            try:
+                at("create", "after", path)
+            except fuse.FuseOSError:
+                os.close(fd)  # failed after the file was made: no handle for the caller
+                raise
+            return 0
 
         @oserror
         def read(self, path: str, size: int, offset: int, fi: Any) -> bytes:
             if path == CONTROL:
-                return self.reading[offset : offset + size]
+                with self.guard:
+                    return self.reading.get(fi.fh, b"")[offset : offset + size]
             return state.read(path, fi.fh, size, offset)
 
         @oserror
@@ -131,11 +156,17 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
                     reply = crashes.counters()
                 elif command == "disarm":
                     reply = {"disarmed": crashes.disarm(), **crashes.counters()}
+                elif command == "release":
+                    reply = {"released": crashes.release(), **crashes.counters()}
                 else:
                     raise fuse.FuseOSError(errno.EINVAL)
-                self.control_reply = json.dumps(reply).encode()
+                with self.guard:
+                    self.control_reply = json.dumps(reply).encode()
                 return len(data)
-            return state.write(path, fi.fh, data, offset)
+            at("write", "before", path)
+            done = state.write(path, fi.fh, data, offset)
+            at("write", "after", path)
+            return done
 
         @oserror
         def truncate(self, path: str, length: int, fh: Any = None) -> int:
@@ -152,8 +183,9 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         @oserror
         def fsync(self, path: str, datasync: int, fi: Any) -> int:
             if path != CONTROL:
+                at("fsync", "before", path)
                 state.fsync(path, fi.fh)
-                crashes.passed("fsync", path, fuse.fuse_get_context()[2])
+                at("fsync", "after", path)
             return 0
 
         def flush(self, path: str, fi: Any) -> int:
@@ -163,6 +195,9 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         def release(self, path: str, fi: Any) -> int:
             if path != CONTROL:
                 os.close(fi.fh)
+            else:
+                with self.guard:
+                    self.reading.pop(fi.fh, None)
             return 0
 
         @oserror
@@ -173,9 +208,10 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
 
         @oserror
         def rename(self, old: str, new: str) -> int:
+            at("rename", "before", new)
             os.rename(state.real(old), state.real(new))
             state.rename(old, new)
-            crashes.passed("rename", new, fuse.fuse_get_context()[2])
+            at("rename", "after", new)
             return 0
 
         @oserror
@@ -249,7 +285,7 @@ def main(argv: list[str]) -> int:  # pragma: no cover - runs as the daemon
         mountpoint,
         raw_fi=True,
         foreground=True,
-        nothreads=True,
+        nothreads=False,  # a held call must not stall the mount (crash_points' ``hold``)
         fsname=f"{FSNAME}@{owner}" if owner else FSNAME,
         subtype=FSNAME,
         attr_timeout=0,

@@ -41,6 +41,12 @@ class Window:
     evidence: str = ""
 
 
+def _aim(value: dict[str, Any]) -> str | None:
+    """The window or boundary an action aims at (counted per aim), if any."""
+    aim = value.get("window") or value.get("boundary")
+    return str(aim) if aim else None
+
+
 @dataclass
 class _Tally:
     planned: int = 0
@@ -87,9 +93,8 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
         point = action.get("value", {}).get("failpoint")
         if action.get("f") == "arm-failpoint" and point:
             points.setdefault(point, _Tally()).add(happened, bit)
-        elif action.get("value", {}).get("window"):  # per window it aims at, as failpoints
-            window = action["value"]["window"]
-            others.setdefault(f"{action['nemesis']}: {window}", _Tally()).add(happened, bit)
+        elif aim := _aim(action.get("value", {})):  # per window or boundary, as failpoints
+            others.setdefault(f"{action['nemesis']}: {aim}", _Tally()).add(happened, bit)
         elif action.get("f") not in ("heal",):
             others.setdefault(f"{action['nemesis']}: {action['f']}", _Tally()).add(happened, bit)
     windows: dict[str, str] = dict(meta.get("windows", {}))

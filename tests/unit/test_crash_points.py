@@ -4,6 +4,7 @@ counts, per kind of file, and whom it never kills (the real kill: the integratio
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -14,9 +15,33 @@ from sealcheck.infra.crash_points import CrashPoint, CrashPoints
 
 
 def test_a_bad_spec_is_named():
-    for doc, word in (({"op": "write", "k": 1}, "op 'write'"), ({"op": "fsync", "k": 0}, "k 0")):
+    for doc, word in (
+        ({"op": "unlink", "k": 1}, "op 'unlink'"),
+        ({"op": "fsync", "k": 0}, "k 0"),
+        ({"op": "fsync", "k": 1, "when": "during"}, "when 'during'"),
+        ({"op": "fsync", "k": 1, "do": "drop"}, "do 'drop'"),
+        ({"op": "fsync", "k": 1, "do": "fail", "errno": "ENOPE"}, "errno 'ENOPE'"),
+    ):
         with pytest.raises(ValueError, match=word):
             CrashPoint.from_json(doc)
+
+
+def test_a_point_counts_only_its_side_of_the_call_and_a_fail_answers_its_errno():
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                               start_new_session=True)  # fmt: skip
+    try:
+        points = CrashPoints()
+        spec = {"op": "rename", "k": 1, "when": "before", "do": "fail", "errno": "ENOSPC"}
+        points.arm({**spec, "only": [sleeper.pid]})
+        assert points.passed("rename", "/c/1", sleeper.pid, "after") == 0  # the other side
+        assert points.passed("rename", "/c/1", sleeper.pid, "before") == errno.ENOSPC
+        assert points.passed("rename", "/c/2", sleeper.pid, "before") == 0  # fired once
+        [fired] = points.counters()["crashes"]
+        assert fired["errno"] == "ENOSPC" and fired["when"] == "before"
+        assert sleeper.poll() is None  # a fail kills nobody
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
 
 
 def test_files_of_one_kind_count_together_and_the_kth_kills_the_callers_group():

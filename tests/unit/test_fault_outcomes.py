@@ -256,7 +256,9 @@ def test_a_failpoint_settled_early_still_gets_its_time_to_fire() -> None:
     consume.join()
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 0.0)  # never consumed: replaced after 3 s armed
-    assert done["outcome"] == "replaced-by-kill" and "within 3.0s" in done["why"]
+    assert done["outcome"] == "replaced-by-kill"
+    waited = re.search(r"within (\d+\.\d)s", done["why"])  # 3.0 s, later on a loaded machine
+    assert waited is not None and 3.0 <= float(waited[1]) < 20.0, done["why"]
 
 
 def test_a_failpoint_waits_for_the_system_to_progress_before_it_is_replaced(

@@ -24,6 +24,7 @@ INFO = PlanInfo(
     commit_failpoints=("data.after_commit",),
     stall_failpoint="data.before_append",
     windows=("after-offsets", "after-commit:data"),
+    boundaries=("after-offsets:closing", "after-offsets:opened"),
 )
 
 

@@ -131,7 +131,7 @@ def test_a_log_line_opens_a_window_too(tmp_path):
     assert done["effect"]["effect"] is False and "batch 0 written" in done["effect"]["evidence"]
 
 
-def test_a_window_that_never_opens_is_replaced_by_a_kill(tmp_path):
+def test_a_window_that_never_opens_is_not_reached_and_nobody_is_killed(tmp_path):
     windows = {"never": CrashWindow(r"never-(\d+)", "checkpoint/offsets")}
     target = _Target(tmp_path, windows)
     nemesis = _nemesis(windows)
@@ -139,7 +139,8 @@ def test_a_window_that_never_opens_is_replaced_by_a_kill(tmp_path):
     nemesis.invoke(action, target)  # type: ignore[arg-type]
     target.node.go()
     done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
-    assert done["killed"] == target.node.proc.pid and done["effect"]["effect"] is False
+    assert done["outcome"] == "skipped" and done["why"].startswith("not reached: never")
+    assert target.node.proc.poll() is None  # nobody was killed
     assert nemesis.heal(target) == []  # type: ignore[arg-type]
 
 

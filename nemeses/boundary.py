@@ -1,0 +1,132 @@
+"""``boundary``: crash a job at one of its commit boundaries, on purpose, from below.
+
+A job's crash windows that files open and close (``after-offsets``: ``offsets/N`` opens it,
+``commits/N`` closes it) have edges, its commit boundaries
+(:func:`sealcheck.core.windows.boundaries`): ``opened`` (just after the opening file is put in
+place), ``closing`` (just before the closing file is: for a Structured Streaming job, the
+batch's sink has committed and ``commits/N`` is not written — whatever the sink, a restart
+replays the batch and the job's own exactly-once mechanism must skip what it applied) and
+``closed`` (just after it: a write the job did not await may still be in flight). With the
+job's directory on a lazy disk (capability ``lazy-disk``; power cuts stay the ``lost-writes``
+nemesis's), each action arms a crash point (:mod:`sealcheck.infra.crash_points`) on the
+boundary's rename — its side, which occurrence (``skip``) from the seed — and the filesystem
+SIGKILLs the job inside that call: a ``before`` rename is never done. Nothing races it: a
+boundary a millisecond wide is hit every time it occurs.
+
+An armed boundary waits for its next occurrence (an incarnation still starting up has none),
+by :func:`sealcheck.nemeses.api.wait_fired`'s rule; one that does not occur in time is
+disarmed and recorded as not reached, with the reason — never replaced by a kill elsewhere.
+The action's ``effect`` is the filesystem's record of the kill and what the job's directory
+showed: the closing file absent (``closing``, ``opened``) or in place (``closed``).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sealcheck.core.roles import SUT
+from sealcheck.core.windows import Boundary, boundaries
+from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_fired
+from sealcheck.nemeses.effects import effect
+
+
+class CrashAtBoundary(Nemesis):
+    """Kill the job at one of its commit boundaries per fault window, in a seeded cover."""
+
+    name = "boundary"
+    requires = frozenset({"crash-windows", "lazy-disk"})
+    roles = frozenset({SUT.name})
+
+    def __init__(self, info: PlanInfo) -> None:
+        self.boundaries = tuple(sorted(info.boundaries))
+        self._order: list[str] = []
+        self._at = 0
+        self._sealed_at_arm = 0
+
+    @property
+    def marks(self) -> Mapping[str, Mark]:
+        """Arming is an instant (the crash shows as a restart)."""
+        return {
+            "crash-at-boundary": Mark(
+                "instant", "crash at a boundary", group="kill", which=("boundary",)
+            )
+        }
+
+    def plan(self, rng: random.Random, start_s: float, window_s: float) -> list[Action]:
+        """The next boundary of the seeded cover, and which of its occurrences."""
+        if not self.boundaries:  # nothing to aim at (a run without them is refused first)
+            return []
+        if not self._order:
+            self._order = list(self.boundaries)
+            rng.shuffle(self._order)
+        name = self._order.pop(0)
+        at = start_s + rng.uniform(0, window_s / 4)
+        more = {"chance_s": c} if (c := chance_s(window_s)) is not None else {}
+        return [self._act(at, "crash-at-boundary", boundary=name, skip=rng.randint(0, 2), **more)]
+
+    def invoke(self, action: Action, target: Target) -> dict[str, Any]:
+        """Arm the crash point on the boundary's rename; pending until it fires."""
+        disk, found = target.disks().get("store"), self._boundary(action, target)
+        if disk is None:
+            return {"outcome": "skipped", "why": "the job's directory is not on a lazy disk"}
+        if found is None:
+            why = f"the job has no boundary {action.value['boundary']!r}"
+            return {"outcome": "skipped", "why": why}
+        self._sealed_at_arm = target.sealed()
+        self._at = len(disk.counters().get("crashes", []))
+        skip = int(action.value.get("skip", 0))
+        disk.arm_crash("rename", skip + 1, found.path, when=found.when)
+        return {"armed": f"{found.when} rename #{skip + 1} of {found.path}", "outcome": "pending"}
+
+    def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
+        """The filesystem's record of the kill and the job's directory as it was left; "not
+        reached" with the reason when the boundary did not occur in time."""
+        disk, found = target.disks().get("store"), self._boundary(action, target)
+        if disk is None or found is None:
+            return {"outcome": "skipped", "why": "nothing was armed"}
+
+        def fired() -> list[dict[str, Any]]:
+            return list(disk.counters().get("crashes", [])[self._at :])
+
+        skip = int(action.value.get("skip", 0))
+        armed_s = wait_fired(target, waited_s, self._sealed_at_arm, action.value.get("chance_s"),
+                             lambda: not fired(), skip)  # fmt: skip
+        crashes = fired()
+        if not crashes:
+            disk.disarm_crash()  # it may fire between the last look and this: look again
+            crashes = fired()
+        if not crashes:
+            why = f"no {found.when} rename #{skip + 1} of {found.path} in {armed_s:.1f}s"
+            return {"outcome": "skipped", "why": f"not reached: {why} (nobody was killed)"}
+        crash = crashes[0]
+        bit = _evidence(found, crash, target.files())
+        return {"crashed": crash, "outcome": "happened", "effect": bit}
+
+    def heal(self, target: Target) -> list[str]:
+        """Disarm a crash point still armed."""
+        disk = target.disks().get("store")
+        if disk is None:
+            return []
+        return ["boundary disarmed"] if disk.disarm_crash().get("disarmed") else []
+
+    @staticmethod
+    def _boundary(action: Action, target: Target) -> Boundary | None:
+        return boundaries(target.windows()).get(str(action.value.get("boundary")))
+
+
+def _evidence(found: Boundary, crash: Mapping[str, Any], root: Path | None) -> dict[str, Any]:
+    """Whether the kill landed on the boundary, from the job's directory after it: the
+    renamed file absent after a ``before`` kill, in place after an ``after`` one."""
+    path = str(crash["path"])
+    what = f"process group {crash['pgid']} killed {crash['when']} the rename to {path}"
+    if root is None:
+        return effect(None, f"{what} (the job's directory cannot be seen)")
+    there = (root / path.lstrip("/")).exists()
+    if there == (found.when == "after") and re.search(found.path, path):
+        return effect(True, f"{what}: {found.what}")
+    state = "already there" if there else "not there"
+    return effect(False, f"{what}, but {path} was {state}")
