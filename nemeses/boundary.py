@@ -6,7 +6,9 @@ A job's crash windows that files open and close (``after-offsets``: ``offsets/N`
 place), ``closing`` (just before the closing file is: for a Structured Streaming job, the
 batch's sink has committed and ``commits/N`` is not written — whatever the sink, a restart
 replays the batch and the job's own exactly-once mechanism must skip what it applied) and
-``closed`` (just after it: a write the job did not await may still be in flight). With the
+``closed`` (just after it: the job's first write outside the checkpoint after each closing
+rename is made :data:`SLOW_MS` late, so a write the job did not await is still in flight —
+a job that awaits its writes is only that much slower). With the
 job's directory on a lazy disk (capability ``lazy-disk``; power cuts stay the ``lost-writes``
 nemesis's), each action arms a crash point (:mod:`sealcheck.infra.crash_points`) on the
 boundary's rename — its side, which occurrence (``skip``) from the seed — and the filesystem
@@ -32,6 +34,10 @@ from sealcheck.core.roles import SUT
 from sealcheck.core.windows import Boundary, boundaries
 from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_fired
 from sealcheck.nemeses.effects import effect
+
+#: how late the job's first sink write after each ``closing`` rename is made at a ``closed``
+#: boundary: longer than a checkpoint commit takes, short beside a batch
+SLOW_MS = 200
 
 
 class CrashAtBoundary(Nemesis):
@@ -79,7 +85,10 @@ class CrashAtBoundary(Nemesis):
         self._sealed_at_arm = target.sealed()
         self._at = len(disk.counters().get("crashes", []))
         skip = int(action.value.get("skip", 0))
-        disk.arm_crash("rename", skip + 1, found.path, when=found.when)
+        late = SLOW_MS if found.slow else 0
+        disk.arm_crash(
+            "rename", skip + 1, found.path, when=found.when, slow=found.slow, slow_ms=late
+        )
         return {"armed": f"{found.when} rename #{skip + 1} of {found.path}", "outcome": "pending"}
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:

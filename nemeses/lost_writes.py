@@ -42,7 +42,7 @@ class LostWrites(Nemesis):
     """Freeze, drop un-fsynced writes, kill: once per window, at a seeded moment."""
 
     name = "lost-writes"
-    requires = frozenset({"lazy-disk"})
+    requires = frozenset({"lazy-disk", "power-cut"})
     roles = frozenset({SUT.name})
 
     def __init__(self, info: PlanInfo) -> None:

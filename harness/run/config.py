@@ -131,6 +131,7 @@ def _hostable(cfg: TestConfig) -> tuple[str, ...]:
     run, and its backend and system offer what they require: a default (the mix), not a check —
     a named nemesis the run cannot host is refused by the built test."""
     from sealcheck.infra.backends import NAMES, capabilities
+    from sealcheck.infra.lazy_disk import fuse_missing
     from sealcheck.nemeses.api import PlanInfo
     from sealcheck.nemeses.registry import NEMESES, lacking
     from sealcheck.systems.registry import SystemNotFound, system
@@ -145,6 +146,8 @@ def _hostable(cfg: TestConfig) -> tuple[str, ...]:
     offered = (capabilities(cfg.backend) | sut.offers(cfg.backend)) - sut.opt_in
     if cfg.spark != "cluster":
         offered -= {"spark-cluster"}
+    if fuse_missing():  # no lazy disk here: the mix goes without it rather than failing
+        offered -= {"lazy-disk", "broker-lazy-disk"}
     info = PlanInfo(roles=run_roles(sut, cfg.backend, cfg.brokers, cfg.spark))
 
     def hostable(name: str) -> bool:

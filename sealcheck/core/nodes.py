@@ -124,6 +124,8 @@ class Disk(Protocol):
         when: str = "after",
         do: str = "kill",
         errno: str = "EIO",
+        slow: str = "",
+        slow_ms: int = 0,
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file, ``when`` (``after``, ``before``) it is done, ``do`` (``kill`` the caller,

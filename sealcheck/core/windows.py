@@ -92,6 +92,9 @@ class Boundary:
     path: str
     when: str
     what: str
+    #: files whose next write after each such rename is made late (``closed``: every file
+    #: outside the checkpoint's folder, the sink's) so a write not awaited is still in flight
+    slow: str = ""
 
 
 NUMBER = r"\d+"
@@ -122,8 +125,10 @@ def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
     window opened and closed by files: ``opened`` (after the rename that opens it),
     ``closing`` (before the rename that closes it: for ``after-offsets``, the batch's sink has
     committed and ``commits/N`` is not written — the replay window of any sink) and
-    ``closed`` (after that rename). Two windows closed by the same file share their
-    ``closing`` and ``closed`` boundaries (the first by name keeps them)."""
+    ``closed`` (after that rename; the job's next write outside the checkpoint's folder
+    after each closing is made late, so a write not awaited is still in flight). Two
+    windows closed by the same file share their ``closing`` and ``closed`` boundaries (the
+    one closed by its own opening's ``{n}`` names them)."""
     out: dict[str, Boundary] = {}
     seen: set[tuple[str, str]] = set()
     # a window closed by its own opening's {n} first: the shared closing is named after it
@@ -137,5 +142,8 @@ def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
             if (files[side], when) in seen:
                 continue
             seen.add((files[side], when))
-            out[f"{name}:{edge}"] = Boundary(name, edge, files[side], when, text.format(**words))
+            top = w.closes_in.strip("/").split("/")[0]
+            slow = f"^/(?!{re.escape(top)}/)" if edge == "closed" else ""
+            what = text.format(**words)
+            out[f"{name}:{edge}"] = Boundary(name, edge, files[side], when, what, slow)
     return out

@@ -26,6 +26,11 @@ count reach ``k`` — ``when`` ``after`` it is done (the data durable, the renam
   whose caller was killed meanwhile is not done after it (a dead process's rename must not
   land; the kernel lets the killed caller die only once its call is answered).
 
+While a point is armed, ``slow`` (a path pattern) and ``slow_ms`` make the first ``write`` to
+a matching file by a counted process after the arming, and after each call the point counts,
+wait first: a batch's first sink write made late, so a write the job did not await is still in
+flight when the point fires (a correct job awaits it: its batch is ``slow_ms`` slower).
+
 The page cache is left alone (a process crash, not a power cut: what was written but not
 fsynced stays). With ``only``, only those process groups are counted (the harness arms it for
 the running incarnation's). A point fires once, then disarms; :meth:`CrashPoints.counters`
@@ -66,6 +71,13 @@ class CrashPoint:
     do: str = "kill"
     #: the error a ``fail`` point answers with
     errno: int = errnos.EIO
+    #: while armed, the first ``write`` to a file matching ``slow`` after the arming and
+    #: after each call the point counts waits ``slow_ms`` (a sink's next write made late, so
+    #: one the job did not await is still in flight when the point fires); empty: none
+    slow: str = ""
+    slow_ms: int = 0
+    #: whether the next matching write waits
+    slow_next: bool = True
     counts: dict[str, int] = field(default_factory=dict)
     fired: dict[str, Any] | None = None
 
@@ -89,7 +101,26 @@ class CrashPoint:
         re.compile(path)
         spare = tuple(int(g) for g in doc.get("spare") or ())
         only = tuple(int(g) for g in doc.get("only") or ())
-        return CrashPoint(op, k, path, (*spare, os.getpgid(0)), only, when, do, code)
+        slow, slow_ms = str(doc.get("slow") or ""), doc.get("slow_ms", 0)
+        re.compile(slow)
+        if not isinstance(slow_ms, int) or isinstance(slow_ms, bool) or not 0 <= slow_ms <= 10_000:
+            raise ValueError(f"slow_ms {slow_ms!r}: use a whole number of milliseconds to 10000")
+        point = CrashPoint(op, k, path, (*spare, os.getpgid(0)), only, when, do, code)
+        point.slow, point.slow_ms = slow, slow_ms if slow else 0
+        return point
+
+    def counted(self, path: str, pid: int) -> int | None:
+        """The process group of ``pid`` when its calls on ``path`` count (not spared, of
+        ``only``), else None."""
+        try:
+            group = os.getpgid(pid)
+        except OSError:  # the caller is already gone
+            return None
+        if group in self.spare or group <= 1:  # the harness's own fsync: not counted
+            return None
+        if self.only and group not in self.only:  # not the system under test
+            return None
+        return group
 
     def passed(self, op: str, path: str, pid: int, when: str = "after") -> bool:
         """Count one ``op`` on ``path`` by ``pid`` at ``when``; at the ``k``-th on one kind of
@@ -99,14 +130,10 @@ class CrashPoint:
             return False
         if not re.search(self.path, path):
             return False
-        try:
-            group = os.getpgid(pid)
-        except OSError:  # the caller is already gone
+        group = self.counted(path, pid)
+        if group is None:
             return False
-        if group in self.spare or group <= 1:  # the harness's own fsync: not counted
-            return False
-        if self.only and group not in self.only:  # not the system under test
-            return False
+        self.slow_next = True  # the next write to the sink after this call waits
         kind = re.sub(r"\d+", "N", path)  # offsets/17 and offsets/18: one kind of file
         n = self.counts[kind] = self.counts.get(kind, 0) + 1
         if n < self.k:
@@ -166,6 +193,19 @@ class CrashPoints:
         self._release.set()
         return held
 
+    def slowed(self, path: str, pid: int) -> float:
+        """Seconds a ``write`` to ``path`` by ``pid`` waits before it is done (the armed
+        point's ``slow``; 0: none). The caller sleeps, outside every lock."""
+        with self.lock:
+            point = self.armed
+            if point is None or not point.slow_ms or not point.slow_next:
+                return 0.0
+            if not re.search(point.slow, path) or point.counted(path, pid) is None:
+                return 0.0
+            point.slow_next = False
+            point.counts["slowed"] = point.counts.get("slowed", 0) + 1
+            return point.slow_ms / 1000
+
     def passed(self, op: str, path: str, pid: int, when: str = "after") -> int:
         """At ``when`` of ``op`` on ``path`` by ``pid``, inside the filesystem call: 0 to go
         on, or the errno to answer the call with instead (a ``kill`` before the call, a
@@ -175,6 +215,8 @@ class CrashPoints:
             if point is None or not point.passed(op, path, pid, when):
                 return 0
             assert point.fired is not None
+            if point.slow_ms:
+                point.fired["slowed_writes"] = point.counts.get("slowed", 0)
             self.fired.append(point.fired)
             self.armed = None
             if point.do == "hold":

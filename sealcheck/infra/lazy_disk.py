@@ -140,15 +140,18 @@ class LazyDisk:
         when: str = "after",
         do: str = "kill",
         errno: str = "EIO",
+        slow: str = "",
+        slow_ms: int = 0,
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file whose mount path matches ``path``, ``when`` (``after`` it is done, or
         ``before``), ``do`` one thing inside that call (:mod:`sealcheck.infra.crash_points`):
         ``kill`` the caller's process group, ``fail`` the call with ``errno``, or ``hold`` it
-        until :meth:`release`. The harness's own process group is spared, and with ``only``
-        only that process group is counted."""
+        until :meth:`release`. While armed, writes to files matching ``slow`` wait
+        ``slow_ms`` each. The harness's own process group is spared, and with ``only`` only
+        that process group is counted."""
         spec: dict[str, Any] = {"op": op, "k": k, "path": path, "spare": [os.getpgid(0)]}
-        spec.update(when=when, do=do, errno=errno)
+        spec.update(when=when, do=do, errno=errno, slow=slow, slow_ms=slow_ms)
         if only is not None:
             spec["only"] = [only]
         return self._control("arm " + json.dumps(spec))

@@ -45,6 +45,7 @@ import os
 import re
 import sys
 import threading
+import time
 from itertools import count
 from typing import Any
 
@@ -163,6 +164,9 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
                 with self.guard:
                     self.control_reply = json.dumps(reply).encode()
                 return len(data)
+            pause = crashes.slowed(path, fuse.fuse_get_context()[2])
+            if pause:
+                time.sleep(pause)  # on this call's thread: the rest of the mount goes on
             at("write", "before", path)
             done = state.write(path, fi.fh, data, offset)
             at("write", "after", path)

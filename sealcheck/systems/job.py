@@ -94,10 +94,11 @@ class Job(SystemUnderTest):
 
     #: the job's directory is shared with the harness; its incarnations are host processes
     requires = frozenset({"host-directory", "host-processes"})
-    #: its directory goes on a lazy disk only for a nemesis named for it (``crash-at-sync``,
-    #: ``lost-writes``): Spark and Delta never fsync, so a power cut in every default run would
-    #: judge the job's durability under power loss rather than its logic
-    opt_in = frozenset({"lazy-disk"})
+    #: its directory goes on a lazy disk for the ``boundary`` nemesis of the default mix, but
+    #: a power cut (``lost-writes``) only when named: Spark and Delta never fsync, so a power
+    #: cut in every default run would judge the job's durability under power loss rather
+    #: than its logic
+    opt_in = frozenset({"power-cut"})
     #: A job with its own Spark driver is back from a crash after a JVM, Spark and its sink
     #: start (tens of seconds on 2 cores), and a MERGE costs about the same whatever its size:
     #: faults 20 s apart, big batches, time to catch up. A descriptor's own run_defaults
@@ -105,6 +106,10 @@ class Job(SystemUnderTest):
     run_defaults: Mapping[str, Any] = MappingProxyType(
         {
             "nemesis_interval_s": 20.0,
+            # its commit boundaries (when it declares windows: ``boundary``) in three of the
+            # five windows of a 120 s run, all three of a checkpoint's; its failpoints when it
+            # declares some; each left out when the job cannot host it
+            "nemeses": ("boundary", "kill", "boundary", "pause", "boundary", "failpoint"),
             "duration_s": 120.0,
             "max_records_per_step": 20_000,
             "final_timeout_s": 300.0,
@@ -135,9 +140,9 @@ class Job(SystemUnderTest):
     def offers(self, backend: str) -> frozenset[str]:
         """Its failpoints and crash windows (when it has some), a Spark standalone cluster its
         driver can submit to (``--spark cluster``: :attr:`JobRun.master`) and, locally, its
-        directory on a lazy disk (``lazy-disk``: the ``crash-at-sync`` and ``lost-writes``
-        nemeses)."""
-        lazy = {"lazy-disk"} if backend == "local" else set()
+        directory on a lazy disk (``lazy-disk``: the ``boundary`` and ``crash-at-sync``
+        nemeses; ``power-cut``: ``lost-writes``, named only)."""
+        lazy = {"lazy-disk", "power-cut"} if backend == "local" else set()
         return super().offers(backend) | {"spark-cluster"} | lazy
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:

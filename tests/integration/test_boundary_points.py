@@ -21,6 +21,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,16 +156,21 @@ def test_a_held_rename_released_while_its_caller_lives_is_done(disk: LazyDisk) -
 STREAM = textwrap.dedent(
     """
     import os, sqlite3, sys, time
-    root = sys.argv[1]
-    db = sqlite3.connect(f"{root}/sink.db", isolation_level=None)
+    from concurrent.futures import ThreadPoolExecutor
+    root, in_thread = sys.argv[1], sys.argv[2:] == ["thread"]
+    db = sqlite3.connect(f"{root}/sink.db", isolation_level=None, check_same_thread=False)
     db.execute("CREATE TABLE IF NOT EXISTS t (batch INTEGER)")
+    writer = ThreadPoolExecutor(1)  # the mistake: the batch's write handed over, not awaited
     for d in ("offsets", "commits"):
         os.makedirs(f"{root}/checkpoint/{d}", exist_ok=True)
     print("ready", flush=True)
     for n in range(10_000):
         open(f"{root}/checkpoint/offsets/.{n}.tmp", "w").close()
         os.rename(f"{root}/checkpoint/offsets/.{n}.tmp", f"{root}/checkpoint/offsets/{n}")
-        db.execute("INSERT INTO t VALUES (?)", (n,))
+        if in_thread:
+            writer.submit(db.execute, "INSERT INTO t VALUES (?)", (n,))
+        else:
+            db.execute("INSERT INTO t VALUES (?)", (n,))
         open(f"{root}/checkpoint/commits/.{n}.tmp", "w").close()
         os.rename(f"{root}/checkpoint/commits/.{n}.tmp", f"{root}/checkpoint/commits/{n}")
         time.sleep(0.02)
@@ -172,15 +178,14 @@ STREAM = textwrap.dedent(
 )
 
 
-def test_the_boundary_nemesis_kills_after_the_sinks_commit_before_commits_n(
-    disk: LazyDisk,
-) -> None:
+def _boundary(disk: LazyDisk, name: str, *mode: str) -> dict[str, Any]:
+    """Run the stream (``mode``: ``thread``) under one ``boundary`` action; what it did."""
     from sealcheck.core.roles import SUT, Role
     from sealcheck.core.windows import boundaries, streaming_windows
     from sealcheck.nemeses.api import Action, PlanInfo
     from sealcheck.nemeses.boundary import CrashAtBoundary
 
-    proc = subprocess.Popen([sys.executable, "-c", STREAM, str(disk.mountpoint)],
+    proc = subprocess.Popen([sys.executable, "-c", STREAM, str(disk.mountpoint), *mode],
                             stdout=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
 
@@ -202,8 +207,7 @@ def test_the_boundary_nemesis_kills_after_the_sinks_commit_before_commits_n(
 
     found = tuple(boundaries(streaming_windows()))
     nemesis = CrashAtBoundary(PlanInfo(roles={SUT.name: Role(SUT.name)}, boundaries=found))
-    value = {"boundary": "after-offsets:closing", "skip": 2}
-    action = Action(0.0, "boundary", "crash-at-boundary", value)
+    action = Action(0.0, "boundary", "crash-at-boundary", {"boundary": name, "skip": 2})
     try:
         assert nemesis.invoke(action, Target())["outcome"] == "pending"  # type: ignore[arg-type]
         done = nemesis.resolve(action, Target(), 0.0)  # type: ignore[arg-type]
@@ -211,10 +215,40 @@ def test_the_boundary_nemesis_kills_after_the_sinks_commit_before_commits_n(
         proc.kill()
     assert proc.wait(10) == -9
     assert done["outcome"] == "happened" and done["effect"]["effect"] is True, done
+    return done
+
+
+def _last_batch(disk: LazyDisk) -> int:
+    """The newest batch in the sink (-1: none)."""
+    db = sqlite3.connect(disk.mountpoint / "sink.db")
+    try:
+        top = db.execute("SELECT MAX(batch) FROM t").fetchone()[0]
+        return -1 if top is None else int(top)
+    finally:
+        db.close()
+
+
+def test_the_boundary_nemesis_kills_after_the_sinks_commit_before_commits_n(
+    disk: LazyDisk,
+) -> None:
+    done = _boundary(disk, "after-offsets:closing")
     n = int(str(done["crashed"]["path"]).rsplit("/", 1)[1])
     checkpoint = disk.backing / "checkpoint"
     assert (checkpoint / "offsets" / str(n)).exists()  # the batch was planned ...
     assert not (checkpoint / "commits" / str(n)).exists()  # ... and its commit never written
-    db = sqlite3.connect(disk.mountpoint / "sink.db")
-    assert db.execute("SELECT MAX(batch) FROM t").fetchone() == (n,)  # ... but its sink's was
-    db.close()
+    assert _last_batch(disk) == n  # ... but its sink's was
+
+
+@pytest.mark.parametrize("mode", ["awaited", "thread"])
+def test_just_after_commits_n_a_write_not_awaited_is_in_flight(disk: LazyDisk, mode: str) -> None:
+    """The batch's first sink write after each commits/N waits 200 ms: a job that awaits it
+    is slower and loses nothing; one that handed it to a thread loses batch N's row while its
+    commits/N says the batch is done (a restart never redoes it)."""
+    done = _boundary(disk, "after-offsets:closed", *(["thread"] if mode == "thread" else []))
+    n = int(str(done["crashed"]["path"]).rsplit("/", 1)[1])
+    assert (disk.backing / "checkpoint" / "commits" / str(n)).exists()
+    assert done["crashed"]["slowed_writes"] >= 1
+    if mode == "thread":  # batch n's row (and the ones queued before it) never landed
+        assert _last_batch(disk) < n
+    else:
+        assert _last_batch(disk) == n

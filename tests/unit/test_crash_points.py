@@ -73,3 +73,31 @@ def test_the_callers_own_group_is_spared():
     points.arm({"op": "fsync", "k": 1})
     points.passed("fsync", "/x", os.getpid())  # this process's group: never counted
     assert points.counters()["crashes"] == [] and points.disarm() is True
+
+
+def test_the_first_sink_write_after_each_counted_call_is_made_late_while_armed():
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                               start_new_session=True)  # fmt: skip
+    try:
+        points = CrashPoints()
+        spec = {"op": "rename", "k": 2, "path": "^/cp/commits/", "slow": "^/(?!cp/)"}
+        points.arm({**spec, "slow_ms": 200, "only": [sleeper.pid]})
+        pid = sleeper.pid
+        assert points.slowed("/sink.db-wal", pid) == 0.2  # the first after the arming
+        assert points.slowed("/sink.db-wal", pid) == 0.0  # the rest of it goes at once
+        assert points.slowed("/cp/offsets/.1.tmp", pid) == 0.0  # the checkpoint: never
+        assert points.passed("rename", "/cp/commits/1", pid) == 0  # the 1st: not yet
+        assert points.slowed("/sink.db-wal", os.getpid()) == 0.0  # the harness: never
+        assert points.slowed("/sink.db-wal", pid) == 0.2  # the next batch's first write
+        assert points.passed("rename", "/cp/commits/2", pid) == 0  # fires (and kills)
+        assert sleeper.wait(10) == -9
+        assert points.counters()["crashes"][0]["slowed_writes"] == 2
+        assert points.slowed("/sink.db-wal", pid) == 0.0  # fired: disarmed
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
+
+
+def test_a_bad_slow_is_named():
+    with pytest.raises(ValueError, match="slow_ms -1"):
+        CrashPoint.from_json({"op": "fsync", "k": 1, "slow": "x", "slow_ms": -1})

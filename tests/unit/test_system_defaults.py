@@ -62,9 +62,21 @@ def test_the_old_name_of_the_upsert_source_still_loads() -> None:
     assert system("pipeline").name == "upsert-source"
 
 
-def test_a_jobs_default_mix_leaves_its_lazy_disk_to_named_nemeses():
+def test_a_jobs_default_mix_leaves_power_cuts_to_named_nemeses():
     job = "tests.unit.test_system_registry:FileJob"  # a Job of the tests, not installed
     cfg = load_config(None, {"system": job})
     assert "lost-writes" not in cfg.nemeses and "crash-at-sync" not in cfg.nemeses
-    named = load_config(None, {"system": job, "nemeses": ["crash-at-sync"]})
-    assert named.nemeses == ("crash-at-sync",)
+    assert cfg.nemeses == ("kill", "pause")  # it declares no windows: no boundaries
+    named = load_config(None, {"system": job, "nemeses": ["lost-writes"]})
+    assert named.nemeses == ("lost-writes",)
+
+
+def test_a_jobs_default_mix_crashes_it_at_its_commit_boundaries_where_fuse_is(monkeypatch):
+    from sealcheck.infra import lazy_disk
+
+    job = "tests.unit.test_system_registry:WindowedJob"
+    monkeypatch.setattr(lazy_disk, "fuse_missing", lambda: "")
+    cfg = load_config(None, {"system": job})
+    assert cfg.nemeses.count("boundary") == 3 and "lost-writes" not in cfg.nemeses
+    monkeypatch.setattr(lazy_disk, "fuse_missing", lambda: "no /dev/fuse on this machine")
+    assert "boundary" not in load_config(None, {"system": job}).nemeses  # the mix goes on

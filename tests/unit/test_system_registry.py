@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from sealcheck.core.windows import streaming_windows
 from sealcheck.harness.run.config import ConfigError, load_config
 from sealcheck.harness.run.flags import to_flags
 from sealcheck.harness.run.test import build_test, load_test
@@ -209,6 +210,13 @@ class FileJob(Job):
         return FileOutput(run.dir / "table.json")
 
 
+class WindowedJob(FileJob):
+    """The same job with its checkpoint's crash windows declared."""
+
+    name = "windowed-job"
+    windows = streaming_windows("checkpoint")
+
+
 class StubBackend:
     bootstrap = "127.0.0.1:9092"
 
@@ -230,6 +238,6 @@ def test_a_descriptor_for_another_sink_is_as_short(tmp_path: Path) -> None:
     assert (tmp_path / "run" / "export" / "updates.parquet").is_file()
     assert FileJob().effect_mapping() is None  # it writes the records as they are
     # no failpoints or windows declared; locally its directory can go on a lazy disk
-    assert FileJob().offers("local") == {"spark-cluster", "lazy-disk"}
+    assert FileJob().offers("local") == {"spark-cluster", "lazy-disk", "power-cut"}
     assert FileJob().offers("containers") == {"spark-cluster"}
-    assert FileJob().opt_in == {"lazy-disk"}  # never in the default mix: named, it is there
+    assert FileJob().opt_in == {"power-cut"}  # never in the default mix: named, it is there

@@ -53,7 +53,7 @@ class UpsertSource(SystemUnderTest):
         ``database`` role); a Spark standalone cluster on both (used with ``--spark
         cluster``)."""
         here = {"failpoints", "spark-cluster"}
-        store = {"lazy-disk"} if backend == "local" else {"database"}
+        store = {"lazy-disk", "power-cut"} if backend == "local" else {"database"}
         return frozenset(here | store)
 
     def deploy(
