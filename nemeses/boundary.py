@@ -18,16 +18,15 @@ boundary a millisecond wide is hit every time it occurs.
 An armed boundary waits for its next occurrence (an incarnation still starting up has none),
 by :func:`sealcheck.nemeses.api.wait_fired`'s rule; one that does not occur in time is
 disarmed and recorded as not reached, with the reason — never replaced by a kill elsewhere.
-The action's ``effect`` is the filesystem's record of the kill and what the job's directory
-showed: the closing file absent (``closing``, ``opened``) or in place (``closed``).
+The action's ``effect`` is the filesystem's record of the kill, taken inside the call: the
+renamed file was new (not a replayed batch's file written again) and is in place (``after``)
+or never put there (``before``).
 """
 
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from sealcheck.core.roles import SUT
@@ -112,7 +111,7 @@ class CrashAtBoundary(Nemesis):
             why = f"no {found.when} rename #{skip + 1} of {found.path} in {armed_s:.1f}s"
             return {"outcome": "skipped", "why": f"not reached: {why} (nobody was killed)"}
         crash = crashes[0]
-        bit = _evidence(found, crash, target.files())
+        bit = _evidence(found, crash)
         return {"crashed": crash, "outcome": "happened", "effect": bit}
 
     def heal(self, target: Target) -> list[str]:
@@ -127,15 +126,17 @@ class CrashAtBoundary(Nemesis):
         return boundaries(target.windows()).get(str(action.value.get("boundary")))
 
 
-def _evidence(found: Boundary, crash: Mapping[str, Any], root: Path | None) -> dict[str, Any]:
-    """Whether the kill landed on the boundary, from the job's directory after it: the
-    renamed file absent after a ``before`` kill, in place after an ``after`` one."""
+def _evidence(found: Boundary, crash: Mapping[str, Any]) -> dict[str, Any]:
+    """Whether the kill landed on the boundary, from the filesystem's record of that very
+    call: the rename put a new file in place (``existed`` false: a first ``commits/N``, not
+    a replayed batch's file written again). Read when it fired: by the time the action is
+    settled, the restarted job may have redone the batch."""
     path = str(crash["path"])
     what = f"process group {crash['pgid']} killed {crash['when']} the rename to {path}"
-    if root is None:
-        return effect(None, f"{what} (the job's directory cannot be seen)")
-    there = (root / path.lstrip("/")).exists()
-    if there == (found.when == "after") and re.search(found.path, path):
-        return effect(True, f"{what}: {found.what}")
-    state = "already there" if there else "not there"
-    return effect(False, f"{what}, but {path} was {state}")
+    existed = crash.get("existed")
+    if existed is None:
+        return effect(None, f"{what} (whether {path} was new is not recorded)")
+    if existed:
+        return effect(False, f"{what}, but {path} was already there (a batch written again)")
+    done = "in place" if crash["when"] == "after" else "never put in place"
+    return effect(True, f"{what}: {path} was new and is {done} ({found.what})")

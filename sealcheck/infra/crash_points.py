@@ -122,10 +122,13 @@ class CrashPoint:
             return None
         return group
 
-    def passed(self, op: str, path: str, pid: int, when: str = "after") -> bool:
+    def passed(
+        self, op: str, path: str, pid: int, when: str = "after", existed: bool | None = None
+    ) -> bool:
         """Count one ``op`` on ``path`` by ``pid`` at ``when``; at the ``k``-th on one kind of
-        file, fire: record it (:attr:`fired`) and, for ``kill``, kill ``pid``'s process
-        group. True when it fired (the caller then does what :attr:`do` says)."""
+        file, fire: record it (:attr:`fired`, with ``existed``: whether ``path`` was there
+        before the call) and, for ``kill``, kill ``pid``'s process group. True when it fired
+        (the caller then does what :attr:`do` says)."""
         if self.fired is not None or (op, when) != (self.op, self.when):
             return False
         if not re.search(self.path, path):
@@ -141,7 +144,7 @@ class CrashPoint:
         if self.do == "kill":
             os.killpg(group, signal.SIGKILL)
         self.fired = {"op": op, "when": when, "do": self.do, "path": path, "k": n, "pid": pid}
-        self.fired.update(pgid=group, at_ns=time.time_ns())
+        self.fired.update(pgid=group, at_ns=time.time_ns(), existed=existed)
         if self.do == "fail":
             self.fired["errno"] = errnos.errorcode.get(self.errno, str(self.errno))
         return True
@@ -206,13 +209,15 @@ class CrashPoints:
             point.counts["slowed"] = point.counts.get("slowed", 0) + 1
             return point.slow_ms / 1000
 
-    def passed(self, op: str, path: str, pid: int, when: str = "after") -> int:
+    def passed(
+        self, op: str, path: str, pid: int, when: str = "after", existed: bool | None = None
+    ) -> int:
         """At ``when`` of ``op`` on ``path`` by ``pid``, inside the filesystem call: 0 to go
         on, or the errno to answer the call with instead (a ``kill`` before the call, a
         ``fail``, a held call whose caller died). A ``hold`` waits here until released."""
         with self.lock:
             point = self.armed
-            if point is None or not point.passed(op, path, pid, when):
+            if point is None or not point.passed(op, path, pid, when, existed):
                 return 0
             assert point.fired is not None
             if point.slow_ms:

@@ -72,9 +72,10 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         wrapped.__name__ = fn.__name__
         return wrapped
 
-    def at(op: str, when: str, path: str) -> None:
-        """Where a crash point may fire: go on, or answer the call with its errno."""
-        code = crashes.passed(op, path, fuse.fuse_get_context()[2], when)
+    def at(op: str, when: str, path: str, existed: bool | None = None) -> None:
+        """Where a crash point may fire: go on, or answer the call with its errno
+        (``existed``: whether the call's target was there before it, for the record)."""
+        code = crashes.passed(op, path, fuse.fuse_get_context()[2], when, existed)
         if code:
             raise fuse.FuseOSError(code)
 
@@ -212,10 +213,11 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
 
         @oserror
         def rename(self, old: str, new: str) -> int:
-            at("rename", "before", new)
+            existed = os.path.lexists(state.real(new))
+            at("rename", "before", new, existed)
             os.rename(state.real(old), state.real(new))
             state.rename(old, new)
-            at("rename", "after", new)
+            at("rename", "after", new, existed)
             return 0
 
         @oserror
