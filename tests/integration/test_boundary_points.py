@@ -241,7 +241,7 @@ def test_the_boundary_nemesis_kills_after_the_sinks_commit_before_commits_n(
 
 @pytest.mark.parametrize("mode", ["awaited", "thread"])
 def test_just_after_commits_n_a_write_not_awaited_is_in_flight(disk: LazyDisk, mode: str) -> None:
-    """The batch's first sink write after each commits/N waits 200 ms: a job that awaits it
+    """The batch's first sink write after each commits/N waits 1 s: a job that awaits it
     is slower and loses nothing; one that handed it to a thread loses batch N's row while its
     commits/N says the batch is done (a restart never redoes it)."""
     done = _boundary(disk, "after-offsets:closed", *(["thread"] if mode == "thread" else []))
