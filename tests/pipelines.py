@@ -69,8 +69,11 @@ class PipelineRun:
         assert self.proc.proc is not None
         return self.proc.proc.wait(timeout=timeout_s)
 
-    def terminate(self) -> int | None:
-        return self.proc.stop()
+    def terminate(self, timeout_s: float = 180.0) -> int | None:
+        """SIGTERM: the pipeline finishes its step and exits 0. On a loaded machine a step
+        through Spark Connect can take far longer than usual (30 s once ran out beside a
+        Spark job and the rest of CI), so SIGKILL comes only after ``timeout_s``."""
+        return self.proc.stop(timeout_s)
 
     def wait_started(self, timeout_s: float = 120.0) -> None:
         deadline = time.monotonic() + timeout_s
