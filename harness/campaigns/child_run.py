@@ -6,6 +6,7 @@ this way."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -75,6 +76,21 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def torn_down(proc: subprocess.Popen[str], runs: Path, sig: int = signal.SIGTERM) -> str:
+    """Stop the child run ``proc`` with ``sig`` (it tears down on Ctrl-C and on SIGTERM,
+    leaving nothing) and wait for it; killed after 120 s, what its children left in the
+    archive ``runs`` is swept (only this archive's runs': not another's). Its output."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(sig)
+    try:
+        output, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        output, _ = proc.communicate()
+        sweep(runs)
+    return output or ""
+
+
 def run_chaos(
     runs: Path,
     name: str,
@@ -100,13 +116,7 @@ def run_chaos(
     try:
         output, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)  # the harness tears down on Ctrl-C, leaving nothing
-        try:
-            output, _ = proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            output, _ = proc.communicate()
-            sweep(runs)  # what its children left (only this archive's runs': not another's)
+        output = torn_down(proc, runs, signal.SIGINT)
         return ChaosResult(
             "UNKNOWN",
             run_dir(),
@@ -115,6 +125,9 @@ def run_chaos(
             problems=(f"the run took longer than {timeout_s:.0f}s and was stopped",),
             output=output,
         )
+    except BaseException:  # Ctrl-C or SIGTERM here: the run tears down before we go
+        torn_down(proc, runs)
+        raise
     if proc.returncode == 254:  # bad settings: nothing ran
         raise ValueError(f"sealcheck run refused the settings: {output.strip()}")
     return read_result(run_dir(), seed, proc.returncode, output)

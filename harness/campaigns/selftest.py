@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sealcheck.harness.campaigns.child_run import torn_down
 from sealcheck.harness.campaigns.commands import EXIT_BAD_ARGS, EXIT_INVALID, EXIT_VALID, positive
 
 CORRECT = "correct"
@@ -117,12 +118,20 @@ def _run(runs_dir: Path, variant: str, seed: int, extra: list[str]) -> Path | No
     flags += ["--name", f"selftest-{variant}"]
     if variant != CORRECT:
         flags += ["--broken", variant]
-    proc = subprocess.run(
-        [sys.executable, "-m", "sealcheck", "run", *flags], capture_output=True, text=True
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sealcheck", "run", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
+    try:
+        output, _ = proc.communicate()
+    except BaseException:  # Ctrl-C or SIGTERM: the run tears down before the self-test ends
+        torn_down(proc, runs_dir)
+        raise
     latest = runs_dir / "latest"
     if proc.returncode not in (0, 1, 2) or not latest.exists():
-        tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-5:])
+        tail = "\n".join((output or "").splitlines()[-5:])
         print(f"  {variant} seed {seed}: the harness failed (exit {proc.returncode}):\n{tail}")
         return None
     return latest.resolve()
