@@ -51,12 +51,24 @@ WRITER = textwrap.dedent(
 )
 
 
+#: the writers a test started, killed when it ends however it ends
+STARTED: list[subprocess.Popen[str]] = []
+
+
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[LazyDisk]:
     d = LazyDisk(tmp_path / "durable", tmp_path / "mnt", tmp_path / "lazyfs.log")
     d.start()
-    yield d
-    d.stop()
+    try:
+        yield d
+    finally:
+        d.disarm_crash()  # a held call is let go, so its writer can die
+        while STARTED:
+            proc = STARTED.pop()
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.wait(30)
+        d.stop()
 
 
 def _start(disk: LazyDisk, **point: object) -> subprocess.Popen[str]:
@@ -64,6 +76,7 @@ def _start(disk: LazyDisk, **point: object) -> subprocess.Popen[str]:
         [sys.executable, "-c", WRITER, str(disk.mountpoint)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
+    STARTED.append(proc)
     assert proc.stdout is not None and proc.stdin is not None
     assert proc.stdout.readline().strip() == "ready"
     disk.arm_crash("rename", 3, r"^/commits/\d+$", **point)  # type: ignore[arg-type]
@@ -187,6 +200,7 @@ def _boundary(disk: LazyDisk, name: str, *mode: str) -> dict[str, Any]:
 
     proc = subprocess.Popen([sys.executable, "-c", STREAM, str(disk.mountpoint), *mode],
                             stdout=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    STARTED.append(proc)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
 
     class Target:

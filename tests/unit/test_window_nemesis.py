@@ -138,10 +138,14 @@ def test_a_window_that_never_opens_is_not_reached_and_nobody_is_killed(tmp_path)
     action = Action(0.0, "window", "crash-in-window", {"window": "never", "chance_s": 0.5})
     nemesis.invoke(action, target)  # type: ignore[arg-type]
     target.node.go()
-    done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
-    assert done["outcome"] == "skipped" and done["why"].startswith("not reached: never")
-    assert target.node.proc.poll() is None  # nobody was killed
-    assert nemesis.heal(target) == []  # type: ignore[arg-type]
+    try:
+        done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
+        assert done["outcome"] == "skipped" and done["why"].startswith("not reached: never")
+        assert target.node.proc.poll() is None  # nobody was killed
+        assert nemesis.heal(target) == []  # type: ignore[arg-type]
+    finally:
+        target.node.kill()  # the test's own process: never left behind
+        target.node.proc.wait(10)
 
 
 def test_the_schedule_comes_from_the_seed_alone():
