@@ -158,6 +158,31 @@ def wait_fired(
     return time.monotonic() - start
 
 
+def wait_crashed(
+    disk: Any,
+    seen: int,
+    target: Target,
+    waited_s: float,
+    sealed_at_arm: int,
+    max_s: float | None = None,
+    more_steps: int = 0,
+) -> tuple[list[dict[str, Any]], float]:
+    """Wait by :func:`wait_fired`'s rule for a crash point armed on ``disk`` (a
+    :class:`sealcheck.core.nodes.Disk` whose counters recorded ``seen`` crashes when it was
+    armed) to fire; disarm it if it has not, looking once more (it may fire in between). The
+    crashes recorded since the arming (empty: not reached) and how long it was armed."""
+
+    def fired() -> list[dict[str, Any]]:
+        return list(disk.counters().get("crashes", [])[seen:])
+
+    armed_s = wait_fired(target, waited_s, sealed_at_arm, max_s, lambda: not fired(), more_steps)
+    crashes = fired()
+    if not crashes:
+        disk.disarm_crash()
+        crashes = fired()
+    return crashes, armed_s
+
+
 def running_group(target: Target) -> int | None:
     """The running incarnation's process group (an incarnation leads its own): the only one a
     crash point in the filesystem may count, so the crash it records is the system under

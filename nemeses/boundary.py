@@ -31,7 +31,7 @@ from typing import Any
 
 from sealcheck.core.roles import SUT
 from sealcheck.core.windows import Boundary, boundaries
-from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_fired
+from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_crashed
 from sealcheck.nemeses.effects import effect
 
 #: how late the job's first sink write after each ``closing`` rename is made at a ``closed``
@@ -50,6 +50,7 @@ class CrashAtBoundary(Nemesis):
     def __init__(self, info: PlanInfo) -> None:
         self.boundaries = tuple(sorted(info.boundaries))
         self._order: list[str] = []
+        self._armed: Boundary | None = None  # what invoke armed, for resolve
         self._at = 0
         self._sealed_at_arm = 0
 
@@ -76,7 +77,9 @@ class CrashAtBoundary(Nemesis):
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Arm the crash point on the boundary's rename; pending until it fires."""
-        disk, found = target.disks().get("store"), self._boundary(action, target)
+        disk = target.disks().get("store")
+        found = boundaries(target.windows()).get(str(action.value.get("boundary")))
+        self._armed = None
         if disk is None:
             return {"outcome": "skipped", "why": "the job's directory is not on a lazy disk"}
         if found is None:
@@ -89,25 +92,18 @@ class CrashAtBoundary(Nemesis):
         disk.arm_crash(
             "rename", skip + 1, found.path, when=found.when, slow=found.slow, slow_ms=late
         )
+        self._armed = found
         return {"armed": f"{found.when} rename #{skip + 1} of {found.path}", "outcome": "pending"}
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
         """The filesystem's record of the kill and the job's directory as it was left; "not
         reached" with the reason when the boundary did not occur in time."""
-        disk, found = target.disks().get("store"), self._boundary(action, target)
+        disk, found, self._armed = target.disks().get("store"), self._armed, None
         if disk is None or found is None:
             return {"outcome": "skipped", "why": "nothing was armed"}
-
-        def fired() -> list[dict[str, Any]]:
-            return list(disk.counters().get("crashes", [])[self._at :])
-
         skip = int(action.value.get("skip", 0))
-        armed_s = wait_fired(target, waited_s, self._sealed_at_arm, action.value.get("chance_s"),
-                             lambda: not fired(), skip)  # fmt: skip
-        crashes = fired()
-        if not crashes:
-            disk.disarm_crash()  # it may fire between the last look and this: look again
-            crashes = fired()
+        crashes, armed_s = wait_crashed(disk, self._at, target, waited_s, self._sealed_at_arm,
+                                        action.value.get("chance_s"), skip)  # fmt: skip
         if not crashes:
             why = f"no {found.when} rename #{skip + 1} of {found.path} in {armed_s:.1f}s"
             return {"outcome": "skipped", "why": f"not reached: {why} (nobody was killed)"}
@@ -121,10 +117,6 @@ class CrashAtBoundary(Nemesis):
         if disk is None:
             return []
         return ["boundary disarmed"] if disk.disarm_crash().get("disarmed") else []
-
-    @staticmethod
-    def _boundary(action: Action, target: Target) -> Boundary | None:
-        return boundaries(target.windows()).get(str(action.value.get("boundary")))
 
 
 def _evidence(found: Boundary, crash: Mapping[str, Any]) -> dict[str, Any]:

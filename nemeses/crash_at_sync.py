@@ -32,7 +32,7 @@ from sealcheck.nemeses.api import (
     Target,
     chance_s,
     running_group,
-    wait_fired,
+    wait_crashed,
 )
 from sealcheck.nemeses.effects import effect
 
@@ -89,16 +89,10 @@ class CrashAtSync(Nemesis):
         if disk is None:
             return {"outcome": "skipped", "why": "no lazy disk"}
 
-        def fired() -> list[Any]:
-            return list(disk.counters().get("crashes", [])[self._crashes_at_arm :])
-
         # k calls of one kind take about k steps: wait for those and two more
-        armed_s = wait_fired(target, waited_s, self._sealed_at_arm, action.value.get("chance_s"),
-                             lambda: not fired(), int(action.value["k"]))  # fmt: skip
-        crashes = fired()
-        if not crashes:
-            disk.disarm_crash()  # it may fire between the last look and this: look again
-            crashes = disk.counters().get("crashes", [])[self._crashes_at_arm :]
+        crashes, armed_s = wait_crashed(disk, self._crashes_at_arm, target, waited_s,
+                                        self._sealed_at_arm, action.value.get("chance_s"),
+                                        int(action.value["k"]))  # fmt: skip
         if crashes:
             c = crashes[0]
             why = f"process group {c['pgid']} killed inside its {c['op']} #{c['k']} of {c['path']}"
