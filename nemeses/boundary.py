@@ -8,12 +8,16 @@ batch's sink has committed and ``commits/N`` is not written — whatever the sin
 replays the batch and the job's own exactly-once mechanism must skip what it applied) and
 ``closed`` (just after it: the job's first write outside the checkpoint after each closing
 rename is made :data:`SLOW_MS` late, so a write the job did not await is still in flight —
-a job that awaits its writes is only that much slower). With the
+a job that awaits its writes is only that much slower); and inside the sink, after the window
+opened: ``committed`` (just after its first commit, an fsync of a file outside the
+checkpoint: a batch half-applied, or applied and not recorded) and ``full`` (its first write
+fails with ``ENOSPC``: the job must fail the batch, not go on without it). With the
 job's directory on a lazy disk (capability ``lazy-disk``; power cuts stay the ``lost-writes``
 nemesis's), each action arms a crash point (:mod:`sealcheck.infra.crash_points`) on the
-boundary's rename — its side, which occurrence (``skip``) from the seed — and the filesystem
-SIGKILLs the job inside that call: a ``before`` rename is never done. Nothing races it: a
-boundary a millisecond wide is hit every time it occurs.
+boundary's call — its side, which occurrence (``skip``) from the seed — and the filesystem
+SIGKILLs the job inside that call (a ``before`` rename is never done), or fails it. Nothing
+races it: a boundary a millisecond wide is hit every time it occurs. The cover is seeded and
+aims at every boundary but ``opened`` before any twice (:data:`sealcheck.core.windows.LATER`).
 
 An armed boundary waits for its next occurrence (an incarnation still starting up has none),
 by :func:`sealcheck.nemeses.api.wait_fired`'s rule; one that does not occur in time is
@@ -30,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sealcheck.core.roles import SUT
-from sealcheck.core.windows import Boundary, boundaries
+from sealcheck.core.windows import LATER, Boundary, boundaries
 from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_crashed
 from sealcheck.nemeses.effects import effect
 
@@ -67,9 +71,12 @@ class CrashAtBoundary(Nemesis):
         """The next boundary of the seeded cover, and which of its occurrences."""
         if not self.boundaries:  # nothing to aim at (a run without them is refused first)
             return []
-        if not self._order:
-            self._order = list(self.boundaries)
-            rng.shuffle(self._order)
+        if not self._order:  # a seeded cover: the boundaries where mistakes show first
+            first = [b for b in self.boundaries if b.rsplit(":", 1)[-1] not in LATER]
+            later = [b for b in self.boundaries if b.rsplit(":", 1)[-1] in LATER]
+            rng.shuffle(first)
+            rng.shuffle(later)
+            self._order = first + later
         name = self._order.pop(0)
         at = start_s + rng.uniform(0, window_s / 4)
         more = {"chance_s": c} if (c := chance_s(window_s)) is not None else {}
@@ -90,10 +97,11 @@ class CrashAtBoundary(Nemesis):
         skip = int(action.value.get("skip", 0))
         late = SLOW_MS if found.slow else 0
         disk.arm_crash(
-            "rename", skip + 1, found.path, when=found.when, slow=found.slow, slow_ms=late
-        )
+            found.op, skip + 1, found.path, when=found.when, do=found.do,
+            errno=found.errno or "EIO", slow=found.slow, slow_ms=late, gate=found.gate,
+        )  # fmt: skip
         self._armed = found
-        return {"armed": f"{found.when} rename #{skip + 1} of {found.path}", "outcome": "pending"}
+        return {"armed": _aimed(found, skip), "outcome": "pending"}
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
         """The filesystem's record of the kill and the job's directory as it was left; "not
@@ -105,8 +113,9 @@ class CrashAtBoundary(Nemesis):
         crashes, armed_s = wait_crashed(disk, self._at, target, waited_s, self._sealed_at_arm,
                                         action.value.get("chance_s"), skip)  # fmt: skip
         if not crashes:
-            why = f"no {found.when} rename #{skip + 1} of {found.path} in {armed_s:.1f}s"
-            return {"outcome": "skipped", "why": f"not reached: {why} (nobody was killed)"}
+            why = f"no {_aimed(found, skip)} in {armed_s:.1f}s"
+            nobody = "nobody was killed" if found.do == "kill" else "no call failed"
+            return {"outcome": "skipped", "why": f"not reached: {why} ({nobody})"}
         crash = crashes[0]
         bit = _evidence(found, crash)
         return {"crashed": crash, "outcome": "happened", "effect": bit}
@@ -119,12 +128,23 @@ class CrashAtBoundary(Nemesis):
         return ["boundary disarmed"] if disk.disarm_crash().get("disarmed") else []
 
 
+def _aimed(found: Boundary, skip: int) -> str:
+    """What the crash point is armed on, for people."""
+    if found.gate:
+        first = f"{found.when} the first {found.op} of {found.path}"
+        return f"{first} after rename #{skip + 1} of {found.gate}"
+    return f"{found.when} {found.op} #{skip + 1} of {found.path}"
+
+
 def _evidence(found: Boundary, crash: Mapping[str, Any]) -> dict[str, Any]:
     """Whether the kill landed on the boundary, from the filesystem's record of that very
     call: the rename put a new file in place (``existed`` false: a first ``commits/N``, not
-    a replayed batch's file written again). Read when it fired: by the time the action is
-    settled, the restarted job may have redone the batch."""
+    a replayed batch's file written again), or the sink's call after a new opening file.
+    Read when it fired: by the time the action is settled, the restarted job may have redone
+    the batch."""
     path = str(crash["path"])
+    if found.gate:
+        return _in_sink(found, crash)
     what = f"process group {crash['pgid']} killed {crash['when']} the rename to {path}"
     existed = crash.get("existed")
     if existed is None:
@@ -133,3 +153,16 @@ def _evidence(found: Boundary, crash: Mapping[str, Any]) -> dict[str, Any]:
         return effect(False, f"{what}, but {path} was already there (a batch written again)")
     done = "in place" if crash["when"] == "after" else "never put in place"
     return effect(True, f"{what}: {path} was new and is {done} ({found.what})")
+
+
+def _in_sink(found: Boundary, crash: Mapping[str, Any]) -> dict[str, Any]:
+    """Evidence of a sink boundary: the call on the sink's file after the opening rename
+    (``after``), killed in or failed with the errno."""
+    path, after = str(crash["path"]), crash.get("after")
+    if found.do == "fail":
+        what = f"{crash['op']} of {path} failed with {crash.get('errno')}"
+    else:
+        what = f"process group {crash['pgid']} killed {crash['when']} the {crash['op']} of {path}"
+    if not after:
+        return effect(None, f"{what} (which opening it followed is not recorded)")
+    return effect(True, f"{what}, the first after {after} ({found.what})")

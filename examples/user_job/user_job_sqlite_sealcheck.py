@@ -15,6 +15,8 @@ class UserJobSQLite(Job):
         "first-record-wins": "a batch's first record of a key wins",
         "split-transactions": "the upserts are committed apart from the deletes",
         "write-in-thread": "a batch's transaction is handed to a thread, not awaited",
+        "marker-per-process": "the batch marker is keyed on Spark's application id",
+        "swallows-disk-full": "a database error is logged and the batch let go",
     }
     windows = sealcheck.streaming_windows("checkpoint")  # where the `window` nemesis kills it
 

@@ -129,6 +129,7 @@ def _full_check(run_dir: Path) -> int:
 
     from sealcheck.checkers import check_run
     from sealcheck.checkers.result import verdict_text
+    from sealcheck.harness.run.runner import results_doc
     from sealcheck.report.headline import judged_text
     from sealcheck.report.report import write_report
     from sealcheck.rundir.archive import mark_rejudging, write_json, write_plain_report
@@ -143,7 +144,7 @@ def _full_check(run_dir: Path) -> int:
         )
         return EXIT_BAD_ARGS
     result = check_run(run_dir)
-    doc = result.to_json()
+    doc = results_doc(run_dir, result.to_json())
     write_json(run_dir / "results.json", doc)
     try:
         report = write_report(run_dir)  # never leave a report saying an older verdict

@@ -14,6 +14,7 @@ Kafka → checkers → ``results.json`` and ``report.html``.
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import sys
@@ -153,8 +154,10 @@ def run_test(test: Test, display: Display) -> Outcome:
 
 
 def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Display) -> None:
-    from sealcheck.report.coverage import coverage, summary
-    from sealcheck.rundir.history import History, HistoryError
+    """The coverage the judge wrote into ``results.json``, in the lines printed after the
+    verdict."""
+    from sealcheck.nemeses.coverage import COVERAGE, from_json, summary
+    from sealcheck.rundir.regular import read_text
 
     points = dict(test.system.failpoints) if "failpoint" in test.nemeses else {}
     if meta.get(UNPLANNED):
@@ -162,12 +165,23 @@ def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Di
     if not test.schedule:
         return
     try:
-        windows = coverage(meta, History.load(run_dir / "history.jsonl").ops)
-    except HistoryError as exc:
-        display.console.print(f"window coverage: unknown ({exc})")
+        windows = from_json(json.loads(read_text(run_dir / "results.json", run_dir)).get(COVERAGE))
+    except (OSError, ValueError, AttributeError):
+        windows = None
+    if windows is None:
+        display.console.print("window coverage: unknown (the history could not be read)")
         return
     for line in summary(windows, points):  # reached: only with evidence of the effect
         display.console.print(line)
+
+
+def results_doc(run_dir: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    """The checkers' ``results.json`` document with the run's fault coverage, computed as the
+    run is judged (:func:`sealcheck.nemeses.coverage.judged`): what the report renders."""
+    from sealcheck.nemeses.coverage import COVERAGE, judged, to_json
+
+    windows = judged(run_dir)
+    return doc if windows is None else {**doc, COVERAGE: to_json(windows)}
 
 
 def _judge(run_dir: Path, test: Test, display: Display) -> bool | None:
@@ -180,7 +194,7 @@ def _judge(run_dir: Path, test: Test, display: Display) -> bool | None:
 
     display.update(phase="checking")
     result = check_run(run_dir, list(test.checkers) or None)
-    write_json(run_dir / "results.json", result.to_json())
+    write_json(run_dir / "results.json", results_doc(run_dir, result.to_json()))
     try:
         write_report(run_dir)
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:  # inputs it cannot draw

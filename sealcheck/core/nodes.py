@@ -126,11 +126,13 @@ class Disk(Protocol):
         errno: str = "EIO",
         slow: str = "",
         slow_ms: int = 0,
+        gate: str = "",
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file, ``when`` (``after``, ``before``) it is done, ``do`` (``kill`` the caller,
         ``fail`` the call with ``errno``, ``hold`` it until :meth:`release`) inside that call
-        (:mod:`sealcheck.infra.crash_points`); with ``only``, only that process group
+        (:mod:`sealcheck.infra.crash_points`); with ``gate``, at the first such call after the
+        ``k``-th rename of a file matching it; with ``only``, only that process group
         counts."""
 
     def release(self) -> dict[str, Any]:

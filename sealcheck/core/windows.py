@@ -83,9 +83,11 @@ def streaming_windows(
 @dataclass(frozen=True)
 class Boundary:
     """A commit boundary of a job, held from below (the lazy disk's crash points): the side
-    ``when`` (``before`` / ``after``) of the rename that puts a file matching ``path`` (a
-    regular expression over the mount path, anchored) in place — the moment a window opens or
-    closes. ``what`` says, for people, what a crash there leaves."""
+    ``when`` (``before`` / ``after``) of the ``op`` (a ``rename`` unless said) on a file
+    matching ``path`` (a regular expression over the mount path) — the moment a window opens
+    or closes, or the sink's first commit or write after it opened (``gate``). ``do`` says
+    what happens there (``kill`` the job, or ``fail`` the call with ``errno``); ``what`` says,
+    for people, what a crash there leaves."""
 
     window: str
     edge: str
@@ -95,6 +97,12 @@ class Boundary:
     #: files whose next write after each such rename is made late (``closed``: every file
     #: outside the checkpoint's folder, the sink's) so a write not awaited is still in flight
     slow: str = ""
+    op: str = "rename"
+    #: the boundary is the first ``op`` on ``path`` after a rename of a file matching this
+    #: (the window's opening file); empty: the ``op`` itself is the boundary
+    gate: str = ""
+    do: str = "kill"
+    errno: str = ""
 
 
 NUMBER = r"\d+"
@@ -105,6 +113,26 @@ EDGES = {
     "closing": ("closes", "before", "all done but {closing}: a restart redoes the work"),
     "closed": ("closes", "after", "just after {closing}: a write not awaited may be in flight"),
 }
+#: edges aimed at only once the others are covered, in a seeded cover of a job's boundaries
+#: (:mod:`sealcheck.nemeses.boundary`): a crash just after a window opens is what a random
+#: kill already does; the others are where a job's own mistakes show
+LATER = frozenset({"opened"})
+
+#: a window's edges inside the sink (the files outside the closing file's top folder), after
+#: its opening: the op, its side, what happens, what a crash there leaves (only for a window
+#: closed by its own opening's ``{n}``: the sink's files are written between them)
+SINK_EDGES = {
+    "committed": (
+        "fsync", "after", "kill", "",
+        "just after the sink's first commit (fsync) after {opening}: {closing} is not written, "
+        "a restart replays a batch whose sink has (at least partly) committed",
+    ),
+    "full": (
+        "write", "before", "fail", "ENOSPC",
+        "the sink's first write after {opening} fails with ENOSPC (disk full): the job must "
+        "fail the batch and redo it, never go on without it",
+    ),
+}  # fmt: skip
 
 
 def _file(folder: str, name: str) -> str:
@@ -128,7 +156,10 @@ def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
     ``closed`` (after that rename; the job's next write outside the checkpoint's folder
     after each closing is made late, so a write not awaited is still in flight). Two
     windows closed by the same file share their ``closing`` and ``closed`` boundaries (the
-    one closed by its own opening's ``{n}`` names them)."""
+    one closed by its own opening's ``{n}`` names them). That one also has the sink's edges
+    (:data:`SINK_EDGES`): ``committed`` (after the first fsync outside the checkpoint's folder
+    after the opening: a sink's commit, as SQLite's in WAL mode) and ``full`` (its first write
+    after the opening fails with ``ENOSPC``)."""
     out: dict[str, Boundary] = {}
     seen: set[tuple[str, str]] = set()
     # a window closed by its own opening's {n} first: the shared closing is named after it
@@ -146,4 +177,12 @@ def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
             slow = f"^/(?!{re.escape(top)}/)" if edge == "closed" else ""
             what = text.format(**words)
             out[f"{name}:{edge}"] = Boundary(name, edge, files[side], when, what, slow)
+        if "{n}" not in w.closes:
+            continue
+        sink = f"^/(?!{re.escape(w.closes_in.strip('/').split('/')[0])}/)"
+        for edge, (op, when, do, code, text) in SINK_EDGES.items():
+            what = text.format(**words)
+            out[f"{name}:{edge}"] = Boundary(
+                name, edge, sink, when, what, op=op, gate=files["opens"], do=do, errno=code
+            )
     return out

@@ -26,6 +26,12 @@ count reach ``k`` — ``when`` ``after`` it is done (the data durable, the renam
   whose caller was killed meanwhile is not done after it (a dead process's rename must not
   land; the kernel lets the killed caller die only once its call is answered).
 
+With ``gate`` (a path pattern), the point counts renames of files matching ``gate`` instead,
+and fires at the first ``op`` on ``path`` after the ``k``-th of them: "the first ``fsync`` of
+the sink's files after ``offsets/N`` is in place" (a batch's first sink commit), "the first
+``write`` to the sink after it" (fail it with ``ENOSPC``) — what a job does after a boundary
+of its own, whatever its files are called.
+
 While a point is armed, ``slow`` (a path pattern) and ``slow_ms`` make the first ``write`` to
 a matching file by a counted process after the arming, and after each call the point counts,
 wait first: a batch's first sink write made late, so a write the job did not await is still in
@@ -78,6 +84,11 @@ class CrashPoint:
     slow_ms: int = 0
     #: whether the next matching write waits
     slow_next: bool = True
+    #: renames of files matching ``gate`` are counted instead; the point fires at the first
+    #: matching call after the ``k``-th (empty: no gate)
+    gate: str = ""
+    #: the gate rename that opened the point (None: not yet)
+    opened_by: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
     fired: dict[str, Any] | None = None
 
@@ -107,6 +118,8 @@ class CrashPoint:
             raise ValueError(f"slow_ms {slow_ms!r}: use a whole number of milliseconds to 10000")
         point = CrashPoint(op, k, path, (*spare, os.getpgid(0)), only, when, do, code)
         point.slow, point.slow_ms = slow, slow_ms if slow else 0
+        point.gate = str(doc.get("gate") or "")
+        re.compile(point.gate)
         return point
 
     def counted(self, path: str, pid: int) -> int | None:
@@ -129,9 +142,12 @@ class CrashPoint:
         file, fire: record it (:attr:`fired`, with ``existed``: whether ``path`` was there
         before the call) and, for ``kill``, kill ``pid``'s process group. True when it fired
         (the caller then does what :attr:`do` says)."""
-        if self.fired is not None or (op, when) != (self.op, self.when):
+        if self.fired is not None:
             return False
-        if not re.search(self.path, path):
+        if self.gate and self.opened_by is None:
+            self._gated(op, path, pid, when)
+            return False
+        if (op, when) != (self.op, self.when) or not re.search(self.path, path):
             return False
         group = self.counted(path, pid)
         if group is None:
@@ -139,7 +155,7 @@ class CrashPoint:
         self.slow_next = True  # the next write to the sink after this call waits
         kind = re.sub(r"\d+", "N", path)  # offsets/17 and offsets/18: one kind of file
         n = self.counts[kind] = self.counts.get(kind, 0) + 1
-        if n < self.k:
+        if n < self.k and not self.gate:
             return False
         if self.do == "kill":
             os.killpg(group, signal.SIGKILL)
@@ -147,7 +163,20 @@ class CrashPoint:
         self.fired.update(pgid=group, at_ns=time.time_ns(), existed=existed)
         if self.do == "fail":
             self.fired["errno"] = errnos.errorcode.get(self.errno, str(self.errno))
+        if self.opened_by is not None:
+            self.fired["after"] = self.opened_by
         return True
+
+    def _gated(self, op: str, path: str, pid: int, when: str) -> None:
+        """Count a rename through the gate; open the point at the ``k``-th."""
+        if (op, when) != ("rename", "after") or not re.search(self.gate, path):
+            return
+        if self.counted(path, pid) is None:
+            return
+        kind = "gate:" + re.sub(r"\d+", "N", path)
+        if (n := self.counts.get(kind, 0) + 1) >= self.k:
+            self.opened_by = path
+        self.counts[kind] = n
 
 
 def doomed(pid: int) -> bool:
@@ -250,4 +279,5 @@ class CrashPoints:
             spec = None
             if armed is not None:
                 spec = {"op": armed.op, "k": armed.k, "when": armed.when, "do": armed.do}
+                spec.update(gate=armed.gate, opened_by=armed.opened_by)
             return {"crash_armed": spec, "crashes": list(self.fired), "holding": self.holding}

@@ -142,16 +142,18 @@ class LazyDisk:
         errno: str = "EIO",
         slow: str = "",
         slow_ms: int = 0,
+        gate: str = "",
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file whose mount path matches ``path``, ``when`` (``after`` it is done, or
         ``before``), ``do`` one thing inside that call (:mod:`sealcheck.infra.crash_points`):
         ``kill`` the caller's process group, ``fail`` the call with ``errno``, or ``hold`` it
         until :meth:`release`. While armed, writes to files matching ``slow`` wait
-        ``slow_ms`` each. The harness's own process group is spared, and with ``only`` only
-        that process group is counted."""
+        ``slow_ms`` each. With ``gate``, the first such call after the ``k``-th rename of a
+        file matching ``gate``. The harness's own process group is spared, and with ``only``
+        only that process group is counted."""
         spec: dict[str, Any] = {"op": op, "k": k, "path": path, "spare": [os.getpgid(0)]}
-        spec.update(when=when, do=do, errno=errno, slow=slow, slow_ms=slow_ms)
+        spec.update(when=when, do=do, errno=errno, slow=slow, slow_ms=slow_ms, gate=gate)
         if only is not None:
             spec["only"] = [only]
         return self._control("arm " + json.dumps(spec))

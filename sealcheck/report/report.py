@@ -26,9 +26,9 @@ from typing import Any
 from markupsafe import Markup
 
 from sealcheck.core.roles import stored_roles
+from sealcheck.nemeses.coverage import COVERAGE, Window, coverage, from_json, outcomes
 from sealcheck.report import chart
 from sealcheck.report.batches import batch_rows, state_rows, tables_of
-from sealcheck.report.coverage import coverage, outcomes
 from sealcheck.report.explain import context_lines, schedule_rows
 from sealcheck.report.halted import halted, how_it_ended
 from sealcheck.report.headline import (
@@ -286,7 +286,7 @@ def render(run_dir: Path) -> str:
         if states is None
         else {"record": states[0], "rows": states[1], "more": states[2]},
         states_why=facts.states_why,
-        windows=coverage(meta, ops),
+        windows=_coverage(results, meta, ops),
         files=_files(run_dir),
         config=[(k, _text(v)) for k, v in sorted(cfg.items())],
         versions=sorted(meta.get("versions", {}).items()),
@@ -316,6 +316,15 @@ def _exit(run_dir: Path, op: dict[str, Any]) -> dict[str, Any]:
         "how": how_it_ended(v),
         "log": log_of(run_dir, v.get("incarnation")),
     }
+
+
+def _coverage(
+    results: dict[str, Any], meta: dict[str, Any], ops: list[dict[str, Any]]
+) -> list[Window]:
+    """The coverage the judge wrote into ``results.json``; for a run judged before it was
+    written there, computed from the history as the judge would."""
+    judged = from_json(results.get(COVERAGE))
+    return judged if judged is not None else coverage(meta, ops)
 
 
 def _load(path: Path) -> dict[str, Any]:

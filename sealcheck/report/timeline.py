@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from sealcheck.core.roles import BUILT_IN, Role
+from sealcheck.nemeses.coverage import outcomes
 from sealcheck.nemeses.registry import marks
-from sealcheck.report.coverage import outcomes
 from sealcheck.rundir.history import History
 from sealcheck.rundir.names import SUT_EXIT, SUT_START
 

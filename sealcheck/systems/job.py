@@ -106,11 +106,21 @@ class Job(SystemUnderTest):
     run_defaults: Mapping[str, Any] = MappingProxyType(
         {
             "nemesis_interval_s": 20.0,
-            # its commit boundaries (when it declares windows: ``boundary``) in three of the
-            # five windows of a 120 s run, all three of a checkpoint's; its failpoints when it
-            # declares some; each left out when the job cannot host it
-            "nemeses": ("boundary", "kill", "boundary", "pause", "boundary", "failpoint"),
-            "duration_s": 120.0,
+            # six windows of 20 s in a 140 s run, shuffled (:mod:`sealcheck.nemeses.schedule`):
+            # its commit boundaries (when it declares windows: ``boundary``) in four, the four
+            # of a checkpoint that catch a job's own mistakes (closing, closed, committed,
+            # full), a random kill and a pause; its failpoints when it declares some (then one
+            # of the seven is left out); each left out when the job cannot host it
+            "nemeses": (
+                "boundary",
+                "kill",
+                "boundary",
+                "boundary",
+                "boundary",
+                "pause",
+                "failpoint",
+            ),
+            "duration_s": 140.0,
             "max_records_per_step": 20_000,
             "final_timeout_s": 300.0,
         }

@@ -172,6 +172,8 @@ STREAM = textwrap.dedent(
     from concurrent.futures import ThreadPoolExecutor
     root, in_thread = sys.argv[1], sys.argv[2:] == ["thread"]
     db = sqlite3.connect(f"{root}/sink.db", isolation_level=None, check_same_thread=False)
+    if sys.argv[2:] == ["wal"]:  # a commit is then one fsync of sink.db-wal
+        db.execute("PRAGMA journal_mode=WAL")
     db.execute("CREATE TABLE IF NOT EXISTS t (batch INTEGER)")
     writer = ThreadPoolExecutor(1)  # the mistake: the batch's write handed over, not awaited
     for d in ("offsets", "commits"):
@@ -183,7 +185,11 @@ STREAM = textwrap.dedent(
         if in_thread:
             writer.submit(db.execute, "INSERT INTO t VALUES (?)", (n,))
         else:
-            db.execute("INSERT INTO t VALUES (?)", (n,))
+            try:
+                db.execute("INSERT INTO t VALUES (?)", (n,))
+            except sqlite3.Error as exc:  # a correct job fails its batch: no commits/N
+                print(f"batch {n} failed: {exc}", flush=True)
+                sys.exit(3)
         open(f"{root}/checkpoint/commits/.{n}.tmp", "w").close()
         os.rename(f"{root}/checkpoint/commits/.{n}.tmp", f"{root}/checkpoint/commits/{n}")
         time.sleep(0.02)
@@ -227,7 +233,8 @@ def _boundary(disk: LazyDisk, name: str, *mode: str) -> dict[str, Any]:
         done = nemesis.resolve(action, Target(), 0.0)  # type: ignore[arg-type]
     finally:
         proc.kill()
-    assert proc.wait(10) == -9
+    done["exit"] = proc.wait(10)
+    done["out"] = proc.stdout.read()
     assert done["outcome"] == "happened" and done["effect"]["effect"] is True, done
     return done
 
@@ -246,6 +253,7 @@ def test_the_boundary_nemesis_kills_after_the_sinks_commit_before_commits_n(
     disk: LazyDisk,
 ) -> None:
     done = _boundary(disk, "after-offsets:closing")
+    assert done["exit"] == -9
     n = int(str(done["crashed"]["path"]).rsplit("/", 1)[1])
     checkpoint = disk.backing / "checkpoint"
     assert (checkpoint / "offsets" / str(n)).exists()  # the batch was planned ...
@@ -266,3 +274,26 @@ def test_just_after_commits_n_a_write_not_awaited_is_in_flight(disk: LazyDisk, m
         assert _last_batch(disk) < n
     else:
         assert _last_batch(disk) == n
+
+
+def test_committed_kills_inside_the_sinks_first_commit_after_offsets_n(disk: LazyDisk) -> None:
+    """With SQLite in WAL mode, a commit is one fsync of its ``-wal``: the kill lands just
+    after the batch's sink commit, long before its ``commits/N``."""
+    done = _boundary(disk, "after-offsets:committed", "wal")
+    crash = done["crashed"]
+    assert done["exit"] == -9 and crash["op"] == "fsync" and crash["path"] == "/sink.db-wal"
+    n = int(str(crash["after"]).rsplit("/", 1)[1])
+    assert crash["after"] == f"/checkpoint/offsets/{n}" and n >= 2  # the 3rd since arming
+    checkpoint = disk.backing / "checkpoint"
+    assert not (checkpoint / "commits" / str(n)).exists()  # batch n not recorded ...
+    assert _last_batch(disk) == n  # ... its sink committed: a restart replays it
+
+
+def test_full_fails_the_sinks_first_write_after_offsets_n_with_enospc(disk: LazyDisk) -> None:
+    done = _boundary(disk, "after-offsets:full")
+    crash = done["crashed"]
+    n = int(str(crash["after"]).rsplit("/", 1)[1])
+    assert crash["do"] == "fail" and crash["errno"] == "ENOSPC" and crash["op"] == "write"
+    assert done["exit"] == 3 and f"batch {n} failed: database or disk is full" in done["out"]
+    assert _last_batch(disk) == n - 1  # the batch never reached the sink ...
+    assert not (disk.backing / "checkpoint" / "commits" / str(n)).exists()  # nor was recorded

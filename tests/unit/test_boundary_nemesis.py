@@ -6,6 +6,7 @@ landed on the boundary (the real filesystem: ``tests/integration/test_boundary_p
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,22 @@ def test_each_file_window_has_three_edges_and_a_shared_closing_is_named_once() -
         "after-commit:accounts:opened",
         "after-offsets:closed",
         "after-offsets:closing",
+        "after-offsets:committed",
+        "after-offsets:full",
         "after-offsets:opened",
-    ]  # a window told by the log has no file to hold; commits/N closes both windows
+    ]  # a window told by the log has no file to hold; commits/N closes both windows; the
+    # sink's edges only where the window's closing is its own opening's {n}
     closing = found["after-offsets:closing"]
     assert closing.when == "before" and closing.path == r"^/checkpoint/commits/\d+$"
     assert "checkpoint/commits/N" in closing.what
     assert found["after-offsets:opened"].when == "after"
+    committed, full = found["after-offsets:committed"], found["after-offsets:full"]
+    assert (committed.op, committed.when, committed.do) == ("fsync", "after", "kill")
+    assert (full.op, full.when, full.do, full.errno) == ("write", "before", "fail", "ENOSPC")
+    for sink in (committed, full):  # the sink: any file outside the checkpoint, after offsets/N
+        assert sink.gate == found["after-offsets:opened"].path
+        assert re.search(sink.path, "/accounts.db-wal")
+        assert not re.search(sink.path, "/checkpoint/commits/3")
 
 
 class _Disk:
@@ -88,7 +99,15 @@ def test_the_plan_covers_every_boundary_from_the_seed() -> None:
 
     first = plan(3)
     assert first == plan(3)  # the same seed, the same faults
-    assert sorted(v["boundary"] for v in first) == sorted(boundaries(WINDOWS))
+    every = sorted(boundaries(WINDOWS))
+    for seed in range(20):  # the edges where mistakes show come first, `opened` after them
+        aims = [v["boundary"] for v in plan(seed)] + [v["boundary"] for v in plan(seed)]
+        firsts = [b for b in every if not b.endswith(":opened")]
+        assert sorted(aims[: len(firsts)]) == firsts, seed
+    cover = _nemesis()
+    rng = random.Random(5)
+    aimed = [cover.plan(rng, 20.0 * i, 20.0)[0].value["boundary"] for i in range(len(every))]
+    assert sorted(aimed) == every  # then every one
 
 
 def test_a_boundary_that_never_occurs_is_not_reached_and_nobody_is_killed(tmp_path: Path) -> None:
@@ -101,6 +120,30 @@ def test_a_boundary_that_never_occurs_is_not_reached_and_nobody_is_killed(tmp_pa
     done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
     assert done["outcome"] == "skipped" and done["why"].startswith("not reached: no before")
     assert target.killed == 0 and target.disk.armed is None
+
+
+def test_a_sink_boundary_is_armed_behind_its_gate_and_its_evidence_names_it(
+    tmp_path: Path,
+) -> None:
+    action = Action(0.0, "boundary", "crash-at-boundary",
+                    {"boundary": "after-offsets:full", "skip": 1})  # fmt: skip
+    failed = {"op": "write", "when": "before", "path": "/accounts.db-wal", "pgid": 42,
+              "errno": "ENOSPC", "after": "/checkpoint/offsets/9"}  # fmt: skip
+    target = _Target(_Disk(fire=failed), tmp_path)
+    nemesis = _nemesis()
+    armed = nemesis.invoke(action, target)  # type: ignore[arg-type]
+    spec = target.disk.armed
+    assert spec is not None and (spec["op"], spec["k"], spec["do"]) == ("write", 2, "fail")
+    assert spec["errno"] == "ENOSPC" and spec["gate"] == r"^/checkpoint/offsets/(\d+)$"
+    assert "after rename #2 of" in armed["armed"]
+    done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
+    assert done["outcome"] == "happened" and done["effect"]["effect"] is True
+    assert "failed with ENOSPC, the first after /checkpoint/offsets/9" in done["effect"]["evidence"]
+    target = _Target(_Disk(fire={**failed, "after": None}), tmp_path)
+    nemesis = _nemesis()
+    nemesis.invoke(action, target)  # type: ignore[arg-type]
+    done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
+    assert done["effect"]["effect"] is None  # which opening it followed: not recorded
 
 
 def test_a_kill_counts_only_where_the_renamed_file_was_new(tmp_path: Path) -> None:

@@ -101,3 +101,29 @@ def test_the_first_sink_write_after_each_counted_call_is_made_late_while_armed()
 def test_a_bad_slow_is_named():
     with pytest.raises(ValueError, match="slow_ms -1"):
         CrashPoint.from_json({"op": "fsync", "k": 1, "slow": "x", "slow_ms": -1})
+
+
+def test_a_gated_point_fires_at_the_first_matching_call_after_the_kth_gate_rename():
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                               start_new_session=True)  # fmt: skip
+    try:
+        points = CrashPoints()
+        spec = {"op": "write", "k": 2, "when": "before", "do": "fail", "errno": "ENOSPC"}
+        gate = r"^/checkpoint/offsets/\d+$"
+        points.arm({**spec, "path": "^/(?!checkpoint/)", "gate": gate, "only": [sleeper.pid]})
+        pid = sleeper.pid
+        assert points.passed("write", "/db-wal", pid, "before") == 0  # before any gate
+        assert points.passed("rename", "/checkpoint/offsets/4", pid, "after") == 0  # 1st
+        assert points.passed("write", "/db-wal", pid, "before") == 0  # not yet the k-th
+        assert points.passed("rename", "/checkpoint/offsets/4", pid, "before") == 0  # side
+        assert points.counters()["crash_armed"]["opened_by"] is None
+        assert points.passed("rename", "/checkpoint/offsets/5", pid, "after") == 0  # 2nd
+        assert points.passed("write", "/checkpoint/commits/5", pid, "before") == 0  # not sink
+        assert points.passed("write", "/db-wal", pid, "after") == 0  # the other side
+        assert points.passed("write", "/db-wal", pid, "before") == errno.ENOSPC
+        [fired] = points.counters()["crashes"]
+        assert fired["after"] == "/checkpoint/offsets/5" and fired["path"] == "/db-wal"
+        assert points.passed("write", "/db-wal", pid, "before") == 0  # fired once
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 from sealcheck.core.roles import SUT, by_name
@@ -201,7 +202,7 @@ def test_the_report_shows_each_action_s_final_outcome() -> None:
 
 
 def test_window_coverage_counts_what_the_history_says_was_reached() -> None:
-    from sealcheck.report.coverage import coverage, unreached
+    from sealcheck.nemeses.coverage import coverage, unreached
 
     points = {"a.mid": "inside a", "b.mid": "inside b", "c.mid": "inside c"}
     meta = {
@@ -320,3 +321,35 @@ def test_a_zombie_stall_waits_for_progress_not_for_a_fixed_time() -> None:
     # the stall point is reached only after the least armed time: still waited for
     threading.Timer(MIN_ARMED_S + 1.0, lambda: setattr(starting.failpoints, "spec", None)).start()
     assert Zombie(info).invoke(start, starting) == {"zombie": 41, "outcome": "happened"}
+
+
+def test_coverage_is_judged_into_results_json_and_the_report_renders_what_is_there(
+    tmp_path: Path,
+) -> None:
+    """A boundary not reached keeps its reason; the judge writes the coverage into the run's
+    results and the report draws that record, not a judgement of its own."""
+    import json
+
+    from sealcheck.harness.run.runner import results_doc
+    from sealcheck.nemeses.coverage import COVERAGE, from_json
+    from sealcheck.report.report import render
+    from tests.runs import stored_run
+
+    run = stored_run(tmp_path)
+    aim = {"boundary": "after-offsets:closing", "skip": 0}
+    schedule = [{"at_s": 1.0, "nemesis": "boundary", "f": "crash-at-boundary", "value": aim}]
+    (run / "test.json").write_text(json.dumps({"schedule": schedule}))
+    why = "not reached: no before rename #1 of ^/checkpoint/commits/\\d+$ in 30.0s"
+    op = {"process": "nemesis", "type": "info", "f": "crash-at-boundary",
+          "value": {**aim, "action": 0, "outcome": "skipped", "why": why}}  # fmt: skip
+    lines = [json.dumps({"index": 0, "time": 1, **op})]
+    for i, line in enumerate((run / "history.jsonl").read_text().splitlines(), 1):
+        lines.append(json.dumps({**json.loads(line), "index": i}))  # its line number
+    (run / "history.jsonl").write_text("\n".join(lines) + "\n")
+    doc = results_doc(run, {"valid": True})
+    [row] = [w for w in from_json(doc[COVERAGE]) or [] if w.name.startswith("boundary")]
+    assert (row.planned, row.hit, row.missed, row.why_missed) == (1, 0, 1, why)
+    doc[COVERAGE][-1]["evidence"] = "as the judge recorded it"
+    (run / "results.json").write_text(json.dumps(doc))
+    page = render(run)
+    assert "as the judge recorded it" in page and "missed: not reached: no before" in page

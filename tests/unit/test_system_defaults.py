@@ -77,6 +77,28 @@ def test_a_jobs_default_mix_crashes_it_at_its_commit_boundaries_where_fuse_is(mo
     job = "tests.unit.test_system_registry:WindowedJob"
     monkeypatch.setattr(lazy_disk, "fuse_missing", lambda: "")
     cfg = load_config(None, {"system": job})
-    assert cfg.nemeses.count("boundary") == 3 and "lost-writes" not in cfg.nemeses
+    assert cfg.nemeses.count("boundary") == 4 and "lost-writes" not in cfg.nemeses
     monkeypatch.setattr(lazy_disk, "fuse_missing", lambda: "no /dev/fuse on this machine")
     assert "boundary" not in load_config(None, {"system": job}).nemeses  # the mix goes on
+
+
+def test_a_jobs_default_run_aims_at_each_of_its_four_boundaries_in_every_seed() -> None:
+    """Six windows in 140 s, shuffled: four go to ``boundary``, whose seeded cover takes the
+    four edges where a job's own mistakes show, so each variant meets its boundary."""
+    from sealcheck.core.roles import SUT, Role
+    from sealcheck.core.windows import boundaries, streaming_windows
+    from sealcheck.nemeses.api import PlanInfo
+    from sealcheck.nemeses.schedule import plan_schedule
+    from sealcheck.systems.job import Job
+
+    defaults = Job.run_defaults
+    names = [n for n in defaults["nemeses"] if n != "failpoint"]  # a job without failpoints
+    found = tuple(boundaries(streaming_windows("checkpoint")))
+    info = PlanInfo(roles={SUT.name: Role(SUT.name)}, boundaries=found)
+    four = {f"after-offsets:{e}" for e in ("closing", "closed", "committed", "full")}
+    for seed in range(1, 31):
+        plan = plan_schedule(names, seed, defaults["duration_s"],
+                             defaults["nemesis_interval_s"], info)  # fmt: skip
+        aimed = {a.value["boundary"] for a in plan if a.nemesis == "boundary"}
+        assert aimed == four, seed
+        assert {a.nemesis for a in plan} == {"boundary", "kill", "pause"}, seed

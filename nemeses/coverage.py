@@ -1,15 +1,25 @@
-"""Window coverage: which of the system's failure windows a run really reached.
+"""Window coverage: which of the system's failure windows and commit boundaries a run really
+reached — computed when the run is judged and written into ``results.json`` (``"coverage"``,
+:func:`judged`); the report and the CLI only render it.
 
 A window or fault counts as *reached* only with evidence of its effect
 (``sealcheck.nemeses.effects``):
 a failpoint is hit when an incarnation died there as its action does — the supervisor's
 ``sut-exit`` op names the failpoint and the exit matches ``crash`` (SIGKILL); a kill when
-the incarnation it killed exited by SIGKILL; a power cut when it dropped un-fsynced bytes; and
-so on. An action that happened without that evidence is counted apart ("happened, no
-effect"), and so is one whose effect cannot be seen ("effect not observable"). Planned arming
-that never fired (disarmed and replaced by a kill) and actions that did not happen are
-*missed*. The windows a system has come from ``test.json``'s ``windows`` (its failpoints,
-written at the start of the run).
+the incarnation it killed exited by SIGKILL; a power cut when it dropped un-fsynced bytes; a
+boundary when the filesystem's record of the call shows it landed there; and so on. An action
+that happened without that evidence is counted apart ("happened, no effect"), and so is one
+whose effect cannot be seen ("effect not observable"). Planned arming that never fired and
+actions that did not happen are *missed*, with the first reason recorded (``why_missed``:
+"not reached: no before rename #1 of ... in 30.0s"). The windows a system has come from
+``test.json``'s ``windows`` (its failpoints, written at the start of the run).
+
+``results.json``'s form (:func:`to_json`)::
+
+    "coverage": [{"name": "boundary: after-offsets:closing", "where": "", "planned": 1,
+                  "hit": 1, "missed": 0, "no_effect": 0, "unobserved": 0,
+                  "evidence": "process group 4518 killed before the rename to ...",
+                  "why_missed": ""}, ...]
 """
 
 from __future__ import annotations
@@ -17,11 +27,15 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from sealcheck.nemeses.effects import exit_matches, judge
 from sealcheck.rundir.names import SUT_EXIT, current_action
+
+#: the key of ``results.json`` that holds the coverage
+COVERAGE = "coverage"
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,8 @@ class Window:
     no_effect: int = 0
     unobserved: int = 0
     evidence: str = ""
+    #: why the first missed one was missed (its action's ``why``)
+    why_missed: str = ""
 
 
 def _aim(value: dict[str, Any]) -> str | None:
@@ -55,11 +71,14 @@ class _Tally:
     no_effect: int = 0
     unobserved: int = 0
     evidence: str = ""
+    why_missed: str = ""
 
-    def add(self, happened: bool, bit: dict[str, Any] | None) -> None:
+    def add(self, happened: bool, bit: dict[str, Any] | None, why: str = "") -> None:
         self.planned += 1
         if not happened or bit is None:
             self.missed += not happened
+            if not happened and not self.why_missed:
+                self.why_missed = why
             return
         got = bit.get("effect")
         self.hit += got is True
@@ -91,24 +110,64 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
             else None
         )
         point = action.get("value", {}).get("failpoint")
+        why = str(done.get("why") or ("never settled" if not done else ""))
         if action.get("f") == "arm-failpoint" and point:
-            points.setdefault(point, _Tally()).add(happened, bit)
+            points.setdefault(point, _Tally()).add(happened, bit, why)
         elif aim := _aim(action.get("value", {})):  # per window or boundary, as failpoints
-            others.setdefault(f"{action['nemesis']}: {aim}", _Tally()).add(happened, bit)
+            others.setdefault(f"{action['nemesis']}: {aim}", _Tally()).add(happened, bit, why)
         elif action.get("f") not in ("heal",):
-            others.setdefault(f"{action['nemesis']}: {action['f']}", _Tally()).add(happened, bit)
+            key = f"{action['nemesis']}: {action['f']}"
+            others.setdefault(key, _Tally()).add(happened, bit, why)
     windows: dict[str, str] = dict(meta.get("windows", {}))
     for point in sorted(set(points) | set(hit)):
         windows.setdefault(point, "")
     out = []
     for p, where in windows.items():
         t = points.get(p, _Tally())
-        out.append(Window(p, where, t.planned, hit[p], t.missed, t.no_effect, 0, t.evidence))
+        out.append(
+            Window(p, where, t.planned, hit[p], t.missed, t.no_effect, 0, t.evidence, t.why_missed)
+        )
     out += [
-        Window(k, "", t.planned, t.hit, t.missed, t.no_effect, t.unobserved, t.evidence)
+        Window(
+            k, "", t.planned, t.hit, t.missed, t.no_effect, t.unobserved, t.evidence, t.why_missed
+        )
         for k, t in sorted(others.items())
     ]
     return out
+
+
+def judged(run_dir: Path) -> list[Window] | None:
+    """The run's coverage from its ``test.json`` and history, as the judge writes it into
+    ``results.json`` (None: a run without a readable history or test, whose coverage is not
+    known)."""
+    import json
+
+    from sealcheck.rundir.history import History, HistoryError
+    from sealcheck.rundir.regular import read_text
+
+    try:  # only the run's own regular files: a FIFO in test.json's place would never end
+        meta = json.loads(read_text(run_dir / "test.json", run_dir))
+        ops = History.load(run_dir / "history.jsonl", acks=False).ops
+    except (OSError, ValueError, HistoryError):
+        return None
+    return coverage(meta, ops) if isinstance(meta, dict) else None
+
+
+def to_json(windows: list[Window]) -> list[dict[str, Any]]:
+    """``results.json``'s ``"coverage"``."""
+    return [asdict(w) for w in windows]
+
+
+def from_json(doc: Any) -> list[Window] | None:
+    """The coverage ``results.json`` holds (None: none, or not in this form: a run judged
+    before coverage was written there)."""
+    if not isinstance(doc, list):
+        return None
+    names = {f.name for f in fields(Window)}
+    try:
+        return [Window(**{k: v for k, v in w.items() if k in names}) for w in doc]
+    except (TypeError, AttributeError):
+        return None
 
 
 def _exits_after(ops: list[dict[str, Any]]) -> Callable[[int], list[dict[str, Any]]]:
