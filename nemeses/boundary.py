@@ -99,6 +99,7 @@ class CrashAtBoundary(Nemesis):
         disk.arm_crash(
             found.op, skip + 1, found.path, when=found.when, do=found.do,
             errno=found.errno or "EIO", slow=found.slow, slow_ms=late, gate=found.gate,
+            min_write=found.min_write,
         )  # fmt: skip
         self._armed = found
         return {"armed": _aimed(found, skip), "outcome": "pending"}
@@ -115,6 +116,13 @@ class CrashAtBoundary(Nemesis):
         if not crashes:
             why = f"no {_aimed(found, skip)} in {armed_s:.1f}s"
             nobody = "nobody was killed" if found.do == "kill" else "no call failed"
+            unfired = disk.counters().get("unfired") or {}
+            if found.gate and unfired.get("opened_by"):  # the window opened; the sink was silent
+                nobody += (
+                    f"; after {unfired['opened_by']} the job made no {found.op} outside its "
+                    "checkpoint: a sink that is not on the job's disk (a database server, a "
+                    "topic) has no such boundary here"
+                )
             return {"outcome": "skipped", "why": f"not reached: {why} ({nobody})"}
         crash = crashes[0]
         bit = _evidence(found, crash)

@@ -127,12 +127,14 @@ class Disk(Protocol):
         slow: str = "",
         slow_ms: int = 0,
         gate: str = "",
+        min_write: int = 0,
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file, ``when`` (``after``, ``before``) it is done, ``do`` (``kill`` the caller,
         ``fail`` the call with ``errno``, ``hold`` it until :meth:`release`) inside that call
         (:mod:`sealcheck.infra.crash_points`); with ``gate``, at the first such call after the
-        ``k``-th rename of a file matching it; with ``only``, only that process group
+        ``k``-th rename of a file matching it; with ``min_write``, an fsync counts only after
+        a write of that many bytes to its file; with ``only``, only that process group
         counts."""
 
     def release(self) -> dict[str, Any]:

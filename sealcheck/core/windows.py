@@ -103,6 +103,9 @@ class Boundary:
     gate: str = ""
     do: str = "kill"
     errno: str = ""
+    #: an fsync counts only on a file written since its last fsync with at least this many
+    #: bytes at once: a commit's sync, not a header's alone (0: every fsync)
+    min_write: int = 0
 
 
 NUMBER = r"\d+"
@@ -113,6 +116,10 @@ EDGES = {
     "closing": ("closes", "before", "all done but {closing}: a restart redoes the work"),
     "closed": ("closes", "after", "just after {closing}: a write not awaited may be in flight"),
 }
+#: the least write (bytes) after which a sink's fsync is a commit's: a page, not the 32-byte
+#: header SQLite syncs alone when it starts a new WAL (the first transaction after each reset)
+COMMIT_WRITE = 512
+
 #: edges aimed at only once the others are covered, in a seeded cover of a job's boundaries
 #: (:mod:`sealcheck.nemeses.boundary`): a crash just after a window opens is what a random
 #: kill already does; the others are where a job's own mistakes show
@@ -124,7 +131,8 @@ LATER = frozenset({"opened"})
 SINK_EDGES = {
     "committed": (
         "fsync", "after", "kill", "",
-        "just after the sink's first commit (fsync) after {opening}: {closing} is not written, "
+        "just after the sink's first commit after {opening} (an fsync after a page was "
+        "written: SQLite's commit in WAL mode): {closing} is not written, "
         "a restart replays a batch whose sink has (at least partly) committed",
     ),
     "full": (
@@ -181,8 +189,9 @@ def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
             continue
         sink = f"^/(?!{re.escape(w.closes_in.strip('/').split('/')[0])}/)"
         for edge, (op, when, do, code, text) in SINK_EDGES.items():
-            what = text.format(**words)
+            what, least = text.format(**words), COMMIT_WRITE if op == "fsync" else 0
             out[f"{name}:{edge}"] = Boundary(
-                name, edge, sink, when, what, op=op, gate=files["opens"], do=do, errno=code
-            )
+                name, edge, sink, when, what, op=op, gate=files["opens"], do=do, errno=code,
+                min_write=least,
+            )  # fmt: skip
     return out

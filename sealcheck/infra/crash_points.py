@@ -26,6 +26,9 @@ count reach ``k`` — ``when`` ``after`` it is done (the data durable, the renam
   whose caller was killed meanwhile is not done after it (a dead process's rename must not
   land; the kernel lets the killed caller die only once its call is answered).
 
+With ``min_write`` (bytes), an ``fsync`` counts only on a file that had a write of at least
+that size since its last fsync: a commit's sync, not the sync of a header alone.
+
 With ``gate`` (a path pattern), the point counts renames of files matching ``gate`` instead,
 and fires at the first ``op`` on ``path`` after the ``k``-th of them: "the first ``fsync`` of
 the sink's files after ``offsets/N`` is in place" (a batch's first sink commit), "the first
@@ -40,7 +43,8 @@ flight when the point fires (a correct job awaits it: its batch is ``slow_ms`` s
 The page cache is left alone (a process crash, not a power cut: what was written but not
 fsynced stays). With ``only``, only those process groups are counted (the harness arms it for
 the running incarnation's). A point fires once, then disarms; :meth:`CrashPoints.counters`
-records each firing (``crashes``) and a call held now (``holding``).
+records each firing (``crashes``), a call held now (``holding``) and what the last point
+disarmed unfired had counted (``unfired``: whether its gate ever opened).
 """
 
 from __future__ import annotations
@@ -89,6 +93,12 @@ class CrashPoint:
     gate: str = ""
     #: the gate rename that opened the point (None: not yet)
     opened_by: str | None = None
+    #: an ``fsync`` counts only on a file written since its last fsync with a write of at
+    #: least this many bytes (0: every fsync): a commit's, not a header's (SQLite syncs a new
+    #: WAL's 32-byte header before the first transaction after each reset)
+    min_write: int = 0
+    #: files written with at least ``min_write`` bytes since their last fsync
+    dirty: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(default_factory=dict)
     fired: dict[str, Any] | None = None
 
@@ -120,6 +130,10 @@ class CrashPoint:
         point.slow, point.slow_ms = slow, slow_ms if slow else 0
         point.gate = str(doc.get("gate") or "")
         re.compile(point.gate)
+        min_write = doc.get("min_write", 0)
+        if not isinstance(min_write, int) or isinstance(min_write, bool) or min_write < 0:
+            raise ValueError(f"min_write {min_write!r}: use a whole number of bytes from 0")
+        point.min_write = min_write
         return point
 
     def counted(self, path: str, pid: int) -> int | None:
@@ -136,14 +150,27 @@ class CrashPoint:
         return group
 
     def passed(
-        self, op: str, path: str, pid: int, when: str = "after", existed: bool | None = None
+        self,
+        op: str,
+        path: str,
+        pid: int,
+        when: str = "after",
+        existed: bool | None = None,
+        size: int = 0,
     ) -> bool:
-        """Count one ``op`` on ``path`` by ``pid`` at ``when``; at the ``k``-th on one kind of
-        file, fire: record it (:attr:`fired`, with ``existed``: whether ``path`` was there
-        before the call) and, for ``kill``, kill ``pid``'s process group. True when it fired
-        (the caller then does what :attr:`do` says)."""
+        """Count one ``op`` on ``path`` by ``pid`` at ``when`` (``size``: a write's bytes);
+        at the ``k``-th on one kind of file, fire: record it (:attr:`fired`, with
+        ``existed``: whether ``path`` was there before the call) and, for ``kill``, kill
+        ``pid``'s process group. True when it fired (the caller then does what :attr:`do`
+        says)."""
         if self.fired is not None:
             return False
+        if self.min_write and (op, when) == ("write", "after") and size >= self.min_write:
+            self.dirty.add(path)
+        if self.min_write and op == "fsync" and when == self.when:
+            if path not in self.dirty:
+                return False  # a header's sync, or nothing the point waits for
+            self.dirty.discard(path)
         if self.gate and self.opened_by is None:
             self._gated(op, path, pid, when)
             return False
@@ -203,6 +230,8 @@ class CrashPoints:
         self.armed: CrashPoint | None = None
         self.fired: list[dict[str, Any]] = []
         self.holding: dict[str, Any] | None = None
+        #: the last point disarmed before it fired: what it had counted (why it never fired)
+        self.unfired: dict[str, Any] | None = None
         self._release = threading.Event()
 
     def arm(self, doc: dict[str, Any]) -> None:
@@ -216,6 +245,9 @@ class CrashPoints:
         self._release.set()
         with self.lock:
             was, self.armed = self.armed, None
+            if was is not None:
+                self.unfired = {"op": was.op, "gate": was.gate, "opened_by": was.opened_by}
+                self.unfired["counts"] = dict(was.counts)
             return was is not None
 
     def release(self) -> bool:
@@ -241,16 +273,23 @@ class CrashPoints:
             return point.slow_ms / 1000
 
     def passed(
-        self, op: str, path: str, pid: int, when: str = "after", existed: bool | None = None
+        self,
+        op: str,
+        path: str,
+        pid: int,
+        when: str = "after",
+        existed: bool | None = None,
+        size: int = 0,
     ) -> int:
-        """At ``when`` of ``op`` on ``path`` by ``pid``, inside the filesystem call: 0 to go
-        on, or the errno to answer the call with instead (a ``kill`` before the call, a
-        ``fail``, a held call whose caller died). A ``hold`` waits here until released."""
+        """At ``when`` of ``op`` on ``path`` by ``pid`` (``size``: a write's bytes), inside
+        the filesystem call: 0 to go on, or the errno to answer the call with instead (a
+        ``kill`` before the call, a ``fail``, a held call whose caller died). A ``hold`` waits
+        here until released."""
         if self.armed is None:  # every call passes here: no lock while nothing is armed
             return 0
         with self.lock:
             point = self.armed
-            if point is None or not point.passed(op, path, pid, when, existed):
+            if point is None or not point.passed(op, path, pid, when, existed, size):
                 return 0
             assert point.fired is not None
             if point.slow_ms:
@@ -280,4 +319,5 @@ class CrashPoints:
             if armed is not None:
                 spec = {"op": armed.op, "k": armed.k, "when": armed.when, "do": armed.do}
                 spec.update(gate=armed.gate, opened_by=armed.opened_by)
-            return {"crash_armed": spec, "crashes": list(self.fired), "holding": self.holding}
+            fired, holding, unfired = list(self.fired), self.holding, self.unfired
+            return {"crash_armed": spec, "crashes": fired, "holding": holding, "unfired": unfired}

@@ -143,6 +143,7 @@ class LazyDisk:
         slow: str = "",
         slow_ms: int = 0,
         gate: str = "",
+        min_write: int = 0,
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file whose mount path matches ``path``, ``when`` (``after`` it is done, or
@@ -150,10 +151,12 @@ class LazyDisk:
         ``kill`` the caller's process group, ``fail`` the call with ``errno``, or ``hold`` it
         until :meth:`release`. While armed, writes to files matching ``slow`` wait
         ``slow_ms`` each. With ``gate``, the first such call after the ``k``-th rename of a
-        file matching ``gate``. The harness's own process group is spared, and with ``only``
-        only that process group is counted."""
+        file matching ``gate``; with ``min_write``, an fsync counts only after a write of at
+        least that many bytes to its file. The harness's own process group is spared, and with
+        ``only`` only that process group is counted."""
         spec: dict[str, Any] = {"op": op, "k": k, "path": path, "spare": [os.getpgid(0)]}
         spec.update(when=when, do=do, errno=errno, slow=slow, slow_ms=slow_ms, gate=gate)
+        spec["min_write"] = min_write
         if only is not None:
             spec["only"] = [only]
         return self._control("arm " + json.dumps(spec))

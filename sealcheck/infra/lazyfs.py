@@ -72,10 +72,11 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         wrapped.__name__ = fn.__name__
         return wrapped
 
-    def at(op: str, when: str, path: str, existed: bool | None = None) -> None:
+    def at(op: str, when: str, path: str, existed: bool | None = None, size: int = 0) -> None:
         """Where a crash point may fire: go on, or answer the call with its errno
-        (``existed``: whether the call's target was there before it, for the record)."""
-        code = crashes.passed(op, path, fuse.fuse_get_context()[2], when, existed)
+        (``existed``: whether the call's target was there before it, for the record;
+        ``size``: a write's bytes)."""
+        code = crashes.passed(op, path, fuse.fuse_get_context()[2], when, existed, size)
         if code:
             raise fuse.FuseOSError(code)
 
@@ -170,7 +171,7 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
                 time.sleep(pause)  # on this call's thread: the rest of the mount goes on
             at("write", "before", path)
             done = state.write(path, fi.fh, data, offset)
-            at("write", "after", path)
+            at("write", "after", path, size=len(data))
             return done
 
         @oserror

@@ -162,3 +162,24 @@ def test_a_kill_counts_only_where_the_renamed_file_was_new(tmp_path: Path) -> No
         assert done["outcome"] == "happened" and done["effect"]["effect"] is bit, done
         if bit:
             assert "never put in place" in done["effect"]["evidence"]
+
+
+def test_a_sink_boundary_whose_window_opened_but_sink_stayed_silent_says_why(
+    tmp_path: Path,
+) -> None:
+    """A sink off the job's disk (a database server, a topic): offsets/N was renamed, no
+    fsync outside the checkpoint followed; "not reached" says so, and nobody was killed."""
+
+    class Silent(_Disk):
+        def counters(self) -> dict[str, Any]:
+            return {**super().counters(), "unfired": {"opened_by": "/checkpoint/offsets/4"}}
+
+    target = _Target(Silent(fire=None), tmp_path)
+    nemesis = _nemesis()
+    aim = {"boundary": "after-offsets:committed", "skip": 0, "chance_s": 0.2}
+    action = Action(0.0, "boundary", "crash-at-boundary", aim)
+    nemesis.invoke(action, target)  # type: ignore[arg-type]
+    done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
+    assert done["outcome"] == "skipped" and "nobody was killed" in done["why"]
+    assert "after /checkpoint/offsets/4 the job made no fsync outside its checkpoint" in done["why"]
+    assert target.killed == 0

@@ -127,3 +127,23 @@ def test_a_gated_point_fires_at_the_first_matching_call_after_the_kth_gate_renam
     finally:
         sleeper.kill()
         sleeper.wait(10)
+
+
+def test_with_min_write_an_fsync_counts_only_after_a_write_of_that_size():
+    """SQLite syncs a new WAL's 32-byte header alone before the first transaction after a
+    reset: that fsync is not the commit's."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                               start_new_session=True)  # fmt: skip
+    try:
+        points = CrashPoints()
+        points.arm({"op": "fsync", "k": 1, "path": "-wal$", "min_write": 512, "do": "fail",
+                    "errno": "EIO", "only": [sleeper.pid]})  # fmt: skip
+        pid = sleeper.pid
+        assert points.passed("write", "/db-wal", pid, "after", size=32) == 0  # the header
+        assert points.passed("fsync", "/db-wal", pid, "after") == 0  # its sync: not counted
+        assert points.passed("write", "/db-wal", pid, "after", size=4096) == 0  # a page
+        assert points.passed("fsync", "/other-wal", pid, "after") == 0  # another file's
+        assert points.passed("fsync", "/db-wal", pid, "after") == errno.EIO  # the commit's
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
