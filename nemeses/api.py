@@ -296,6 +296,12 @@ class Nemesis:
         """Undo every fault of this nemesis still in place; say what was undone."""
         return []
 
+    def findings(self, target: Target) -> list[dict[str, Any]]:
+        """After the heal: what this nemesis saw of its faults' aftermath (e.g. what a
+        restarted job did with a batch a crash left to replay), recorded with the heal for
+        the coverage (:mod:`sealcheck.nemeses.coverage`). Default: nothing."""
+        return []
+
     def setup(self, target: Target) -> None:
         """Before the first action."""
 

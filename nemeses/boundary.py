@@ -30,13 +30,19 @@ or never put there (``before``).
 from __future__ import annotations
 
 import random
+import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from sealcheck.core.roles import SUT
-from sealcheck.core.windows import LATER, Boundary, boundaries
+from sealcheck.core.windows import COMMIT_WRITE, LATER, Boundary, boundaries
 from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_crashed
 from sealcheck.nemeses.effects import effect
+
+#: how long the findings wait, after the fault phase, for the replay of a batch a crash left
+#: (a restart of a Spark job takes 20-45 s on 2 cores)
+REPLAY_WAIT_S = 90.0
 
 #: how late the job's first sink write after each ``closing`` rename is made at a ``closed``
 #: boundary: longer than a loaded machine takes from a batch's end to its commits/N, and
@@ -57,6 +63,7 @@ class CrashAtBoundary(Nemesis):
         self._armed: Boundary | None = None  # what invoke armed, for resolve
         self._at = 0
         self._sealed_at_arm = 0
+        self._watching: list[int] = []  # the batches whose replay the lazy disk watches
 
     @property
     def marks(self) -> Mapping[str, Mark]:
@@ -126,7 +133,31 @@ class CrashAtBoundary(Nemesis):
             return {"outcome": "skipped", "why": f"not reached: {why} ({nobody})"}
         crash = crashes[0]
         bit = _evidence(found, crash)
-        return {"crashed": crash, "outcome": "happened", "effect": bit}
+        done: dict[str, Any] = {"crashed": crash, "outcome": "happened", "effect": bit}
+        batch = re.search(r"/(\d+)$", str(crash.get("after") or crash.get("path") or ""))
+        if found.replay_until and bit.get("effect") and batch:  # what the restart then did
+            done["replays"] = n = int(batch.group(1))
+            disk.watch(found.replay_until.replace("{n}", str(n)), found.sink, COMMIT_WRITE)
+            self._watching.append(n)
+        return done
+
+    def findings(self, target: Target) -> list[dict[str, Any]]:
+        """What each restart did with the batch a crash here left to replay: the lazy disk's
+        watch of the job's sink commits until that batch's ``commits/N`` (awaited up to
+        :data:`REPLAY_WAIT_S`: the job replays before it can catch up anyway)."""
+        disk = target.disks().get("store")
+        if disk is None or not self._watching:
+            return []
+        deadline = time.monotonic() + REPLAY_WAIT_S
+        while True:
+            watches = list(disk.counters().get("watches") or [])
+            if all(w.get("done") for w in watches) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+        out = []
+        for n, w in zip(self._watching, watches, strict=False):
+            out.append({"replayed": n, "sink_commits": w.get("commits"), "done": w.get("done")})
+        return out
 
     def heal(self, target: Target) -> list[str]:
         """Disarm a crash point still armed."""

@@ -19,7 +19,9 @@ actions that did not happen are *missed*, with the first reason recorded (``why_
     "coverage": [{"name": "boundary: after-offsets:closing", "where": "", "planned": 1,
                   "hit": 1, "missed": 0, "no_effect": 0, "unobserved": 0,
                   "evidence": "process group 4518 killed before the rename to ...",
-                  "why_missed": ""}, ...]
+                  "why_missed": "", "replays_skipped": 1, "replays_changed": 0,
+                  "replay": "the restart replayed batch 89 and committed nothing to its sink: ..."},
+                  ...]
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.nemeses.effects import exit_matches, judge
+from sealcheck.nemeses.restarts import Replay, replay_of, replays
 from sealcheck.rundir.names import SUT_EXIT, current_action
 
 #: the key of ``results.json`` that holds the coverage
@@ -55,6 +58,12 @@ class Window:
     evidence: str = ""
     #: why the first missed one was missed (its action's ``why``)
     why_missed: str = ""
+    #: crashes that left a batch to replay whose restart committed nothing to the sink (the
+    #: job's own mechanism skipped what it had applied) / committed again
+    #: (:mod:`sealcheck.nemeses.restarts`), and one example (a skip first)
+    replays_skipped: int = 0
+    replays_changed: int = 0
+    replay: str = ""
 
 
 def _aim(value: dict[str, Any]) -> str | None:
@@ -72,6 +81,26 @@ class _Tally:
     unobserved: int = 0
     evidence: str = ""
     why_missed: str = ""
+    replays_skipped: int = 0
+    replays_changed: int = 0
+    replay: str = ""
+
+    def replayed(self, replay: Replay | None) -> None:
+        """Count what the restart after this crash did with its batch, if known."""
+        if replay is None:
+            return
+        self.replays_changed += replay.changed
+        self.replays_skipped += not replay.changed
+        if not self.replay or not replay.changed:  # a skip shown first: the mechanism ran
+            self.replay = replay.why
+
+    def window(self, name: str, where: str, hit: int | None = None) -> Window:
+        """The tally as a row."""
+        return Window(
+            name, where, self.planned, self.hit if hit is None else hit, self.missed,
+            self.no_effect, self.unobserved, self.evidence, self.why_missed,
+            self.replays_skipped, self.replays_changed, self.replay,
+        )  # fmt: skip
 
     def add(self, happened: bool, bit: dict[str, Any] | None, why: str = "") -> None:
         self.planned += 1
@@ -89,7 +118,8 @@ class _Tally:
 
 
 def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
-    """Every window of the system (failpoints first), then every other kind of planned action."""
+    """Every window of the system (failpoints first), then every other kind of planned action,
+    with what each restart did with a batch a boundary crash left to replay."""
     schedule = [current_action(a) for a in meta.get("schedule", [])]  # old names as now
     settled = outcomes(ops)
     exits = [o.get("value", {}) for o in ops if o.get("f") == SUT_EXIT]
@@ -99,6 +129,7 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
         if v.get("failpoint") and exit_matches("crash", v.get("code"))
     )
     after = _exits_after(ops)
+    replayed = replays(ops)
     points: dict[str, _Tally] = {}
     others: dict[str, _Tally] = {}
     for i, action in enumerate(schedule):
@@ -114,26 +145,18 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
         if action.get("f") == "arm-failpoint" and point:
             points.setdefault(point, _Tally()).add(happened, bit, why)
         elif aim := _aim(action.get("value", {})):  # per window or boundary, as failpoints
-            others.setdefault(f"{action['nemesis']}: {aim}", _Tally()).add(happened, bit, why)
+            tally = others.setdefault(f"{action['nemesis']}: {aim}", _Tally())
+            tally.add(happened, bit, why)
+            if happened:
+                tally.replayed(replay_of(done, replayed))
         elif action.get("f") not in ("heal",):
             key = f"{action['nemesis']}: {action['f']}"
             others.setdefault(key, _Tally()).add(happened, bit, why)
     windows: dict[str, str] = dict(meta.get("windows", {}))
     for point in sorted(set(points) | set(hit)):
         windows.setdefault(point, "")
-    out = []
-    for p, where in windows.items():
-        t = points.get(p, _Tally())
-        out.append(
-            Window(p, where, t.planned, hit[p], t.missed, t.no_effect, 0, t.evidence, t.why_missed)
-        )
-    out += [
-        Window(
-            k, "", t.planned, t.hit, t.missed, t.no_effect, t.unobserved, t.evidence, t.why_missed
-        )
-        for k, t in sorted(others.items())
-    ]
-    return out
+    out = [points.get(p, _Tally()).window(p, where, hit[p]) for p, where in windows.items()]
+    return out + [t.window(k, "") for k, t in sorted(others.items())]
 
 
 def judged(run_dir: Path) -> list[Window] | None:
@@ -229,6 +252,9 @@ def summary(windows: list[Window], failpoints: dict[str, str]) -> list[str]:
         extra = [f"{w.no_effect} happened, no effect"] if w.no_effect else []
         extra += [f"{w.unobserved} effect not observable"] if w.unobserved else []
         extra += [f"{w.missed} missed"] if w.missed else []
+        if w.replays_skipped or w.replays_changed:
+            extra.append(f"replays: {w.replays_skipped} skipped by the job, "
+                         f"{w.replays_changed} applied again")  # fmt: skip
         more = f" ({', '.join(extra)})" if extra else ""
         faults.append(f"{w.name.partition(': ')[2]} {w.hit}/{w.planned}{more}")
     if faults:

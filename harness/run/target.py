@@ -11,6 +11,7 @@ from sealcheck.core.windows import CrashWindow
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode
 from sealcheck.infra.node import Backend
 from sealcheck.nemeses import Nemesis, Node
+from sealcheck.nemeses.restarts import FINDINGS
 from sealcheck.rundir.history_writer import HistoryWriter
 
 
@@ -81,10 +82,15 @@ def heal_all(nemeses: dict[str, Nemesis], target: RunTarget, history: HistoryWri
     """Heal every nemesis; each heal is recorded; errors are recorded and skipped."""
     healed = []
     for name, nemesis in nemeses.items():
+        found: list[dict[str, Any]] = []
         try:
             done = nemesis.heal(target)
+            found = nemesis.findings(target)
         except Exception as exc:
             done = [f"heal failed: {type(exc).__name__}: {exc}"]
-        history.append("nemesis", "info", "heal", {"nemesis": name, "healed": done})
+        value: dict[str, Any] = {"nemesis": name, "healed": done}
+        if found:
+            value[FINDINGS] = found
+        history.append("nemesis", "info", "heal", value)
         healed += [f"{name}: {d}" for d in done]
     return healed

@@ -140,6 +140,10 @@ class Disk(Protocol):
     def release(self) -> dict[str, Any]:
         """Let a held call go on."""
 
+    def watch(self, until: str, count: str, min_write: int = 0) -> dict[str, Any]:
+        """Count the commits of files matching ``count`` until a file matching ``until`` is
+        renamed into place (the counters' ``watches``)."""
+
     def disarm_crash(self) -> dict[str, Any]:
         """Disarm a crash point that has not fired."""
 

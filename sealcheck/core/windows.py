@@ -106,6 +106,12 @@ class Boundary:
     #: an fsync counts only on a file written since its last fsync with at least this many
     #: bytes at once: a commit's sync, not a header's alone (0: every fsync)
     min_write: int = 0
+    #: a crash here leaves a batch whose sink has (at least partly) committed for the restart
+    #: to replay (``closing``, ``committed``): the pattern of the file whose rename ends that
+    #: replay, ``{n}`` the batch (``^/checkpoint/commits/{n}$``), and of the sink's files —
+    #: what the restart then did is in the coverage; empty: no replay
+    replay_until: str = ""
+    sink: str = ""
 
 
 NUMBER = r"\d+"
@@ -156,6 +162,15 @@ def _shown(folder: str, name: str) -> str:
     return f"{folder.strip('/')}/{name.replace(chr(92), '')}"
 
 
+def _replayed(w: CrashWindow) -> tuple[str, str]:
+    """A window closed by its own opening's ``{n}``: the closing file's pattern with ``{n}``
+    kept (whose rename ends a replay of batch n), and the sink's files (every file outside
+    the closing file's top folder)."""
+    folder = str(w.closes_in).strip("/")
+    top = re.escape(folder.split("/")[0])
+    return f"^/{re.escape(folder)}/{w.closes}$", f"^/(?!{top}/)"
+
+
 def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
     """The boundaries of ``windows`` by name (``<window>:<edge>``, :data:`EDGES`), for each
     window opened and closed by files: ``opened`` (after the rename that opens it),
@@ -184,14 +199,18 @@ def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
             top = w.closes_in.strip("/").split("/")[0]
             slow = f"^/(?!{re.escape(top)}/)" if edge == "closed" else ""
             what = text.format(**words)
-            out[f"{name}:{edge}"] = Boundary(name, edge, files[side], when, what, slow)
+            again = edge == "closing" and "{n}" in w.closes  # the batch of offsets/N: replayed
+            until, sink = _replayed(w) if again else ("", "")
+            out[f"{name}:{edge}"] = Boundary(
+                name, edge, files[side], when, what, slow, replay_until=until, sink=sink
+            )
         if "{n}" not in w.closes:
             continue
-        sink = f"^/(?!{re.escape(w.closes_in.strip('/').split('/')[0])}/)"
+        until, sink = _replayed(w)
         for edge, (op, when, do, code, text) in SINK_EDGES.items():
             what, least = text.format(**words), COMMIT_WRITE if op == "fsync" else 0
             out[f"{name}:{edge}"] = Boundary(
                 name, edge, sink, when, what, op=op, gate=files["opens"], do=do, errno=code,
-                min_write=least,
+                min_write=least, replay_until=until if do == "kill" else "", sink=sink,
             )  # fmt: skip
     return out

@@ -45,6 +45,11 @@ fsynced stays). With ``only``, only those process groups are counted (the harnes
 the running incarnation's). A point fires once, then disarms; :meth:`CrashPoints.counters`
 records each firing (``crashes``), a call held now (``holding``) and what the last point
 disarmed unfired had counted (``unfired``: whether its gate ever opened).
+
+A :class:`Watch` (``watch {"until": ..., "count": ..., "min_write": ...}``) acts on nothing:
+it counts a job's sink commits until a file is renamed into place — after a crash that left
+batch N to replay, what the restarted job committed before its ``commits/N`` (none: it
+skipped what it had applied). Watches are kept in ``watches``, in order.
 """
 
 from __future__ import annotations
@@ -206,6 +211,58 @@ class CrashPoint:
         self.counts[kind] = n
 
 
+@dataclass
+class Watch:
+    """What a job commits to its sink until a file is renamed into place: after a crash that
+    left batch N to replay, the sink's commits (fsyncs of files matching ``count`` after a
+    write of ``min_write`` bytes) until ``commits/N`` (``until``) — none: the restarted job
+    skipped what it had applied. It never acts on a call."""
+
+    until: str
+    count: str
+    min_write: int = 0
+    #: process groups never counted (the harness's own)
+    spare: tuple[int, ...] = ()
+    commits: int = 0
+    done: bool = False
+    dirty: set[str] = field(default_factory=set)
+
+    @staticmethod
+    def from_json(doc: dict[str, Any]) -> Watch:
+        """The spec the control file was given; a ValueError naming what is wrong."""
+        until, count = str(doc.get("until") or ""), str(doc.get("count") or "")
+        if not until:
+            raise ValueError("until: give the pattern of the file whose rename ends the watch")
+        re.compile(until)
+        re.compile(count)
+        least = doc.get("min_write", 0)
+        if not isinstance(least, int) or isinstance(least, bool) or least < 0:
+            raise ValueError(f"min_write {least!r}: use a whole number of bytes from 0")
+        spare = tuple(int(g) for g in doc.get("spare") or ())
+        return Watch(until, count, least, (*spare, os.getpgid(0)))
+
+    def saw(self, op: str, path: str, pid: int, when: str, size: int) -> None:
+        """One call on the mount, by ``pid``."""
+        if self.done or when != "after":
+            return
+        try:
+            if os.getpgid(pid) in self.spare:
+                return
+        except OSError:
+            return
+        if op == "rename" and re.search(self.until, path):
+            self.done = True
+        elif op == "write" and size >= self.min_write and re.search(self.count, path):
+            self.dirty.add(path)
+        elif op == "fsync" and path in self.dirty:
+            self.dirty.discard(path)
+            self.commits += 1
+
+    def to_json(self) -> dict[str, Any]:
+        """The counters' form."""
+        return {"until": self.until, "commits": self.commits, "done": self.done}
+
+
 def doomed(pid: int) -> bool:
     """Whether process (or thread) ``pid`` is gone, a zombie, or has a SIGKILL pending: a
     process killed while the daemon holds its call cannot die until the call is answered
@@ -232,6 +289,9 @@ class CrashPoints:
         self.holding: dict[str, Any] | None = None
         #: the last point disarmed before it fired: what it had counted (why it never fired)
         self.unfired: dict[str, Any] | None = None
+        #: what the job commits until a file appears (:class:`Watch`), oldest first
+        self.watches: list[Watch] = []
+        self._watching = False  # a watch is not done: every call is looked at
         self._release = threading.Event()
 
     def arm(self, doc: dict[str, Any]) -> None:
@@ -239,6 +299,13 @@ class CrashPoints:
         point = CrashPoint.from_json(doc)
         with self.lock:
             self.armed = point
+
+    def watch(self, doc: dict[str, Any]) -> None:
+        """Start a :class:`Watch` from the control file's JSON."""
+        watch = Watch.from_json(doc)
+        with self.lock:
+            self.watches.append(watch)
+            self._watching = True
 
     def disarm(self) -> bool:
         """Disarm, and release a held call; True if one was armed and had not fired."""
@@ -285,9 +352,13 @@ class CrashPoints:
         the filesystem call: 0 to go on, or the errno to answer the call with instead (a
         ``kill`` before the call, a ``fail``, a held call whose caller died). A ``hold`` waits
         here until released."""
-        if self.armed is None:  # every call passes here: no lock while nothing is armed
+        if self.armed is None and not self._watching:  # every call: no lock while idle
             return 0
         with self.lock:
+            if self._watching:
+                for watch in self.watches:
+                    watch.saw(op, path, pid, when, size)
+                self._watching = not all(w.done for w in self.watches)
             point = self.armed
             if point is None or not point.passed(op, path, pid, when, existed, size):
                 return 0
@@ -320,4 +391,6 @@ class CrashPoints:
                 spec = {"op": armed.op, "k": armed.k, "when": armed.when, "do": armed.do}
                 spec.update(gate=armed.gate, opened_by=armed.opened_by)
             fired, holding, unfired = list(self.fired), self.holding, self.unfired
-            return {"crash_armed": spec, "crashes": fired, "holding": holding, "unfired": unfired}
+            watches = [w.to_json() for w in self.watches]
+            return {"crash_armed": spec, "crashes": fired, "holding": holding, "unfired": unfired,
+                    "watches": watches}  # fmt: skip

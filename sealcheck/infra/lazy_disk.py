@@ -161,6 +161,13 @@ class LazyDisk:
             spec["only"] = [only]
         return self._control("arm " + json.dumps(spec))
 
+    def watch(self, until: str, count: str, min_write: int = 0) -> dict[str, Any]:
+        """Count the commits (fsyncs after a write of ``min_write`` bytes) of files matching
+        ``count`` until a file matching ``until`` is renamed into place; the counters'
+        ``watches`` say how many (:class:`sealcheck.infra.crash_points.Watch`)."""
+        spec = {"until": until, "count": count, "min_write": min_write, "spare": [os.getpgid(0)]}
+        return self._control("watch " + json.dumps(spec))
+
     def release(self) -> dict[str, Any]:
         """Let a held call go on (``released``: whether one was held)."""
         return self._control("release")

@@ -54,7 +54,7 @@ from sealcheck.infra.lazy_pages import PAGE, PASSTHROUGH, Kept, LazyState
 
 __all__ = ["CONTROL", "FSNAME", "PAGE", "PASSTHROUGH", "Kept", "LazyState", "main"]
 
-CONTROL = "/.lazyfs"  # write drop, sync, arm {...}, release or disarm; read the counters
+CONTROL = "/.lazyfs"  # write drop, sync, arm {...}, watch {...}, release or disarm; read counters
 FSNAME = "sealcheck-lazyfs"
 
 
@@ -154,6 +154,12 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
                 elif command == "arm":  # a crash point (sealcheck.infra.crash_points)
                     try:
                         crashes.arm(json.loads(arg))
+                    except (ValueError, TypeError, re.error):
+                        raise fuse.FuseOSError(errno.EINVAL) from None
+                    reply = crashes.counters()
+                elif command == "watch":  # what a job commits until a file appears
+                    try:
+                        crashes.watch(json.loads(arg))
                     except (ValueError, TypeError, re.error):
                         raise fuse.FuseOSError(errno.EINVAL) from None
                     reply = crashes.counters()

@@ -235,6 +235,7 @@ def _boundary(disk: LazyDisk, name: str, *mode: str) -> dict[str, Any]:
         proc.kill()
     done["exit"] = proc.wait(10)
     done["out"] = proc.stdout.read()
+    done["nemesis"] = nemesis  # for its findings
     assert done["outcome"] == "happened" and done["effect"]["effect"] is True, done
     return done
 
@@ -297,3 +298,41 @@ def test_full_fails_the_sinks_first_write_after_offsets_n_with_enospc(disk: Lazy
     assert done["exit"] == 3 and f"batch {n} failed: database or disk is full" in done["out"]
     assert _last_batch(disk) == n - 1  # the batch never reached the sink ...
     assert not (disk.backing / "checkpoint" / "commits" / str(n)).exists()  # nor was recorded
+
+
+#: a restarted stream's replay of batch n: the sink written again (``redo``) or not (``skip``,
+#: the job's own marker found), then ``commits/n`` renamed into place
+REPLAY = textwrap.dedent(
+    """
+    import os, sqlite3, sys
+    root, n, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    db = sqlite3.connect(f"{root}/sink.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    if how == "redo":
+        db.execute("INSERT INTO t VALUES (?)", (n,))
+    open(f"{root}/checkpoint/commits/.{n}.tmp", "w").close()
+    os.rename(f"{root}/checkpoint/commits/.{n}.tmp", f"{root}/checkpoint/commits/{n}")
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["skip", "redo"])
+def test_after_a_kill_before_commits_n_the_replay_is_watched(disk: LazyDisk, how: str) -> None:
+    """The boundary nemesis watches the restarted job's sink commits until its commits/N:
+    none when the job skips what it had applied, one when it applies the batch again."""
+    done = _boundary(disk, "after-offsets:closing", "wal")
+    n = done["replays"]
+    assert done["exit"] == -9 and not (disk.backing / "checkpoint" / "commits" / str(n)).exists()
+    replay = subprocess.run([sys.executable, "-c", REPLAY, str(disk.mountpoint), str(n), how],
+                            timeout=60, start_new_session=True, check=False)  # fmt: skip
+    assert replay.returncode == 0
+    [watch] = disk.counters()["watches"]
+    assert watch["done"] is True and watch["commits"] == (1 if how == "redo" else 0), watch
+    assert watch["until"] == f"^/checkpoint/commits/{n}$"
+
+    class Target:
+        def disks(self) -> dict[str, LazyDisk]:
+            return {"store": disk}
+
+    found = done["nemesis"].findings(Target())
+    assert found == [{"replayed": n, "sink_commits": watch["commits"], "done": True}]

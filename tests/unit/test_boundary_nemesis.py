@@ -60,6 +60,10 @@ class _Disk:
         was, self.armed = self.armed, None
         return {"disarmed": was is not None}
 
+    def watch(self, until: str, count: str, min_write: int = 0) -> dict[str, Any]:
+        self.watched = (until, count, min_write)
+        return {}
+
 
 class _Target:
     def __init__(self, disk: _Disk, root: Path) -> None:
@@ -183,3 +187,43 @@ def test_a_sink_boundary_whose_window_opened_but_sink_stayed_silent_says_why(
     assert done["outcome"] == "skipped" and "nobody was killed" in done["why"]
     assert "after /checkpoint/offsets/4 the job made no fsync outside its checkpoint" in done["why"]
     assert target.killed == 0
+
+
+def test_after_a_replaying_kill_the_disk_watches_the_replay_and_the_findings_say_what_it_did(
+    tmp_path: Path,
+) -> None:
+    """A kill before commits/7: the lazy disk watches the job's sink commits until commits/7
+    is renamed in again; the findings (with the heal) give the count: 0, the job skipped
+    what it had applied."""
+    crash = {"op": "rename", "when": "before", "path": "/checkpoint/commits/7", "pgid": 42,
+             "existed": False}  # fmt: skip
+
+    class Watched(_Disk):
+        def counters(self) -> dict[str, Any]:
+            done = [{"until": "x", "commits": 0, "done": True}] if hasattr(self, "watched") else []
+            return {**super().counters(), "watches": done}
+
+    target = _Target(Watched(fire=crash), tmp_path)
+    nemesis = _nemesis()
+    action = Action(0.0, "boundary", "crash-at-boundary",
+                    {"boundary": "after-offsets:closing", "skip": 0})  # fmt: skip
+    nemesis.invoke(action, target)  # type: ignore[arg-type]
+    done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
+    assert done["replays"] == 7
+    assert target.disk.watched == (r"^/checkpoint/commits/7$", "^/(?!checkpoint/)", 512)
+    found = nemesis.findings(target)  # type: ignore[arg-type]
+    assert found == [{"replayed": 7, "sink_commits": 0, "done": True}]
+    from sealcheck.nemeses.coverage import coverage
+
+    meta = {"schedule": [{"at_s": 0.0, "nemesis": "boundary", "f": "crash-at-boundary",
+                          "value": action.value}]}  # fmt: skip
+    ops = [{"process": "nemesis", "f": "crash-at-boundary", "value": {**done, "action": 0}},
+           {"process": "nemesis", "f": "heal", "value": {"nemesis": "boundary", "healed": [],
+                                                          "findings": found}}]  # fmt: skip
+    [row] = coverage(meta, ops)
+    assert (row.replays_skipped, row.replays_changed) == (1, 0)
+    assert "replayed batch 7 and committed nothing to its sink" in row.replay
+    changed = [{**found[0], "sink_commits": 2}]
+    ops[1]["value"]["findings"] = changed
+    [row] = coverage(meta, ops)
+    assert (row.replays_skipped, row.replays_changed) == (0, 1)

@@ -147,3 +147,28 @@ def test_with_min_write_an_fsync_counts_only_after_a_write_of_that_size():
     finally:
         sleeper.kill()
         sleeper.wait(10)
+
+
+def test_a_watch_counts_the_sinks_commits_until_its_file_is_renamed_in_and_acts_on_nothing():
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                               start_new_session=True)  # fmt: skip
+    try:
+        points = CrashPoints()
+        points.watch({"until": r"^/checkpoint/commits/7$", "count": "^/(?!checkpoint/)",
+                      "min_write": 512})  # fmt: skip
+        pid = sleeper.pid
+        assert points.passed("write", "/db-wal", pid, "after", size=4096) == 0
+        assert points.passed("fsync", "/db-wal", pid, "after") == 0  # one commit, not failed
+        assert points.passed("write", "/checkpoint/x", pid, "after", size=4096) == 0
+        assert points.passed("fsync", "/checkpoint/x", pid, "after") == 0  # not the sink
+        assert points.passed("rename", "/checkpoint/commits/6", pid, "after") == 0
+        assert points.passed("rename", "/checkpoint/commits/7", pid, "after") == 0  # the end
+        assert points.passed("write", "/db-wal", pid, "after", size=4096) == 0
+        assert points.passed("fsync", "/db-wal", pid, "after") == 0  # after it: not counted
+        [watch] = points.counters()["watches"]
+        assert watch == {"until": r"^/checkpoint/commits/7$", "commits": 1, "done": True}
+        with pytest.raises(ValueError, match="until"):
+            points.watch({"count": "x"})
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
