@@ -63,7 +63,8 @@ class CrashAtBoundary(Nemesis):
         self._armed: Boundary | None = None  # what invoke armed, for resolve
         self._at = 0
         self._sealed_at_arm = 0
-        self._watching: list[int] = []  # the batches whose replay the lazy disk watches
+        #: the replays the lazy disk watches: the file that ends each -> its batch
+        self._watching: dict[str, int] = {}
 
     @property
     def marks(self) -> Mapping[str, Mark]:
@@ -106,7 +107,8 @@ class CrashAtBoundary(Nemesis):
         disk.arm_crash(
             found.op, skip + 1, found.path, when=found.when, do=found.do,
             errno=found.errno or "EIO", slow=found.slow, slow_ms=late, gate=found.gate,
-            min_write=found.min_write,
+            min_write=found.min_write or COMMIT_WRITE, watch_until=found.replay_until,
+            watch_count=found.sink,
         )  # fmt: skip
         self._armed = found
         return {"armed": _aimed(found, skip), "outcome": "pending"}
@@ -135,10 +137,9 @@ class CrashAtBoundary(Nemesis):
         bit = _evidence(found, crash)
         done: dict[str, Any] = {"crashed": crash, "outcome": "happened", "effect": bit}
         batch = re.search(r"/(\d+)$", str(crash.get("after") or crash.get("path") or ""))
-        if found.replay_until and bit.get("effect") and batch:  # what the restart then did
+        if crash.get("watching") and bit.get("effect") and batch:  # what the restart then did
             done["replays"] = n = int(batch.group(1))
-            disk.watch(found.replay_until.replace("{n}", str(n)), found.sink, COMMIT_WRITE)
-            self._watching.append(n)
+            self._watching[str(crash["watching"])] = n  # the disk watches from the kill on
         return done
 
     def findings(self, target: Target) -> list[dict[str, Any]]:
@@ -155,8 +156,10 @@ class CrashAtBoundary(Nemesis):
                 break
             time.sleep(0.2)
         out = []
-        for n, w in zip(self._watching, watches, strict=False):
-            out.append({"replayed": n, "sink_commits": w.get("commits"), "done": w.get("done")})
+        for w in watches:
+            if (n := self._watching.get(str(w.get("until")))) is not None:
+                done = bool(w.get("done"))
+                out.append({"replayed": n, "sink_commits": w.get("commits"), "done": done})
         return out
 
     def heal(self, target: Target) -> list[str]:

@@ -1,8 +1,9 @@
 """What a job did after a crash at a boundary that leaves a batch to replay (``boundary``'s
 ``closing`` and ``committed``: the batch's sink has, at least partly, committed and its
-``commits/N`` is not written), as the lazy disk saw it: after the kill the nemesis starts a
-watch (:class:`sealcheck.infra.crash_points.Watch`) that counts the job's sink commits until
-``commits/N`` is renamed into place — the restarted job's replay of batch N — and reports it
+``commits/N`` is not written), as the lazy disk saw it: the crash point, as it kills, starts
+a watch (:class:`sealcheck.infra.crash_points.Watch`) that counts the job's sink commits until
+``commits/N`` is renamed into place — the restarted job's replay of batch N — and the nemesis
+reports it
 with its heal (:meth:`sealcheck.nemeses.api.Nemesis.findings`, the heal op's ``findings``:
 ``{"replayed": N, "sink_commits": k, "done": true}``). No commit: the job's own exactly-once
 mechanism skipped what it had applied; some: it applied (part of) the batch again, which a

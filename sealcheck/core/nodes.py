@@ -128,14 +128,17 @@ class Disk(Protocol):
         slow_ms: int = 0,
         gate: str = "",
         min_write: int = 0,
+        watch_until: str = "",
+        watch_count: str = "",
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file, ``when`` (``after``, ``before``) it is done, ``do`` (``kill`` the caller,
         ``fail`` the call with ``errno``, ``hold`` it until :meth:`release`) inside that call
         (:mod:`sealcheck.infra.crash_points`); with ``gate``, at the first such call after the
         ``k``-th rename of a file matching it; with ``min_write``, an fsync counts only after
-        a write of that many bytes to its file; with ``only``, only that process group
-        counts."""
+        a write of that many bytes to its file; with ``watch_until``, when it fires it starts
+        a watch (:meth:`watch`) until that file (``{n}``: the call's batch) of the commits of
+        files matching ``watch_count``; with ``only``, only that process group counts."""
 
     def release(self) -> dict[str, Any]:
         """Let a held call go on."""

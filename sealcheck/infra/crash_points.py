@@ -26,8 +26,9 @@ count reach ``k`` — ``when`` ``after`` it is done (the data durable, the renam
   whose caller was killed meanwhile is not done after it (a dead process's rename must not
   land; the kernel lets the killed caller die only once its call is answered).
 
-With ``min_write`` (bytes), an ``fsync`` counts only on a file that had a write of at least
-that size since its last fsync: a commit's sync, not the sync of a header alone.
+With ``min_write`` (bytes), an ``fsync`` counts only on a file written since its last fsync
+in a way that makes it a commit's (:func:`makes_commit`: a SQLite WAL's commit frame, or a
+write of at least that size to any other file) — not the sync of a new log's header alone.
 
 With ``gate`` (a path pattern), the point counts renames of files matching ``gate`` instead,
 and fires at the first ``op`` on ``path`` after the ``k``-th of them: "the first ``fsync`` of
@@ -104,6 +105,13 @@ class CrashPoint:
     min_write: int = 0
     #: files written with at least ``min_write`` bytes since their last fsync
     dirty: set[str] = field(default_factory=set)
+    #: database files whose write-ahead log was seen (:func:`makes_commit`)
+    logged: set[str] = field(default_factory=set)
+    #: when it fires, start a :class:`Watch` until the file this names (``{n}``: the last
+    #: number of the fired call's gate file, else of its own path) counting commits of files
+    #: matching ``watch_count``: what the restarted job commits in its replay (empty: none)
+    watch_until: str = ""
+    watch_count: str = ""
     counts: dict[str, int] = field(default_factory=dict)
     fired: dict[str, Any] | None = None
 
@@ -135,6 +143,10 @@ class CrashPoint:
         point.slow, point.slow_ms = slow, slow_ms if slow else 0
         point.gate = str(doc.get("gate") or "")
         re.compile(point.gate)
+        point.watch_until = str(doc.get("watch_until") or "")
+        point.watch_count = str(doc.get("watch_count") or "")
+        re.compile(point.watch_until.replace("{n}", "0"))
+        re.compile(point.watch_count)
         min_write = doc.get("min_write", 0)
         if not isinstance(min_write, int) or isinstance(min_write, bool) or min_write < 0:
             raise ValueError(f"min_write {min_write!r}: use a whole number of bytes from 0")
@@ -161,18 +173,21 @@ class CrashPoint:
         pid: int,
         when: str = "after",
         existed: bool | None = None,
-        size: int = 0,
+        data: bytes = b"",
+        offset: int = 0,
     ) -> bool:
-        """Count one ``op`` on ``path`` by ``pid`` at ``when`` (``size``: a write's bytes);
+        """Count one ``op`` on ``path`` by ``pid`` at ``when`` (``data``, ``offset``: a
+        write's);
         at the ``k``-th on one kind of file, fire: record it (:attr:`fired`, with
         ``existed``: whether ``path`` was there before the call) and, for ``kill``, kill
         ``pid``'s process group. True when it fired (the caller then does what :attr:`do`
         says)."""
         if self.fired is not None:
             return False
-        if self.min_write and (op, when) == ("write", "after") and size >= self.min_write:
+        writes = self.min_write and (op, when) == ("write", "after")
+        if writes and makes_commit(path, data, offset, self.min_write, self.logged):
             self.dirty.add(path)
-        if self.min_write and op == "fsync" and when == self.when:
+        if self.min_write and op == "fsync" == self.op and when == self.when:
             if path not in self.dirty:
                 return False  # a header's sync, or nothing the point waits for
             self.dirty.discard(path)
@@ -211,6 +226,25 @@ class CrashPoint:
         self.counts[kind] = n
 
 
+#: the header of a frame of a SQLite write-ahead log, and where the first frame starts
+WAL_FRAME, WAL_HEADER = 24, 32
+
+
+def makes_commit(path: str, data: bytes, offset: int, least: int, logged: set[str]) -> bool:
+    """Whether this write makes the file's next fsync a commit's: in a SQLite write-ahead log
+    (``*-wal``), the header of a commit frame (its "database size after commit" field set:
+    https://sqlite.org/fileformat.html#the_write_ahead_log) — the sync of a new log's header
+    alone is no commit, nor is a checkpoint's sync of the database file of a log seen before
+    (``logged``: those files, kept up to date here); in any other file, a write of ``least``
+    bytes."""
+    if path.endswith("-wal"):
+        logged.add(path.removesuffix("-wal"))
+        if offset < WAL_HEADER or len(data) < WAL_FRAME:
+            return False
+        return int.from_bytes(data[4:8], "big") != 0
+    return path not in logged and len(data) >= least
+
+
 @dataclass
 class Watch:
     """What a job commits to its sink until a file is renamed into place: after a crash that
@@ -226,6 +260,7 @@ class Watch:
     commits: int = 0
     done: bool = False
     dirty: set[str] = field(default_factory=set)
+    logged: set[str] = field(default_factory=set)
 
     @staticmethod
     def from_json(doc: dict[str, Any]) -> Watch:
@@ -241,7 +276,7 @@ class Watch:
         spare = tuple(int(g) for g in doc.get("spare") or ())
         return Watch(until, count, least, (*spare, os.getpgid(0)))
 
-    def saw(self, op: str, path: str, pid: int, when: str, size: int) -> None:
+    def saw(self, op: str, path: str, pid: int, when: str, data: bytes, offset: int) -> None:
         """One call on the mount, by ``pid``."""
         if self.done or when != "after":
             return
@@ -252,8 +287,9 @@ class Watch:
             return
         if op == "rename" and re.search(self.until, path):
             self.done = True
-        elif op == "write" and size >= self.min_write and re.search(self.count, path):
-            self.dirty.add(path)
+        elif op == "write" and re.search(self.count, path):
+            if makes_commit(path, data, offset, self.min_write, self.logged):
+                self.dirty.add(path)
         elif op == "fsync" and path in self.dirty:
             self.dirty.discard(path)
             self.commits += 1
@@ -307,6 +343,19 @@ class CrashPoints:
             self.watches.append(watch)
             self._watching = True
 
+    def _then_watch(self, point: CrashPoint) -> None:
+        """Start the watch a point that fired asks for (under the lock), at once: the
+        restarted job's replay may begin before anyone reads the counters."""
+        fired = point.fired or {}
+        number = re.search(r"(\d+)$", str(fired.get("after") or fired.get("path") or ""))
+        if not point.watch_until or number is None:
+            return
+        until = point.watch_until.replace("{n}", number.group(1))
+        least = point.min_write or 1
+        self.watches.append(Watch(until, point.watch_count, least, point.spare))
+        self._watching = True
+        fired["watching"] = until
+
     def disarm(self) -> bool:
         """Disarm, and release a held call; True if one was armed and had not fired."""
         self._release.set()
@@ -346,9 +395,10 @@ class CrashPoints:
         pid: int,
         when: str = "after",
         existed: bool | None = None,
-        size: int = 0,
+        data: bytes = b"",
+        offset: int = 0,
     ) -> int:
-        """At ``when`` of ``op`` on ``path`` by ``pid`` (``size``: a write's bytes), inside
+        """At ``when`` of ``op`` on ``path`` by ``pid`` (``data``, ``offset``: a write's), inside
         the filesystem call: 0 to go on, or the errno to answer the call with instead (a
         ``kill`` before the call, a ``fail``, a held call whose caller died). A ``hold`` waits
         here until released."""
@@ -357,16 +407,17 @@ class CrashPoints:
         with self.lock:
             if self._watching:
                 for watch in self.watches:
-                    watch.saw(op, path, pid, when, size)
+                    watch.saw(op, path, pid, when, data, offset)
                 self._watching = not all(w.done for w in self.watches)
             point = self.armed
-            if point is None or not point.passed(op, path, pid, when, existed, size):
+            if point is None or not point.passed(op, path, pid, when, existed, data, offset):
                 return 0
             assert point.fired is not None
             if point.slow_ms:
                 point.fired["slowed_writes"] = point.counts.get("slowed", 0)
             self.fired.append(point.fired)
             self.armed = None
+            self._then_watch(point)
             if point.do == "hold":
                 self._release.clear()
                 self.holding = point.fired

@@ -144,6 +144,8 @@ class LazyDisk:
         slow_ms: int = 0,
         gate: str = "",
         min_write: int = 0,
+        watch_until: str = "",
+        watch_count: str = "",
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file whose mount path matches ``path``, ``when`` (``after`` it is done, or
@@ -152,11 +154,14 @@ class LazyDisk:
         until :meth:`release`. While armed, writes to files matching ``slow`` wait
         ``slow_ms`` each. With ``gate``, the first such call after the ``k``-th rename of a
         file matching ``gate``; with ``min_write``, an fsync counts only after a write of at
-        least that many bytes to its file. The harness's own process group is spared, and with
-        ``only`` only that process group is counted."""
+        least that many bytes to its file (a SQLite WAL's: a commit frame); with
+        ``watch_until``, when it fires it starts a watch of the commits of files matching
+        ``watch_count`` until the file ``watch_until`` names (``{n}``: the fired call's batch).
+        The harness's own process group is spared, and with ``only`` only that process group
+        is counted."""
         spec: dict[str, Any] = {"op": op, "k": k, "path": path, "spare": [os.getpgid(0)]}
         spec.update(when=when, do=do, errno=errno, slow=slow, slow_ms=slow_ms, gate=gate)
-        spec["min_write"] = min_write
+        spec.update(min_write=min_write, watch_until=watch_until, watch_count=watch_count)
         if only is not None:
             spec["only"] = [only]
         return self._control("arm " + json.dumps(spec))

@@ -72,11 +72,14 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
         wrapped.__name__ = fn.__name__
         return wrapped
 
-    def at(op: str, when: str, path: str, existed: bool | None = None, size: int = 0) -> None:
+    def at(
+        op: str, when: str, path: str, existed: bool | None = None, data: bytes = b"", at: int = 0
+    ) -> None:
         """Where a crash point may fire: go on, or answer the call with its errno
         (``existed``: whether the call's target was there before it, for the record;
-        ``size``: a write's bytes)."""
-        code = crashes.passed(op, path, fuse.fuse_get_context()[2], when, existed, size)
+        ``data``, ``at``: a write's bytes and offset)."""
+        pid = fuse.fuse_get_context()[2]
+        code = crashes.passed(op, path, pid, when, existed, data, at)
         if code:
             raise fuse.FuseOSError(code)
 
@@ -177,7 +180,7 @@ def _operations(state: LazyState) -> Any:  # pragma: no cover - exercised throug
                 time.sleep(pause)  # on this call's thread: the rest of the mount goes on
             at("write", "before", path)
             done = state.write(path, fi.fh, data, offset)
-            at("write", "after", path, size=len(data))
+            at("write", "after", path, data=data, at=offset)
             return done
 
         @oserror

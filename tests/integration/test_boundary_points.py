@@ -13,6 +13,7 @@ Streaming job commits its sink and then its checkpoint, is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import subprocess
@@ -231,6 +232,8 @@ def _boundary(disk: LazyDisk, name: str, *mode: str) -> dict[str, Any]:
     try:
         assert nemesis.invoke(action, Target())["outcome"] == "pending"  # type: ignore[arg-type]
         done = nemesis.resolve(action, Target(), 0.0)  # type: ignore[arg-type]
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(60)  # killed in its call, or (full) failing its batch and exiting 3
     finally:
         proc.kill()
     done["exit"] = proc.wait(10)

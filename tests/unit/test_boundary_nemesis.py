@@ -192,27 +192,31 @@ def test_a_sink_boundary_whose_window_opened_but_sink_stayed_silent_says_why(
 def test_after_a_replaying_kill_the_disk_watches_the_replay_and_the_findings_say_what_it_did(
     tmp_path: Path,
 ) -> None:
-    """A kill before commits/7: the lazy disk watches the job's sink commits until commits/7
-    is renamed in again; the findings (with the heal) give the count: 0, the job skipped
-    what it had applied."""
+    """A kill before commits/7: the point itself starts, as it fires, a watch of the job's sink
+    commits until commits/7 is renamed in again; the findings (with the heal) give the count:
+    0, the job skipped what it had applied."""
+    until = r"^/checkpoint/commits/7$"
     crash = {"op": "rename", "when": "before", "path": "/checkpoint/commits/7", "pgid": 42,
-             "existed": False}  # fmt: skip
+             "existed": False, "watching": until}  # fmt: skip
 
     class Watched(_Disk):
         def counters(self) -> dict[str, Any]:
-            done = [{"until": "x", "commits": 0, "done": True}] if hasattr(self, "watched") else []
-            return {**super().counters(), "watches": done}
+            other = {"until": "^/checkpoint/commits/3$", "commits": 5, "done": True}
+            mine = {"until": until, "commits": 0, "done": True}
+            return {**super().counters(), "watches": [other, mine]}
 
     target = _Target(Watched(fire=crash), tmp_path)
     nemesis = _nemesis()
     action = Action(0.0, "boundary", "crash-at-boundary",
                     {"boundary": "after-offsets:closing", "skip": 0})  # fmt: skip
     nemesis.invoke(action, target)  # type: ignore[arg-type]
+    spec = target.disk.armed
+    assert spec is not None and spec["watch_until"] == r"^/checkpoint/commits/{n}$"
+    assert spec["watch_count"] == "^/(?!checkpoint/)"
     done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
     assert done["replays"] == 7
-    assert target.disk.watched == (r"^/checkpoint/commits/7$", "^/(?!checkpoint/)", 512)
     found = nemesis.findings(target)  # type: ignore[arg-type]
-    assert found == [{"replayed": 7, "sink_commits": 0, "done": True}]
+    assert found == [{"replayed": 7, "sink_commits": 0, "done": True}]  # its own watch only
     from sealcheck.nemeses.coverage import coverage
 
     meta = {"schedule": [{"at_s": 0.0, "nemesis": "boundary", "f": "crash-at-boundary",

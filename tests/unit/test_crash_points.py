@@ -129,19 +129,29 @@ def test_a_gated_point_fires_at_the_first_matching_call_after_the_kth_gate_renam
         sleeper.wait(10)
 
 
-def test_with_min_write_an_fsync_counts_only_after_a_write_of_that_size():
+def test_with_min_write_an_fsync_counts_only_after_a_commit_frame_or_a_write_of_that_size():
     """SQLite syncs a new WAL's 32-byte header alone before the first transaction after a
-    reset: that fsync is not the commit's."""
+    reset, and the log before a checkpoint: those fsyncs are not a commit's; in a WAL a commit
+    is the sync after a frame whose "database size after commit" is set."""
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                                start_new_session=True)  # fmt: skip
     try:
         points = CrashPoints()
-        points.arm({"op": "fsync", "k": 1, "path": "-wal$", "min_write": 512, "do": "fail",
+        points.arm({"op": "fsync", "k": 1, "path": "(-wal|/db)$", "min_write": 512, "do": "fail",
                     "errno": "EIO", "only": [sleeper.pid]})  # fmt: skip
         pid = sleeper.pid
-        assert points.passed("write", "/db-wal", pid, "after", size=32) == 0  # the header
+        header = bytes(32)  # a new log's header, synced alone
+        assert points.passed("write", "/db-wal", pid, "after", data=header, offset=0) == 0
         assert points.passed("fsync", "/db-wal", pid, "after") == 0  # its sync: not counted
-        assert points.passed("write", "/db-wal", pid, "after", size=4096) == 0  # a page
+        page = bytes(24) + bytes(4096)  # a frame that commits nothing (db size 0)
+        assert points.passed("write", "/db-wal", pid, "after", data=page, offset=32) == 0
+        assert points.passed("fsync", "/db-wal", pid, "after") == 0  # a checkpoint's sync
+        assert (
+            points.passed("write", "/db", pid, "after", data=bytes(100), offset=0) == 0
+        )  # < min_write
+        assert points.passed("fsync", "/db", pid, "after") == 0
+        commit = (7).to_bytes(4, "big") + (9).to_bytes(4, "big") + bytes(16)  # db size 9
+        assert points.passed("write", "/db-wal", pid, "after", data=commit, offset=32 + 4120) == 0
         assert points.passed("fsync", "/other-wal", pid, "after") == 0  # another file's
         assert points.passed("fsync", "/db-wal", pid, "after") == errno.EIO  # the commit's
     finally:
@@ -157,18 +167,46 @@ def test_a_watch_counts_the_sinks_commits_until_its_file_is_renamed_in_and_acts_
         points.watch({"until": r"^/checkpoint/commits/7$", "count": "^/(?!checkpoint/)",
                       "min_write": 512})  # fmt: skip
         pid = sleeper.pid
-        assert points.passed("write", "/db-wal", pid, "after", size=4096) == 0
+        commit = (1).to_bytes(4, "big") + (3).to_bytes(4, "big") + bytes(16)
+        assert points.passed("write", "/db-wal", pid, "after", data=commit, offset=32) == 0
         assert points.passed("fsync", "/db-wal", pid, "after") == 0  # one commit, not failed
-        assert points.passed("write", "/checkpoint/x", pid, "after", size=4096) == 0
+        assert (
+            points.passed("write", "/checkpoint/x", pid, "after", data=bytes(4096), offset=0) == 0
+        )
         assert points.passed("fsync", "/checkpoint/x", pid, "after") == 0  # not the sink
         assert points.passed("rename", "/checkpoint/commits/6", pid, "after") == 0
         assert points.passed("rename", "/checkpoint/commits/7", pid, "after") == 0  # the end
-        assert points.passed("write", "/db-wal", pid, "after", size=4096) == 0
+        assert points.passed("write", "/db-wal", pid, "after", data=commit, offset=32) == 0
         assert points.passed("fsync", "/db-wal", pid, "after") == 0  # after it: not counted
         [watch] = points.counters()["watches"]
         assert watch == {"until": r"^/checkpoint/commits/7$", "commits": 1, "done": True}
         with pytest.raises(ValueError, match="until"):
             points.watch({"count": "x"})
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
+
+
+def test_a_point_that_fires_starts_its_watch_at_once_for_the_batch_it_fired_at():
+    """The replay may begin before anyone reads the counters: the daemon starts the watch
+    inside the call it kills in."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                               start_new_session=True)  # fmt: skip
+    try:
+        points = CrashPoints()
+        points.arm({"op": "rename", "k": 1, "when": "before", "do": "fail",
+                    "path": "^/checkpoint/commits/", "watch_until": "^/checkpoint/commits/{n}$",
+                    "watch_count": "^/(?!checkpoint/)", "only": [sleeper.pid]})  # fmt: skip
+        pid = sleeper.pid
+        assert points.passed("rename", "/checkpoint/commits/12", pid, "before") != 0
+        [fired] = points.counters()["crashes"]
+        assert fired["watching"] == "^/checkpoint/commits/12$"
+        commit = (1).to_bytes(4, "big") + (3).to_bytes(4, "big") + bytes(16)
+        assert points.passed("write", "/db-wal", pid, "after", data=commit, offset=32) == 0
+        assert points.passed("fsync", "/db-wal", pid, "after") == 0
+        assert points.passed("rename", "/checkpoint/commits/12", pid, "after") == 0
+        [watch] = points.counters()["watches"]
+        assert watch == {"until": "^/checkpoint/commits/12$", "commits": 1, "done": True}
     finally:
         sleeper.kill()
         sleeper.wait(10)
