@@ -108,7 +108,7 @@ class CrashAtBoundary(Nemesis):
             found.op, skip + 1, found.path, when=found.when, do=found.do,
             errno=found.errno or "EIO", slow=found.slow, slow_ms=late, gate=found.gate,
             min_write=found.min_write or COMMIT_WRITE, watch_until=found.replay_until,
-            watch_count=found.sink,
+            watch_count=found.sink, next_call=found.next_call,
         )  # fmt: skip
         self._armed = found
         return {"armed": _aimed(found, skip), "outcome": "pending"}
@@ -205,6 +205,9 @@ def _in_sink(found: Boundary, crash: Mapping[str, Any]) -> dict[str, Any]:
         what = f"{crash['op']} of {path} failed with {crash.get('errno')}"
     else:
         what = f"process group {crash['pgid']} killed {crash['when']} the {crash['op']} of {path}"
+        then = crash.get("next")
+        if isinstance(then, dict):  # once that call had returned, before the next
+            what += f" had returned, before its {then.get('op')} of {then.get('path')}"
     if not after:
         return effect(None, f"{what} (which opening it followed is not recorded)")
     return effect(True, f"{what}, the first after {after} ({found.what})")

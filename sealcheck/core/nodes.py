@@ -130,6 +130,7 @@ class Disk(Protocol):
         min_write: int = 0,
         watch_until: str = "",
         watch_count: str = "",
+        next_call: bool = False,
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file, ``when`` (``after``, ``before``) it is done, ``do`` (``kill`` the caller,
@@ -138,7 +139,9 @@ class Disk(Protocol):
         ``k``-th rename of a file matching it; with ``min_write``, an fsync counts only after
         a write of that many bytes to its file; with ``watch_until``, when it fires it starts
         a watch (:meth:`watch`) until that file (``{n}``: the call's batch) of the commits of
-        files matching ``watch_count``; with ``only``, only that process group counts."""
+        files matching ``watch_count``; with ``next_call``, it fires before the caller's next
+        call once the matching one has returned; with ``only``, only that process group
+        counts."""
 
     def release(self) -> dict[str, Any]:
         """Let a held call go on."""

@@ -112,6 +112,9 @@ class Boundary:
     #: what the restart then did is in the coverage; empty: no replay
     replay_until: str = ""
     sink: str = ""
+    #: the crash lands once the call has returned, before the job's next call on its disk
+    #: (``committed``: a commit seen by every reader, not one killed inside its fsync)
+    next_call: bool = False
 
 
 NUMBER = r"\d+"
@@ -137,8 +140,8 @@ LATER = frozenset({"opened"})
 SINK_EDGES = {
     "committed": (
         "fsync", "after", "kill", "",
-        "just after the sink's first commit after {opening} (an fsync after a page was "
-        "written: SQLite's commit in WAL mode): {closing} is not written, "
+        "just after the sink's first commit after {opening} returned (an fsync after a commit "
+        "frame in a SQLite WAL), before the job's next call: {closing} is not written, "
         "a restart replays a batch whose sink has (at least partly) committed",
     ),
     "full": (
@@ -212,5 +215,6 @@ def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
             out[f"{name}:{edge}"] = Boundary(
                 name, edge, sink, when, what, op=op, gate=files["opens"], do=do, errno=code,
                 min_write=least, replay_until=until if do == "kill" else "", sink=sink,
+                next_call=do == "kill",
             )  # fmt: skip
     return out

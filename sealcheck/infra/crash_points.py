@@ -30,6 +30,10 @@ With ``min_write`` (bytes), an ``fsync`` counts only on a file written since its
 in a way that makes it a commit's (:func:`makes_commit`: a SQLite WAL's commit frame, or a
 write of at least that size to any other file) — not the sync of a new log's header alone.
 
+With ``next_call``, the point fires not in the matching call but before the caller's process
+group's next call on the mount, whatever it is: just after a commit has returned (a SQLite
+writer killed inside its commit's fsync leaves a commit other connections never see).
+
 With ``gate`` (a path pattern), the point counts renames of files matching ``gate`` instead,
 and fires at the first ``op`` on ``path`` after the ``k``-th of them: "the first ``fsync`` of
 the sink's files after ``offsets/N`` is in place" (a batch's first sink commit), "the first
@@ -64,6 +68,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sealcheck.infra.crash_watch import Watch, makes_commit
 
 #: the operations a point can be put on, and the sides of one
 OPS = ("fsync", "rename", "create", "write")
@@ -112,6 +118,13 @@ class CrashPoint:
     #: matching ``watch_count``: what the restarted job commits in its replay (empty: none)
     watch_until: str = ""
     watch_count: str = ""
+    #: fire at the caller's process group's next call on the mount (``before`` it, whatever
+    #: it is) after the matching one: just after a commit has *returned* — a SQLite writer
+    #: updates its WAL index after the commit's fsync, and one killed inside that fsync
+    #: leaves a commit other connections never see (and the next writer overwrites)
+    next_call: bool = False
+    #: the matching call, waiting for that next one
+    triggered: dict[str, Any] | None = None
     counts: dict[str, int] = field(default_factory=dict)
     fired: dict[str, Any] | None = None
 
@@ -143,6 +156,7 @@ class CrashPoint:
         point.slow, point.slow_ms = slow, slow_ms if slow else 0
         point.gate = str(doc.get("gate") or "")
         re.compile(point.gate)
+        point.next_call = bool(doc.get("next_call"))
         point.watch_until = str(doc.get("watch_until") or "")
         point.watch_count = str(doc.get("watch_count") or "")
         re.compile(point.watch_until.replace("{n}", "0"))
@@ -184,6 +198,8 @@ class CrashPoint:
         says)."""
         if self.fired is not None:
             return False
+        if self.triggered is not None:
+            return self._next(op, path, pid, when)
         writes = self.min_write and (op, when) == ("write", "after")
         if writes and makes_commit(path, data, offset, self.min_write, self.logged):
             self.dirty.add(path)
@@ -204,10 +220,33 @@ class CrashPoint:
         n = self.counts[kind] = self.counts.get(kind, 0) + 1
         if n < self.k and not self.gate:
             return False
+        if self.next_call:  # wait for the caller's next call: this one returns first
+            self.triggered = {"op": op, "path": path, "pgid": group, "existed": existed}
+            return False
         if self.do == "kill":
             os.killpg(group, signal.SIGKILL)
         self.fired = {"op": op, "when": when, "do": self.do, "path": path, "k": n, "pid": pid}
         self.fired.update(pgid=group, at_ns=time.time_ns(), existed=existed)
+        if self.do == "fail":
+            self.fired["errno"] = errnos.errorcode.get(self.errno, str(self.errno))
+        if self.opened_by is not None:
+            self.fired["after"] = self.opened_by
+        return True
+
+    def _next(self, op: str, path: str, pid: int, when: str) -> bool:
+        """With ``next_call``: fire before the triggering group's next call; the record
+        names the triggering call (its ``op``, ``path``) and this one (``next``)."""
+        assert self.triggered is not None
+        try:
+            group = os.getpgid(pid)
+        except OSError:
+            return False
+        if when != "before" or group != self.triggered["pgid"]:
+            return False
+        if self.do == "kill":
+            os.killpg(group, signal.SIGKILL)
+        self.fired = {**self.triggered, "when": "after", "do": self.do, "k": 1, "pid": pid}
+        self.fired.update(at_ns=time.time_ns(), next={"op": op, "path": path})
         if self.do == "fail":
             self.fired["errno"] = errnos.errorcode.get(self.errno, str(self.errno))
         if self.opened_by is not None:
@@ -224,79 +263,6 @@ class CrashPoint:
         if (n := self.counts.get(kind, 0) + 1) >= self.k:
             self.opened_by = path
         self.counts[kind] = n
-
-
-#: the header of a frame of a SQLite write-ahead log, and where the first frame starts
-WAL_FRAME, WAL_HEADER = 24, 32
-
-
-def makes_commit(path: str, data: bytes, offset: int, least: int, logged: set[str]) -> bool:
-    """Whether this write makes the file's next fsync a commit's: in a SQLite write-ahead log
-    (``*-wal``), the header of a commit frame (its "database size after commit" field set:
-    https://sqlite.org/fileformat.html#the_write_ahead_log) — the sync of a new log's header
-    alone is no commit, nor is a checkpoint's sync of the database file of a log seen before
-    (``logged``: those files, kept up to date here); in any other file, a write of ``least``
-    bytes."""
-    if path.endswith("-wal"):
-        logged.add(path.removesuffix("-wal"))
-        if offset < WAL_HEADER or len(data) < WAL_FRAME:
-            return False
-        return int.from_bytes(data[4:8], "big") != 0
-    return path not in logged and len(data) >= least
-
-
-@dataclass
-class Watch:
-    """What a job commits to its sink until a file is renamed into place: after a crash that
-    left batch N to replay, the sink's commits (fsyncs of files matching ``count`` after a
-    write of ``min_write`` bytes) until ``commits/N`` (``until``) — none: the restarted job
-    skipped what it had applied. It never acts on a call."""
-
-    until: str
-    count: str
-    min_write: int = 0
-    #: process groups never counted (the harness's own)
-    spare: tuple[int, ...] = ()
-    commits: int = 0
-    done: bool = False
-    dirty: set[str] = field(default_factory=set)
-    logged: set[str] = field(default_factory=set)
-
-    @staticmethod
-    def from_json(doc: dict[str, Any]) -> Watch:
-        """The spec the control file was given; a ValueError naming what is wrong."""
-        until, count = str(doc.get("until") or ""), str(doc.get("count") or "")
-        if not until:
-            raise ValueError("until: give the pattern of the file whose rename ends the watch")
-        re.compile(until)
-        re.compile(count)
-        least = doc.get("min_write", 0)
-        if not isinstance(least, int) or isinstance(least, bool) or least < 0:
-            raise ValueError(f"min_write {least!r}: use a whole number of bytes from 0")
-        spare = tuple(int(g) for g in doc.get("spare") or ())
-        return Watch(until, count, least, (*spare, os.getpgid(0)))
-
-    def saw(self, op: str, path: str, pid: int, when: str, data: bytes, offset: int) -> None:
-        """One call on the mount, by ``pid``."""
-        if self.done or when != "after":
-            return
-        try:
-            if os.getpgid(pid) in self.spare:
-                return
-        except OSError:
-            return
-        if op == "rename" and re.search(self.until, path):
-            self.done = True
-        elif op == "write" and re.search(self.count, path):
-            if makes_commit(path, data, offset, self.min_write, self.logged):
-                self.dirty.add(path)
-        elif op == "fsync" and path in self.dirty:
-            self.dirty.discard(path)
-            self.commits += 1
-
-    def to_json(self) -> dict[str, Any]:
-        """The counters' form."""
-        return {"until": self.until, "commits": self.commits, "done": self.done}
 
 
 def doomed(pid: int) -> bool:

@@ -146,6 +146,7 @@ class LazyDisk:
         min_write: int = 0,
         watch_until: str = "",
         watch_count: str = "",
+        next_call: bool = False,
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file whose mount path matches ``path``, ``when`` (``after`` it is done, or
@@ -156,12 +157,15 @@ class LazyDisk:
         file matching ``gate``; with ``min_write``, an fsync counts only after a write of at
         least that many bytes to its file (a SQLite WAL's: a commit frame); with
         ``watch_until``, when it fires it starts a watch of the commits of files matching
-        ``watch_count`` until the file ``watch_until`` names (``{n}``: the fired call's batch).
+        ``watch_count`` until the file ``watch_until`` names (``{n}``: the fired call's batch);
+        with ``next_call``, it fires before the caller's next call, once the matching one
+        has returned.
         The harness's own process group is spared, and with ``only`` only that process group
         is counted."""
         spec: dict[str, Any] = {"op": op, "k": k, "path": path, "spare": [os.getpgid(0)]}
         spec.update(when=when, do=do, errno=errno, slow=slow, slow_ms=slow_ms, gate=gate)
         spec.update(min_write=min_write, watch_until=watch_until, watch_count=watch_count)
+        spec["next_call"] = next_call
         if only is not None:
             spec["only"] = [only]
         return self._control("arm " + json.dumps(spec))

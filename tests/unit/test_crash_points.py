@@ -210,3 +210,28 @@ def test_a_point_that_fires_starts_its_watch_at_once_for_the_batch_it_fired_at()
     finally:
         sleeper.kill()
         sleeper.wait(10)
+
+
+def test_with_next_call_a_point_fires_before_the_callers_next_call_once_its_commit_returned():
+    """A SQLite writer updates its WAL index after the commit's fsync: killed inside it, its
+    commit is on disk yet never seen by the connections already open. The point lets the
+    commit return and kills before the writer's next call, whatever it is."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                               start_new_session=True)  # fmt: skip
+    try:
+        points = CrashPoints()
+        points.arm({"op": "fsync", "k": 1, "path": "-wal$", "min_write": 512, "do": "fail",
+                    "errno": "EIO", "next_call": True, "only": [sleeper.pid]})  # fmt: skip
+        pid = sleeper.pid
+        commit = (1).to_bytes(4, "big") + (3).to_bytes(4, "big") + bytes(16)
+        assert points.passed("write", "/db-wal", pid, "after", data=commit, offset=32) == 0
+        assert points.passed("fsync", "/db-wal", pid, "after") == 0  # the commit returns
+        assert points.passed("write", "/other", os.getpid(), "before") == 0  # not its group
+        assert points.passed("create", "/checkpoint/commits/.4.tmp", pid, "after") == 0  # side
+        assert points.passed("create", "/checkpoint/commits/.4.tmp", pid, "before") == errno.EIO
+        [fired] = points.counters()["crashes"]
+        assert (fired["op"], fired["path"]) == ("fsync", "/db-wal")
+        assert fired["next"] == {"op": "create", "path": "/checkpoint/commits/.4.tmp"}
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)
