@@ -45,7 +45,10 @@ def replays(ops: list[dict[str, Any]]) -> dict[int, Replay]:
                 continue
             did = f"the restart replayed batch {batch}"
             if commits:
-                why = f"{did} and committed to its sink {commits} time(s): it applied it again"
+                why = (
+                    f"{did} and committed to its sink {commits} time(s) before its commits/N: it "
+                    "applied (some of) the batch again"
+                )
             else:
                 why = f"{did} and committed nothing to its sink: it skipped what it had applied"
             out[batch] = Replay(batch, commits > 0, why)
