@@ -95,12 +95,9 @@ class _Tally:
             self.replay = replay.why
 
     def window(self, name: str, where: str, hit: int | None = None) -> Window:
-        """The tally as a row."""
-        return Window(
-            name, where, self.planned, self.hit if hit is None else hit, self.missed,
-            self.no_effect, self.unobserved, self.evidence, self.why_missed,
-            self.replays_skipped, self.replays_changed, self.replay,
-        )  # fmt: skip
+        """The tally as a row (``hit``: counted elsewhere, for a failpoint)."""
+        counts = asdict(self) | ({} if hit is None else {"hit": hit})
+        return Window(name, where, **counts)
 
     def add(self, happened: bool, bit: dict[str, Any] | None, why: str = "") -> None:
         self.planned += 1

@@ -225,13 +225,18 @@ class CrashPoint:
             return False
         if self.do == "kill":
             os.killpg(group, signal.SIGKILL)
-        self.fired = {"op": op, "when": when, "do": self.do, "path": path, "k": n, "pid": pid}
-        self.fired.update(pgid=group, at_ns=time.time_ns(), existed=existed)
+        fired = {"op": op, "when": when, "do": self.do, "path": path, "k": n, "pid": pid}
+        self._record(fired, pgid=group, existed=existed)
+        return True
+
+    def _record(self, fired: dict[str, Any], **more: Any) -> None:
+        """Keep ``fired`` (and ``more``) as the firing's record, with its time, the errno a
+        ``fail`` answers and the gate file that opened the point."""
+        self.fired = {**fired, **more, "at_ns": time.time_ns()}
         if self.do == "fail":
             self.fired["errno"] = errnos.errorcode.get(self.errno, str(self.errno))
         if self.opened_by is not None:
             self.fired["after"] = self.opened_by
-        return True
 
     def _next(self, op: str, path: str, pid: int, when: str) -> bool:
         """With ``next_call``: fire before the triggering group's next call; the record
@@ -245,12 +250,8 @@ class CrashPoint:
             return False
         if self.do == "kill":
             os.killpg(group, signal.SIGKILL)
-        self.fired = {**self.triggered, "when": "after", "do": self.do, "k": 1, "pid": pid}
-        self.fired.update(at_ns=time.time_ns(), next={"op": op, "path": path})
-        if self.do == "fail":
-            self.fired["errno"] = errnos.errorcode.get(self.errno, str(self.errno))
-        if self.opened_by is not None:
-            self.fired["after"] = self.opened_by
+        fired = {**self.triggered, "when": "after", "do": self.do, "k": 1, "pid": pid}
+        self._record(fired, next={"op": op, "path": path})
         return True
 
     def _gated(self, op: str, path: str, pid: int, when: str) -> None:
