@@ -229,6 +229,9 @@ class PlanInfo:
     #: its commit boundaries, the edges of the windows opened and closed by files
     #: (:func:`sealcheck.core.windows.boundaries`)
     boundaries: tuple[str, ...] = ()
+    #: its store's files whose commits after a restart are boundaries too (a regular
+    #: expression over its lazy disk's paths: ``SystemUnderTest.commit_files``)
+    commit_files: str = ""
 
     def role(self, name: str) -> Role:
         """Role ``name`` of the run; one without nodes (``count`` 0) when the run lacks it

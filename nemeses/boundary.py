@@ -37,7 +37,16 @@ from typing import Any
 
 from sealcheck.core.roles import SUT
 from sealcheck.core.windows import COMMIT_WRITE, LATER, Boundary, boundaries
-from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, chance_s, wait_crashed
+from sealcheck.nemeses.api import (
+    Action,
+    Mark,
+    Nemesis,
+    PlanInfo,
+    Target,
+    chance_s,
+    running_group,
+    wait_crashed,
+)
 from sealcheck.nemeses.effects import effect
 
 #: how long the findings wait, after the fault phase, for the replay of a batch a crash left
@@ -54,17 +63,20 @@ class CrashAtBoundary(Nemesis):
     """Kill the job at one of its commit boundaries per fault window, in a seeded cover."""
 
     name = "boundary"
-    requires = frozenset({"crash-windows", "lazy-disk"})
+    requires = frozenset({"commit-boundaries", "lazy-disk"})
     roles = frozenset({SUT.name})
 
     def __init__(self, info: PlanInfo) -> None:
         self.boundaries = tuple(sorted(info.boundaries))
+        self.commit_files = info.commit_files
         self._order: list[str] = []
         self._armed: Boundary | None = None  # what invoke armed, for resolve
         self._at = 0
         self._sealed_at_arm = 0
         #: the replays the lazy disk watches: the file that ends each -> its batch
         self._watching: dict[str, int] = {}
+        #: the incarnation a restart boundary killed (never the one it crashes after)
+        self._killed: int | str | None = None
 
     @property
     def marks(self) -> Mapping[str, Mark]:
@@ -93,7 +105,9 @@ class CrashAtBoundary(Nemesis):
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Arm the crash point on the boundary's rename; pending until it fires."""
         disk = target.disks().get("store")
-        found = boundaries(target.windows()).get(str(action.value.get("boundary")))
+        found = boundaries(target.windows(), self.commit_files).get(
+            str(action.value.get("boundary"))
+        )
         self._armed = None
         if disk is None:
             return {"outcome": "skipped", "why": "the job's directory is not on a lazy disk"}
@@ -104,14 +118,34 @@ class CrashAtBoundary(Nemesis):
         self._at = len(disk.counters().get("crashes", []))
         skip = int(action.value.get("skip", 0))
         late = SLOW_MS if found.slow else 0
+        before = running_group(target)
         disk.arm_crash(
-            found.op, skip + 1, found.path, when=found.when, do=found.do,
+            found.op, found.k or skip + 1, found.path, when=found.when, do=found.do,
             errno=found.errno or "EIO", slow=found.slow, slow_ms=late, gate=found.gate,
             min_write=found.min_write or COMMIT_WRITE, watch_until=found.replay_until,
-            watch_count=found.sink, next_call=found.next_call,
+            watch_count=found.sink, next_call=found.next_call, fresh=found.restart,
         )  # fmt: skip
         self._armed = found
-        return {"armed": _aimed(found, skip), "outcome": "pending"}
+        done: dict[str, Any] = {"armed": _aimed(found, skip), "outcome": "pending"}
+        return self._restart(found, disk, target, before, done) if found.restart else done
+
+    def _restart(
+        self, found: Boundary, disk: Any, target: Target, before: int | None, done: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Kill the running incarnation (``before``): the point, armed ``fresh``, counts its
+        successor's commits alone. One that started between the arming and the kill is
+        killed instead, and the point is armed again, counting from then."""
+        self._killed = killed = target.nodes(SUT.name)[0].kill()
+        if killed is None:
+            disk.disarm_crash()
+            self._armed = None
+            return {"outcome": "skipped", "why": "no incarnation ran to restart"}
+        if killed != before:
+            disk.arm_crash(
+                found.op, found.k, found.path, when=found.when, min_write=COMMIT_WRITE,
+                next_call=True, fresh=True,
+            )  # fmt: skip
+        return {**done, "restarted": killed}
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
         """The filesystem's record of the kill and the job's directory as it was left; "not
@@ -120,8 +154,9 @@ class CrashAtBoundary(Nemesis):
         if disk is None or found is None:
             return {"outcome": "skipped", "why": "nothing was armed"}
         skip = int(action.value.get("skip", 0))
+        more = found.k if found.restart else skip  # a restart, then k commits
         crashes, armed_s = wait_crashed(disk, self._at, target, waited_s, self._sealed_at_arm,
-                                        action.value.get("chance_s"), skip)  # fmt: skip
+                                        action.value.get("chance_s"), more)  # fmt: skip
         if not crashes:
             why = f"no {_aimed(found, skip)} in {armed_s:.1f}s"
             nobody = "nobody was killed" if found.do == "kill" else "no call failed"
@@ -134,8 +169,10 @@ class CrashAtBoundary(Nemesis):
                 )
             return {"outcome": "skipped", "why": f"not reached: {why} ({nobody})"}
         crash = crashes[0]
-        bit = _evidence(found, crash)
+        bit = _restarted(found, crash, self._killed) if found.restart else _evidence(found, crash)
         done: dict[str, Any] = {"crashed": crash, "outcome": "happened", "effect": bit}
+        if found.restart:
+            done["restarted"] = self._killed
         batch = re.search(r"/(\d+)$", str(crash.get("after") or crash.get("path") or ""))
         if crash.get("watching") and bit.get("effect") and batch:  # what the restart then did
             done["replays"] = n = int(batch.group(1))
@@ -172,6 +209,8 @@ class CrashAtBoundary(Nemesis):
 
 def _aimed(found: Boundary, skip: int) -> str:
     """What the crash point is armed on, for people."""
+    if found.restart:
+        return f"{found.when} a restarted incarnation's commit #{found.k} to {found.path}"
     if found.gate:
         first = f"{found.when} the first {found.op} of {found.path}"
         return f"{first} after rename #{skip + 1} of {found.gate}"
@@ -211,3 +250,21 @@ def _in_sink(found: Boundary, crash: Mapping[str, Any]) -> dict[str, Any]:
     if not after:
         return effect(None, f"{what} (which opening it followed is not recorded)")
     return effect(True, f"{what}, the first after {after} ({found.what})")
+
+
+def _restarted(found: Boundary, crash: Mapping[str, Any], killed: Any) -> dict[str, Any]:
+    """Evidence of a restart boundary: the filesystem killed a process group started after
+    the fault killed the running one (its successor), just after that group's ``k``-th
+    commit returned, before its next call."""
+    group, then = crash.get("pgid"), crash.get("next")
+    what = f"process group {group} killed after its {crash['op']} of {crash['path']}"
+    if isinstance(then, dict):
+        what += f" had returned, before its {then.get('op')} of {then.get('path')}"
+    if group == killed:
+        return effect(False, f"{what}: the incarnation the fault killed, not its successor")
+    if crash.get("k") != found.k:
+        return effect(None, f"{what} (commit #{crash.get('k')}, not #{found.k})")
+    return effect(
+        True,
+        f"{what}: its commit #{found.k} since it started after {killed} was killed ({found.what})",
+    )

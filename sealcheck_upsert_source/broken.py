@@ -47,6 +47,9 @@ BROKEN_MODES: dict[str, str] = {
     "reversed); a crash between the two appends",
     "split-data-errors": "append data and errors in two transactions (data.after_commit "
     "between them); a crash between the two",
+    "errors-apart": "append data, then errors in a transaction of their own, with no "
+    "failpoint between them (the same mistake as split-data-errors, made where nobody placed "
+    "one); a crash between the two commits, found from outside (the boundary nemesis)",
     "truncate-values-after-restart": "after a restart, store values cut to 12 bytes (a codec "
     "set up wrongly on rehydrate); any restart",
     "ignore-fencing": "when another writer moved an upper, write anyway at the new upper "
@@ -137,6 +140,11 @@ class _Broken(StepLoop):
             failpoint("data.before_append")
             self._cas(DATA, out.data, t)
             failpoint("data.after_commit")
+            self._cas(ERRORS, out.errors, t)
+            return out
+        if self.mode == "errors-apart":
+            failpoint("data.before_append")
+            self._cas(DATA, out.data, t)
             self._cas(ERRORS, out.errors, t)
             return out
         if self.mode not in ("ignore-fencing", "retry-unknown-commits"):

@@ -70,20 +70,24 @@ class TestConfig:
     spark: str = "connect"
     brokers: int = 1
     partitions: int = 3
-    duration_s: float = 81.0  # workload and faults; the final phase comes after
-    # A nemesis named k times gets k shares of the fault windows: 4 of every 9 windows arm a
-    # failpoint, so with a crash costing ~2 s (Spark Connect) an 81 s run (27 windows) reaches
-    # every one of the pipeline's failpoints and still kills, pauses, makes a zombie writer,
-    # loses a commit's reply and cuts the store's power. Left unset, nemeses the backend cannot
-    # host are left out (lost-writes needs the local backend's lazy disk).
+    duration_s: float = 99.0  # workload and faults; the final phase comes after
+    # A nemesis named k times gets k shares of the fault windows: 4 of every 11 windows arm a
+    # failpoint, so with a crash costing ~2 s (Spark Connect) a 99 s run (32 windows) reaches
+    # every one of the pipeline's failpoints, crashes it at its store's commits after a
+    # restart in 2 of every 11 (``boundary``: a mistake between two commits that no failpoint
+    # separates), and still kills, pauses, makes a zombie writer, loses a commit's reply and
+    # cuts the store's power. Left unset, nemeses the backend cannot host are left out
+    # (lost-writes and boundary need the local backend's lazy disk).
     nemeses: tuple[str, ...] = (
         "failpoint",
         "kill",
         "failpoint",
+        "boundary",
         "pause",
         "failpoint",
         "zombie",
         "failpoint",
+        "boundary",
         "indeterminate",
         "lost-writes",
     )

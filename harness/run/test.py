@@ -87,7 +87,8 @@ def plan_info(spec: TestConfig, sut: SystemUnderTest) -> PlanInfo:
         commit_failpoints=tuple(sut.commit_failpoints),
         stall_failpoint=sut.stall_failpoint,
         windows=tuple(sut.windows),
-        boundaries=tuple(boundaries(sut.windows)),
+        boundaries=tuple(boundaries(sut.windows, sut.commit_files)),
+        commit_files=sut.commit_files,
     )
 
 

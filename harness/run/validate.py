@@ -48,6 +48,8 @@ DECLARE = {
     "through sealcheck_failpoint.hit: docs/your-own-job.md, section 9)",
     "crash-windows": "declare them in its descriptor (e.g. windows = "
     'sealcheck.streaming_windows("checkpoint"): docs/your-own-job.md, section 9)',
+    "commit-boundaries": "declare crash windows told by files in its descriptor (e.g. windows = "
+    'sealcheck.streaming_windows("checkpoint"): docs/your-own-job.md, section 9)',
 }
 #: Requirements met by a lazy (FUSE) disk: a run with a nemesis that needs one needs FUSE.
 LAZY_DISKS = frozenset({"lazy-disk", "broker-lazy-disk"})

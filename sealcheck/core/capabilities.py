@@ -14,6 +14,9 @@ CAPABILITIES = {
     "failpoints": "named failpoints in the system under test",
     "crash-windows": "crash windows of the system under test told from outside (files it "
     "writes, lines it logs): sealcheck.core.windows",
+    "commit-boundaries": "commit boundaries of the system under test held from below on its "
+    "lazy disk: the files that open and close its crash windows, its store's commits after a "
+    "restart (sealcheck.core.windows.boundaries)",
     "lazy-disk": "a store on a filesystem that can lose un-fsynced writes and crash its writer "
     "inside a call (FUSE; the local backend's SQLite store, a job's directory)",
     "power-cut": "the store's lazy disk may drop its un-fsynced writes (a power cut): judged "

@@ -131,6 +131,8 @@ class Disk(Protocol):
         watch_until: str = "",
         watch_count: str = "",
         next_call: bool = False,
+        spare: tuple[int, ...] = (),
+        fresh: bool = False,
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file, ``when`` (``after``, ``before``) it is done, ``do`` (``kill`` the caller,
@@ -141,7 +143,8 @@ class Disk(Protocol):
         a watch (:meth:`watch`) until that file (``{n}``: the call's batch) of the commits of
         files matching ``watch_count``; with ``next_call``, it fires before the caller's next
         call once the matching one has returned; with ``only``, only that process group
-        counts."""
+        counts, and never one in ``spare``; with ``fresh``, only one started since the
+        arming."""
 
     def release(self) -> dict[str, Any]:
         """Let a held call go on."""

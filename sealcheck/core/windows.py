@@ -115,6 +115,11 @@ class Boundary:
     #: the crash lands once the call has returned, before the job's next call on its disk
     #: (``committed``: a commit seen by every reader, not one killed inside its fsync)
     next_call: bool = False
+    #: the occurrence it is at (0: the seed's choice), counted in a restarted incarnation
+    #: alone (``restart``: the harness spares the running one, then kills it, so the count
+    #: starts with the first commit its successor makes — a crash inside recovery)
+    k: int = 0
+    restart: bool = False
 
 
 NUMBER = r"\d+"
@@ -174,7 +179,45 @@ def _replayed(w: CrashWindow) -> tuple[str, str]:
     return f"^/{re.escape(folder)}/{w.closes}$", f"^/(?!{top}/)"
 
 
-def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
+#: how many of a restarted incarnation's first commits to its store are boundaries
+#: (``restart:commit-1`` ...): enough for every commit of a step (our pipeline's: the step's
+#: bindings, its data and errors, a compaction), whichever one the restart begins with
+RESTART_COMMITS = 3
+
+
+def restart_boundaries(commit_files: str, commits: int = RESTART_COMMITS) -> dict[str, Boundary]:
+    """The boundaries of a store whose files match ``commit_files`` (a regular expression over
+    the mount path; empty: none): ``restart:commit-k`` for k = 1 .. ``commits`` — the running
+    incarnation is killed, and its successor is killed again just after its ``k``-th commit
+    to the store has returned (an fsync after a SQLite WAL commit frame, or after a page's
+    write elsewhere), before its next call. Whatever the store's commits are and in whatever
+    order a restart makes them, the ``k``-th is a different one for each ``k``: a step's
+    commits are each followed by a crash, the way ALICE puts one after every durable call."""
+    if not commit_files:
+        return {}
+    re.compile(commit_files)
+    what = (
+        "just after a restarted incarnation's commit #{k} to its store returned, before its "
+        "next call: a step whose commits are not one transaction is left half-made"
+    )
+    return {
+        f"restart:commit-{k}": Boundary(
+            "restart",
+            f"commit-{k}",
+            commit_files,
+            "after",
+            what.format(k=k),
+            op="fsync",
+            min_write=COMMIT_WRITE,
+            next_call=True,
+            k=k,
+            restart=True,
+        )
+        for k in range(1, commits + 1)
+    }
+
+
+def boundaries(windows: Mapping[str, CrashWindow], commit_files: str = "") -> dict[str, Boundary]:
     """The boundaries of ``windows`` by name (``<window>:<edge>``, :data:`EDGES`), for each
     window opened and closed by files: ``opened`` (after the rename that opens it),
     ``closing`` (before the rename that closes it: for ``after-offsets``, the batch's sink has
@@ -185,8 +228,9 @@ def boundaries(windows: Mapping[str, CrashWindow]) -> dict[str, Boundary]:
     one closed by its own opening's ``{n}`` names them). That one also has the sink's edges
     (:data:`SINK_EDGES`): ``committed`` (after the first fsync outside the checkpoint's folder
     after the opening: a sink's commit, as SQLite's in WAL mode) and ``full`` (its first write
-    after the opening fails with ``ENOSPC``)."""
-    out: dict[str, Boundary] = {}
+    after the opening fails with ``ENOSPC``). With ``commit_files``, also the store's
+    commits after a restart (:func:`restart_boundaries`)."""
+    out: dict[str, Boundary] = restart_boundaries(commit_files)
     seen: set[tuple[str, str]] = set()
     # a window closed by its own opening's {n} first: the shared closing is named after it
     for name in sorted(windows, key=lambda n: ("{n}" not in str(windows[n].closes), n)):

@@ -40,6 +40,10 @@ the sink's files after ``offsets/N`` is in place" (a batch's first sink commit),
 ``write`` to the sink after it" (fail it with ``ENOSPC``) — what a job does after a boundary
 of its own, whatever its files are called.
 
+With ``fresh``, only process groups whose leader started after the arming are counted: the
+``k``-th commit of an incarnation started since (the harness arms it, then kills the running
+one), not of one running before it.
+
 While a point is armed, ``slow`` (a path pattern) and ``slow_ms`` make the first ``write`` to
 a matching file by a counted process after the arming, and after each call the point counts,
 wait first: a batch's first sink write made late, so a write the job did not await is still in
@@ -66,9 +70,9 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from sealcheck.infra.caller import doomed, started, ticks_now
 from sealcheck.infra.crash_watch import Watch, makes_commit
 
 #: the operations a point can be put on, and the sides of one
@@ -123,6 +127,12 @@ class CrashPoint:
     #: updates its WAL index after the commit's fsync, and one killed inside that fsync
     #: leaves a commit other connections never see (and the next writer overwrites)
     next_call: bool = False
+    #: with ``fresh``, the moment it was armed (clock ticks since boot): only process groups
+    #: whose leader started since then are counted (a restarted incarnation; not the one
+    #: being killed, nor a zombie writer left beside it)
+    born: int | None = None
+    #: whether each process group seen was started since ``born``
+    young: dict[int, bool] = field(default_factory=dict)
     #: the matching call, waiting for that next one
     triggered: dict[str, Any] | None = None
     counts: dict[str, int] = field(default_factory=dict)
@@ -157,6 +167,7 @@ class CrashPoint:
         point.gate = str(doc.get("gate") or "")
         re.compile(point.gate)
         point.next_call = bool(doc.get("next_call"))
+        point.born = ticks_now() if doc.get("fresh") else None
         point.watch_until = str(doc.get("watch_until") or "")
         point.watch_count = str(doc.get("watch_count") or "")
         re.compile(point.watch_until.replace("{n}", "0"))
@@ -178,6 +189,11 @@ class CrashPoint:
             return None
         if self.only and group not in self.only:  # not the system under test
             return None
+        if self.born is not None:
+            if group not in self.young:
+                self.young[group] = started(group) >= self.born
+            if not self.young[group]:  # running since before the arming
+                return None
         return group
 
     def passed(
@@ -221,7 +237,7 @@ class CrashPoint:
         if n < self.k and not self.gate:
             return False
         if self.next_call:  # wait for the caller's next call: this one returns first
-            self.triggered = {"op": op, "path": path, "pgid": group, "existed": existed}
+            self.triggered = {"op": op, "path": path, "pgid": group, "existed": existed, "k": n}
             return False
         if self.do == "kill":
             os.killpg(group, signal.SIGKILL)
@@ -250,7 +266,7 @@ class CrashPoint:
             return False
         if self.do == "kill":
             os.killpg(group, signal.SIGKILL)
-        fired = {**self.triggered, "when": "after", "do": self.do, "k": 1, "pid": pid}
+        fired = {"k": 1, **self.triggered, "when": "after", "do": self.do, "pid": pid}
         self._record(fired, next={"op": op, "path": path})
         return True
 
@@ -264,21 +280,6 @@ class CrashPoint:
         if (n := self.counts.get(kind, 0) + 1) >= self.k:
             self.opened_by = path
         self.counts[kind] = n
-
-
-def doomed(pid: int) -> bool:
-    """Whether process (or thread) ``pid`` is gone, a zombie, or has a SIGKILL pending: a
-    process killed while the daemon holds its call cannot die until the call is answered
-    (the kernel waits for a request the daemon has read), so it still runs then."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    if fields.get("State", "").split()[:1] in (["Z"], ["X"]):
-        return True
-    kill = 1 << (signal.SIGKILL - 1)
-    return any(int(fields.get(f, "0").strip() or "0", 16) & kill for f in ("SigPnd", "ShdPnd"))
 
 
 class CrashPoints:

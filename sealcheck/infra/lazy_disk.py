@@ -147,6 +147,8 @@ class LazyDisk:
         watch_until: str = "",
         watch_count: str = "",
         next_call: bool = False,
+        spare: tuple[int, ...] = (),
+        fresh: bool = False,
     ) -> dict[str, Any]:
         """At the ``k``-th ``op`` (``fsync``, ``rename``, ``create``, ``write``) of one kind
         of file whose mount path matches ``path``, ``when`` (``after`` it is done, or
@@ -161,11 +163,14 @@ class LazyDisk:
         with ``next_call``, it fires before the caller's next call, once the matching one
         has returned.
         The harness's own process group is spared, and with ``only`` only that process group
-        is counted."""
-        spec: dict[str, Any] = {"op": op, "k": k, "path": path, "spare": [os.getpgid(0)]}
+        is counted; process groups in ``spare`` never are (an incarnation about to be
+        killed, so that only its successor's calls count); with ``fresh``, only process
+        groups started since the arming are."""
+        spec: dict[str, Any] = {"op": op, "k": k, "path": path}
+        spec["spare"] = [os.getpgid(0), *spare]
         spec.update(when=when, do=do, errno=errno, slow=slow, slow_ms=slow_ms, gate=gate)
         spec.update(min_write=min_write, watch_until=watch_until, watch_count=watch_count)
-        spec["next_call"] = next_call
+        spec.update(next_call=next_call, fresh=fresh)
         if only is not None:
             spec["only"] = [only]
         return self._control("arm " + json.dumps(spec))

@@ -37,7 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from sealcheck.core.effects import EffectMapping
 from sealcheck.core.nodes import Disk, Launch, Node
-from sealcheck.core.windows import CrashWindow
+from sealcheck.core.windows import CrashWindow, boundaries
 from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
 
@@ -200,6 +200,11 @@ class SystemUnderTest:
     #: (:func:`sealcheck.core.windows.streaming_windows`; empty: the ``window`` nemesis is
     #: refused)
     windows: Mapping[str, CrashWindow] = NOTHING
+    #: its store's files on its lazy disk (a regular expression over the mount's paths, e.g.
+    #: ``r"\.db-wal$"``) whose first commits after a restart are commit boundaries of their
+    #: own (``restart:commit-k``: :func:`sealcheck.core.windows.restart_boundaries`); empty:
+    #: none
+    commit_files: str = ""
     #: exit codes that mean "this store cannot be resumed": after a few in a row the harness
     #: stops waiting for the system to catch up
     refusal_exit_codes: frozenset[int] = frozenset()
@@ -220,10 +225,13 @@ class SystemUnderTest:
     def offers(self, backend: str) -> frozenset[str]:
         """Capabilities it brings itself on ``backend`` (``failpoints``, ``lazy-disk``,
         ``spark-cluster``; ``database`` where it keeps its store in the backend's database
-        server, which makes that server a role of the run). By default ``failpoints`` when it
-        has some."""
-        return (frozenset({"failpoints"}) if self.failpoints else frozenset()) | (
-            frozenset({"crash-windows"}) if self.windows else frozenset()
+        server, which makes that server a role of the run). By default ``failpoints``,
+        ``crash-windows`` and ``commit-boundaries`` when it has some."""
+        held = boundaries(self.windows, self.commit_files)
+        return (
+            (frozenset({"failpoints"}) if self.failpoints else frozenset())
+            | (frozenset({"crash-windows"}) if self.windows else frozenset())
+            | (frozenset({"commit-boundaries"}) if held else frozenset())
         )
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> Deployment:

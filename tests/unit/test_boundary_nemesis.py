@@ -231,3 +231,65 @@ def test_after_a_replaying_kill_the_disk_watches_the_replay_and_the_findings_say
     ops[1]["value"]["findings"] = changed
     [row] = coverage(meta, ops)
     assert (row.replays_skipped, row.replays_changed) == (0, 1)
+
+
+STORE = r"^/store\.db-wal$"
+
+
+def test_a_store_has_a_boundary_after_each_of_a_restarts_first_commits() -> None:
+    found = boundaries({}, STORE)
+    assert sorted(found) == ["restart:commit-1", "restart:commit-2", "restart:commit-3"]
+    second = found["restart:commit-2"]
+    assert (second.op, second.when, second.k, second.restart, second.next_call) == (
+        "fsync", "after", 2, True, True,
+    )  # fmt: skip
+    assert second.min_write > 0 and "commit #2" in second.what
+    assert boundaries({}) == {} and sorted(boundaries(WINDOWS, STORE)) == sorted(
+        [*boundaries(WINDOWS), *found]
+    )
+
+
+class _Restarting(_Target):
+    """A target whose one incarnation (process group 100) is killed by the fault."""
+
+    def nodes(self, role: str) -> list[Any]:
+        target = self
+
+        class Node:
+            ident = 100
+
+            def kill(self) -> int:
+                target.killed += 1
+                return 100
+
+        return [Node()]
+
+
+def test_a_restart_boundary_kills_the_running_incarnation_and_counts_its_successors_commits(
+    tmp_path: Path,
+) -> None:
+    info = PlanInfo(roles={SUT.name: Role(SUT.name)}, boundaries=tuple(boundaries({}, STORE)),
+                    commit_files=STORE)  # fmt: skip
+    action = Action(0.0, "boundary", "crash-at-boundary",
+                    {"boundary": "restart:commit-2", "skip": 2})  # fmt: skip
+    crash = {"op": "fsync", "when": "after", "path": "/store.db-wal", "pgid": 101, "k": 2,
+             "next": {"op": "write", "path": "/store.db-wal"}}  # fmt: skip
+    for fired, bit in (({}, True), ({"pgid": 100}, False), ({"k": 1}, None)):
+        target = _Restarting(_Disk(fire={**crash, **fired}), tmp_path)
+        nemesis = CrashAtBoundary(info)
+        done = nemesis.invoke(action, target)  # type: ignore[arg-type]
+        assert done["restarted"] == 100 and target.killed == 1
+        spec = target.disk.armed
+        assert spec is not None and (spec["k"], spec["fresh"], spec["next_call"]) == (2, True, True)
+        done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
+        assert done["outcome"] == "happened" and done["effect"]["effect"] is bit, done
+    assert "its commit #2 since it started after 100 was killed" in _evidence_of(
+        info, action, crash
+    )
+
+
+def _evidence_of(info: PlanInfo, action: Action, crash: dict[str, Any]) -> str:
+    target = _Restarting(_Disk(fire=crash), Path("."))
+    nemesis = CrashAtBoundary(info)
+    nemesis.invoke(action, target)  # type: ignore[arg-type]
+    return str(nemesis.resolve(action, target, 0.0)["effect"]["evidence"])  # type: ignore[arg-type]

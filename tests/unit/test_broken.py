@@ -27,12 +27,37 @@ TRIGGERS = {
     "replay-skips-range": "crash:bindings.after_append",
     "data-before-bindings": "crash:data.after_commit",
     "split-data-errors": "crash:data.after_commit",
+    # no failpoint between its commits: a crash just after the data's commit, from below
+    "errors-apart": "crash after data",
     "ignore-fencing": "second writer",
     "retry-unknown-commits": "indeterminate:data.after_commit",
     # needs a lost page cache: caught end to end on the lazy filesystem
     # (tests/integration/test_lost_writes.py); here only the missing fsync is checked
     "non-durable-commits": "power cut",
 }
+
+
+class _Crash(Exception):
+    """A process killed just after a commit of the store returned."""
+
+
+def _crash_after_data(store: Persist) -> None:
+    """Make the store's next commit that holds data "kill" its writer once it has returned
+    (what the boundary nemesis does from below at ``restart:commit-k``)."""
+    one, many = store.compare_and_append, store.compare_and_append_many
+
+    def append(collection: str, *args: object) -> None:
+        one(collection, *args)  # type: ignore[arg-type]
+        if collection == "data":
+            raise _Crash(collection)
+
+    def append_many(batches: dict[str, object]) -> None:
+        many(batches)  # type: ignore[arg-type]
+        if "data" in batches:
+            raise _Crash("data")
+
+    store.compare_and_append = append  # type: ignore[method-assign]
+    store.compare_and_append_many = append_many  # type: ignore[method-assign]
 
 
 def _synchronous(store: Persist) -> int:
@@ -83,6 +108,10 @@ def test_variant_is_caught_once_its_fault_happens(tmp_path: Path, mode: str) -> 
     first = _loop(open_store(path), src, mode)
     for _ in range(3):
         first.step()
+    if trigger == "crash after data":
+        _crash_after_data(first.store)
+        with pytest.raises(_Crash):
+            first.step()
     if trigger.startswith(("crash:", "indeterminate:")):
         failpoints.arm(trigger.split(":")[1] + "=error@1")
         try:
@@ -117,6 +146,10 @@ def test_the_correct_loop_survives_every_trigger(tmp_path: Path, trigger: str) -
         return
     for _ in range(3):
         first.step()
+    if trigger == "crash after data":
+        _crash_after_data(first.store)
+        with pytest.raises(_Crash):
+            first.step()
     if ":" in trigger:
         failpoints.arm(trigger.split(":")[1] + "=error@1")
         try:

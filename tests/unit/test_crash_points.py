@@ -235,3 +235,53 @@ def test_with_next_call_a_point_fires_before_the_callers_next_call_once_its_comm
     finally:
         sleeper.kill()
         sleeper.wait(10)
+
+
+def _sleeper() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                            start_new_session=True)  # fmt: skip
+
+
+def test_a_fresh_point_counts_only_process_groups_started_since_it_was_armed():
+    """A restart boundary: the running incarnation (started before the arming) is killed by
+    the harness; the point counts its successor's commits alone, never the old one's (nor a
+    zombie writer's left running beside it)."""
+    import time
+
+    old = _sleeper()
+    try:
+        time.sleep(0.05)  # at least a clock tick (10 ms) before the arming
+        points = CrashPoints()
+        points.arm({"op": "fsync", "k": 2, "path": "-wal$", "do": "fail", "errno": "EIO",
+                    "fresh": True})  # fmt: skip
+        new = _sleeper()
+        try:
+            assert points.passed("fsync", "/store.db-wal", old.pid) == 0  # started before
+            assert points.passed("fsync", "/store.db-wal", old.pid) == 0
+            assert points.counters()["crashes"] == []
+            assert points.passed("fsync", "/store.db-wal", new.pid) == 0  # its commit #1
+            assert points.passed("fsync", "/store.db-wal", new.pid) == errno.EIO  # its #2
+            [fired] = points.counters()["crashes"]
+            assert fired["pgid"] == new.pid and fired["k"] == 2
+        finally:
+            new.kill()
+            new.wait(10)
+    finally:
+        old.kill()
+        old.wait(10)
+
+
+def test_a_point_that_fires_at_the_next_call_keeps_the_commits_number():
+    sleeper = _sleeper()
+    try:
+        points = CrashPoints()
+        points.arm({"op": "fsync", "k": 3, "path": "-wal$", "do": "fail", "next_call": True,
+                    "only": [sleeper.pid]})  # fmt: skip
+        for _ in range(3):
+            assert points.passed("fsync", "/s.db-wal", sleeper.pid, "after") == 0
+        assert points.passed("write", "/s.db-wal", sleeper.pid, "before") == errno.EIO
+        [fired] = points.counters()["crashes"]
+        assert fired["k"] == 3 and fired["next"] == {"op": "write", "path": "/s.db-wal"}
+    finally:
+        sleeper.kill()
+        sleeper.wait(10)

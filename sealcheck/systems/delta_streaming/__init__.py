@@ -80,7 +80,7 @@ class DeltaStreaming(SystemUnderTest):
         """Failpoints, crash windows and a Spark standalone cluster (on every backend that can
         run it); no ``database``: the job keeps its state in files, so a run of it has no
         database role (``kill-postgres``, ``lose-commit-reply`` are refused)."""
-        return frozenset({"failpoints", "spark-cluster", "crash-windows"})
+        return frozenset({"failpoints", "spark-cluster", "crash-windows", "commit-boundaries"})
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
         """The job's directory under ``work`` (and the cluster, with ``--spark cluster``)."""
@@ -106,7 +106,7 @@ class DeltaTables(DeltaStreaming):
 
     def offers(self, backend: str) -> frozenset[str]:
         """Crash windows and a Spark standalone cluster; no failpoints."""
-        return frozenset({"spark-cluster", "crash-windows"})
+        return frozenset({"spark-cluster", "crash-windows", "commit-boundaries"})
 
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
         """The job's directory, its output seen as the tables alone."""

@@ -45,15 +45,21 @@ class UpsertSource(SystemUnderTest):
     commit_failpoints = ("bindings.after_append", "data.after_commit")
     refusal_exit_codes = frozenset({4})  # sealcheck_upsert_source.cli.EXIT_STORE
     stall_failpoint = "data.before_append"  # range read and diffed, data not yet appended
+    #: the SQLite store's write-ahead log: the ``boundary`` nemesis crashes a restarted
+    #: incarnation just after its 1st, 2nd, 3rd commit (a step's bindings, its data and
+    #: errors, a compaction — in whichever order a restart makes them)
+    commit_files = r"^/store\.db-wal$"
     broken_modes: Mapping[str, str] = BROKEN_MODES
 
     def offers(self, backend: str) -> frozenset[str]:
-        """Failpoints everywhere; a lazy disk under the SQLite store of the local backend; its
+        """Failpoints everywhere; a lazy disk under the SQLite store of the local backend (and
+        with it commit boundaries: its commits after a restart); its
         store in the database server of the containers backend (so the run has the
         ``database`` role); a Spark standalone cluster on both (used with ``--spark
         cluster``)."""
         here = {"failpoints", "spark-cluster"}
-        store = {"lazy-disk", "power-cut"} if backend == "local" else {"database"}
+        local = {"lazy-disk", "power-cut", "commit-boundaries"}
+        store = local if backend == "local" else {"database"}
         return frozenset(here | store)
 
     def deploy(
