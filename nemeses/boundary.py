@@ -226,6 +226,10 @@ def _evidence(found: Boundary, crash: Mapping[str, Any]) -> dict[str, Any]:
     path = str(crash["path"])
     if found.gate:
         return _in_sink(found, crash)
+    if found.do == "fail":  # the call itself was answered with the error
+        return effect(
+            True, f"{crash['op']} of {path} failed with {crash.get('errno')} ({found.what})"
+        )
     what = f"process group {crash['pgid']} killed {crash['when']} the rename to {path}"
     existed = crash.get("existed")
     if existed is None:

@@ -137,7 +137,16 @@ COMMIT_WRITE = 512
 #: edges aimed at only once the others are covered, in a seeded cover of a job's boundaries
 #: (:mod:`sealcheck.nemeses.boundary`): a crash just after a window opens is what a random
 #: kill already does; the others are where a job's own mistakes show
-LATER = frozenset({"opened"})
+LATER = frozenset({"opened", "unwritable"})
+
+#: a window's edge on the checkpoint itself (only for a window closed by its own opening's
+#: ``{n}``): the write of the closing file's temporary file (Spark's checkpoint writes
+#: ``.N.<uuid>.tmp`` and renames it to ``N``) fails with ``EIO``, a disk that breaks under
+#: the checkpoint. Aimed at once the sink's edges are covered (:data:`LATER`)
+UNWRITABLE = (
+    "the write of {closing} fails with EIO (a broken disk under the checkpoint): the job must "
+    "fail the batch cleanly and, restarted, redo it without loss"
+)
 
 #: a window's edges inside the sink (the files outside the closing file's top folder), after
 #: its opening: the op, its side, what happens, what a crash there leaves (only for a window
@@ -254,6 +263,11 @@ def boundaries(windows: Mapping[str, CrashWindow], commit_files: str = "") -> di
         if "{n}" not in w.closes:
             continue
         until, sink = _replayed(w)
+        temporary = f"^/{re.escape(w.closes_in.strip('/'))}/\\.{NUMBER}\\.[^/]*\\.tmp$"
+        out[f"{name}:unwritable"] = Boundary(
+            name, "unwritable", temporary, "before", UNWRITABLE.format(**words), op="write",
+            do="fail", errno="EIO",
+        )  # fmt: skip
         for edge, (op, when, do, code, text) in SINK_EDGES.items():
             what, least = text.format(**words), COMMIT_WRITE if op == "fsync" else 0
             out[f"{name}:{edge}"] = Boundary(

@@ -8,9 +8,10 @@ Armed through the lazy disk's control file (``arm {"op": "rename", "k": 3, "path
 "when": "before", "do": "kill"}``), a :class:`CrashPoint` counts, per kind of file and from the
 moment it was armed, the operations ``op`` (:data:`OPS`: ``fsync``, ``rename``, ``create``,
 ``write``) on files whose mount path matches ``path`` (a regular expression, searched; empty:
-every file; for a rename, the new path). A kind of file is its path with every number made
-``N``: a checkpoint's ``offsets/17`` and ``offsets/18`` are the 1st and 2nd of ``offsets/N``, a
-Delta table's commits likewise, a SQLite WAL is one file. At the call that makes some kind's
+every file; for a rename, the new path). A kind of file is its path with every UUID made ``U``
+and every number ``N`` (:func:`kind_of`): a checkpoint's ``offsets/17`` and ``offsets/18`` are
+the 1st and 2nd of ``offsets/N``, its temporary files ``.17.<uuid>.tmp`` one kind too, a Delta
+table's commits likewise, a SQLite WAL is one file. At the call that makes some kind's
 count reach ``k`` — ``when`` ``after`` it is done (the data durable, the rename made) or
 ``before`` (nothing of it done) — the point does ``do``:
 
@@ -232,7 +233,7 @@ class CrashPoint:
         if group is None:
             return False
         self.slow_next = True  # the next write to the sink after this call waits
-        kind = re.sub(r"\d+", "N", path)  # offsets/17 and offsets/18: one kind of file
+        kind = kind_of(path)
         n = self.counts[kind] = self.counts.get(kind, 0) + 1
         if n < self.k and not self.gate:
             return False
@@ -276,10 +277,21 @@ class CrashPoint:
             return
         if self.counted(path, pid) is None:
             return
-        kind = "gate:" + re.sub(r"\d+", "N", path)
+        kind = "gate:" + kind_of(path)
         if (n := self.counts.get(kind, 0) + 1) >= self.k:
             self.opened_by = path
         self.counts[kind] = n
+
+
+#: a random UUID in a file's name (Spark's and Delta's temporary files: ``.7.<uuid>.tmp``)
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def kind_of(path: str) -> str:
+    """The kind of file ``path`` is: every UUID made ``U`` and every number ``N`` —
+    ``offsets/17`` and ``offsets/18`` are one kind, as are ``commits/.7.<uuid>.tmp`` and
+    ``commits/.8.<uuid>.tmp``."""
+    return re.sub(r"\d+", "N", UUID.sub("U", path))
 
 
 class CrashPoints:

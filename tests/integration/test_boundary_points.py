@@ -191,8 +191,14 @@ STREAM = textwrap.dedent(
             except sqlite3.Error as exc:  # a correct job fails its batch: no commits/N
                 print(f"batch {n} failed: {exc}", flush=True)
                 sys.exit(3)
-        open(f"{root}/checkpoint/commits/.{n}.tmp", "w").close()
-        os.rename(f"{root}/checkpoint/commits/.{n}.tmp", f"{root}/checkpoint/commits/{n}")
+        tmp = f"{root}/checkpoint/commits/.{n}.{os.getpid()}-{n}.tmp"  # as Spark names it
+        try:
+            with open(tmp, "w") as fh:
+                fh.write("v1")
+        except OSError as exc:  # a correct job fails its batch: no commits/N
+            print(f"batch {n} checkpoint failed: errno {exc.errno}", flush=True)
+            sys.exit(4)
+        os.rename(tmp, f"{root}/checkpoint/commits/{n}")
         time.sleep(0.02)
     """
 )
@@ -301,6 +307,21 @@ def test_full_fails_the_sinks_first_write_after_offsets_n_with_enospc(disk: Lazy
     assert done["exit"] == 3 and f"batch {n} failed: database or disk is full" in done["out"]
     assert _last_batch(disk) == n - 1  # the batch never reached the sink ...
     assert not (disk.backing / "checkpoint" / "commits" / str(n)).exists()  # nor was recorded
+
+
+def test_unwritable_fails_the_write_of_commits_n_with_eio_after_the_sink_committed(
+    disk: LazyDisk,
+) -> None:
+    """A disk that breaks under the checkpoint: the job's batch is in its sink, its
+    ``commits/N`` cannot be written; a correct job fails the batch (a restart replays it)."""
+    done = _boundary(disk, "after-offsets:unwritable")
+    crash = done["crashed"]
+    n = int(str(crash["path"]).split("/")[-1].split(".")[1])
+    assert crash["do"] == "fail" and crash["errno"] == "EIO" and crash["op"] == "write"
+    assert done["exit"] == 4 and f"batch {n} checkpoint failed: errno 5" in done["out"]
+    assert n >= 2 and _last_batch(disk) == n  # the 3rd since arming; its sink committed ...
+    assert not (disk.backing / "checkpoint" / "commits" / str(n)).exists()  # ... not recorded
+    assert "failed with EIO" in done["effect"]["evidence"]
 
 
 #: a restarted stream's replay of batch n: the sink written again (``redo``) or not (``skip``,

@@ -27,6 +27,7 @@ def test_each_file_window_has_three_edges_and_a_shared_closing_is_named_once() -
         "after-offsets:committed",
         "after-offsets:full",
         "after-offsets:opened",
+        "after-offsets:unwritable",
     ]  # a window told by the log has no file to hold; commits/N closes both windows; the
     # sink's edges only where the window's closing is its own opening's {n}
     closing = found["after-offsets:closing"]
@@ -36,6 +37,12 @@ def test_each_file_window_has_three_edges_and_a_shared_closing_is_named_once() -
     committed, full = found["after-offsets:committed"], found["after-offsets:full"]
     assert (committed.op, committed.when, committed.do) == ("fsync", "after", "kill")
     assert (full.op, full.when, full.do, full.errno) == ("write", "before", "fail", "ENOSPC")
+    unwritable = found["after-offsets:unwritable"]  # commits/N's temporary file breaks
+    assert (unwritable.op, unwritable.when, unwritable.do, unwritable.errno) == (
+        "write", "before", "fail", "EIO",
+    )  # fmt: skip
+    assert re.search(unwritable.path, "/checkpoint/commits/.7.0b9e-41.tmp")
+    assert not re.search(unwritable.path, "/checkpoint/commits/..7.0b9e-41.tmp.crc")
     for sink in (committed, full):  # the sink: any file outside the checkpoint, after offsets/N
         assert sink.gate == found["after-offsets:opened"].path
         assert re.search(sink.path, "/accounts.db-wal")
@@ -104,9 +111,10 @@ def test_the_plan_covers_every_boundary_from_the_seed() -> None:
     first = plan(3)
     assert first == plan(3)  # the same seed, the same faults
     every = sorted(boundaries(WINDOWS))
-    for seed in range(20):  # the edges where mistakes show come first, `opened` after them
+    for seed in range(20):  # the edges where mistakes show come first, `opened` and
+        # `unwritable` after them
         aims = [v["boundary"] for v in plan(seed)] + [v["boundary"] for v in plan(seed)]
-        firsts = [b for b in every if not b.endswith(":opened")]
+        firsts = [b for b in every if not b.endswith((":opened", ":unwritable"))]
         assert sorted(aims[: len(firsts)]) == firsts, seed
     cover = _nemesis()
     rng = random.Random(5)
@@ -293,3 +301,19 @@ def _evidence_of(info: PlanInfo, action: Action, crash: dict[str, Any]) -> str:
     nemesis = CrashAtBoundary(info)
     nemesis.invoke(action, target)  # type: ignore[arg-type]
     return str(nemesis.resolve(action, target, 0.0)["effect"]["evidence"])  # type: ignore[arg-type]
+
+
+def test_a_system_with_commit_files_or_file_windows_offers_commit_boundaries() -> None:
+    from sealcheck.systems.api import SystemUnderTest
+    from sealcheck.systems.upsert_source import UpsertSource
+
+    class Store(SystemUnderTest):
+        commit_files = STORE
+
+    class Logged(SystemUnderTest):
+        windows = {"log": CrashWindow(r"merged (\d+)", closes=r"done {n}")}
+
+    assert "commit-boundaries" in Store().offers("local")
+    assert "commit-boundaries" not in Logged().offers("local")  # a log line: nothing to hold
+    assert "commit-boundaries" in UpsertSource().offers("local")
+    assert "commit-boundaries" not in UpsertSource().offers("containers")  # PostgreSQL

@@ -285,3 +285,12 @@ def test_a_point_that_fires_at_the_next_call_keeps_the_commits_number():
     finally:
         sleeper.kill()
         sleeper.wait(10)
+
+
+def test_temporary_files_named_by_a_uuid_are_one_kind():
+    from sealcheck.infra.crash_points import kind_of
+
+    a = "/checkpoint/commits/.17.801b03dd-7af2-4c29-a413-218664a7655d.tmp"
+    b = "/checkpoint/commits/.18.0c1e9a2b-1d2e-4f3a-8b9c-0d1e2f3a4b5c.tmp"
+    assert kind_of(a) == kind_of(b) == "/checkpoint/commits/.N.U.tmp"
+    assert kind_of("/checkpoint/offsets/17") == "/checkpoint/offsets/N"
