@@ -304,6 +304,8 @@ def _evidence_of(info: PlanInfo, action: Action, crash: dict[str, Any]) -> str:
 
 
 def test_a_system_with_commit_files_or_file_windows_offers_commit_boundaries() -> None:
+    from types import MappingProxyType
+
     from sealcheck.systems.api import SystemUnderTest
     from sealcheck.systems.upsert_source import UpsertSource
 
@@ -311,7 +313,7 @@ def test_a_system_with_commit_files_or_file_windows_offers_commit_boundaries() -
         commit_files = STORE
 
     class Logged(SystemUnderTest):
-        windows = {"log": CrashWindow(r"merged (\d+)", closes=r"done {n}")}
+        windows = MappingProxyType({"log": CrashWindow(r"merged (\d+)", closes=r"done {n}")})
 
     assert "commit-boundaries" in Store().offers("local")
     assert "commit-boundaries" not in Logged().offers("local")  # a log line: nothing to hold
