@@ -15,6 +15,9 @@ The public API is deliberately small; everything not re-exported here is interna
   output raises when it holds what cannot be judged (the run halts);
 * :class:`Record`, :class:`Upsert`, :class:`Delete`, :func:`DeadLetter`, :data:`SKIP`: what one
   input record should do to the job's output (:mod:`sealcheck.core.effects`);
+* :class:`Draw`, :class:`NewRecord`: your own records — what Sealcheck drew for one record
+  (key, kind, writer, a seeded random source) and the record a descriptor's ``record(draw)``
+  produces for it (:mod:`sealcheck.core.records`);
 * :class:`CrashWindow`, :func:`streaming_windows`: a job's crash windows told from outside
   (files it writes, lines it logs), where the ``window`` nemesis kills it — no failpoint;
 * :func:`spark_kafka_jars`, :func:`delta_jars`: the jars a Spark job needs for Kafka and Delta
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sealcheck.core.effects import SKIP, DeadLetter, Delete, Record, Upsert
+    from sealcheck.core.records import Draw, NewRecord
     from sealcheck.core.windows import CrashWindow, streaming_windows
     from sealcheck.harness.run.config import ConfigError, TestConfig, WorkloadConfig, load_config
     from sealcheck.harness.run.runner import Outcome, run_test
@@ -46,6 +50,8 @@ _HOMES = {
     "Record": "sealcheck.core.effects",
     "SKIP": "sealcheck.core.effects",
     "Upsert": "sealcheck.core.effects",
+    "Draw": "sealcheck.core.records",
+    "NewRecord": "sealcheck.core.records",
     "CrashWindow": "sealcheck.core.windows",
     "streaming_windows": "sealcheck.core.windows",
     "DeltaOutput": "sealcheck.systems.outputs",
@@ -91,8 +97,10 @@ __all__ = [
     "DeadLetter",
     "Delete",
     "DeltaOutput",
+    "Draw",
     "Job",
     "JobRun",
+    "NewRecord",
     "Outcome",
     "PostgresOutput",
     "Record",

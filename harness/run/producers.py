@@ -11,7 +11,6 @@ librdkafka raises before anything reaches a broker are definite failures.
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,8 +19,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from sealcheck.core.records import NewRecord
 from sealcheck.harness.run.config import WorkloadConfig
-from sealcheck.harness.run.workload import records
+from sealcheck.harness.run.workload import MakeRecord, writer_records
 from sealcheck.rundir.history import encode_bytes
 from sealcheck.rundir.history_writer import HistoryWriter
 
@@ -72,6 +72,7 @@ class Producers:
         seeds: list[int],
         history: HistoryWriter,
         log_path: Path | None = None,
+        make: MakeRecord | None = None,
     ) -> None:
         self.bootstrap, self.topic, self.workload, self.history = (
             bootstrap,
@@ -79,6 +80,8 @@ class Producers:
             workload,
             history,
         )
+        #: the descriptor's ``record(draw)`` (None: Sealcheck's own records)
+        self.make = make
         share = workload.rate / len(seeds)
         self._writers = [_Writer(f"w{i}", s, share) for i, s in enumerate(seeds)]
         self._stop = threading.Event()
@@ -118,7 +121,7 @@ class Producers:
 
     def _produce(self, w: _Writer) -> None:
         producer = Producer(producer_config(self.bootstrap, self.logger))
-        stream = records(random.Random(w.seed), self.workload.mix(), tag=w.process)
+        stream = writer_records(w.seed, self.workload.mix(), w.process, self.make)
         start = time.monotonic()
         sent = 0
         while not self._stop.is_set():
@@ -127,8 +130,8 @@ class Producers:
             if due > now:
                 producer.poll(min(due - now, 0.05))
                 continue
-            key, value = next(stream)
-            self._send(w, producer, sent, key, value)
+            _, record = next(stream)
+            self._send(w, producer, sent, record)
             sent += 1
             producer.poll(0)
         left = producer.flush(30.0)
@@ -138,9 +141,8 @@ class Producers:
         if left:
             self.errors.append(f"{w.process}: {left} records still queued at shutdown")
 
-    def _send(
-        self, w: _Writer, producer: Producer, n: int, key: bytes | None, value: bytes | None
-    ) -> None:
+    def _send(self, w: _Writer, producer: Producer, n: int, record: NewRecord) -> None:
+        key, value = record.key, record.value
         op = {**encode_bytes("key", key), **encode_bytes("value", value)}
         self.history.append(w.process, "invoke", "write", op)
         w.pending[n] = op
@@ -154,7 +156,16 @@ class Producers:
                 self.history.append(w.process, kind, "write", {**done, "error": err.name()})
 
         try:
-            producer.produce(self.topic, value=value, key=key, on_delivery=delivered)
+            headers: list[tuple[str, str | bytes | None]] | None = list(record.headers) or None
+            if record.partition is None:  # the producer's: by the key's hash
+                producer.produce(
+                    self.topic, value=value, key=key, headers=headers, on_delivery=delivered
+                )
+            else:
+                producer.produce(
+                    self.topic, value=value, key=key, headers=headers, on_delivery=delivered,
+                    partition=record.partition,
+                )  # fmt: skip
         except BufferError:
             w.pending.pop(n, None)
             self.history.append(w.process, "fail", "write", {**op, "error": "local queue full"})

@@ -244,6 +244,7 @@ class Session:
             self.test.producer_seeds,
             self.history,
             self.logs / "producers.log",
+            self.test.system.record_maker(),
         )
         self.teardown.push("stop the producers", self.producers.stop)
         self.target = RunTarget(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
+import sys
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -31,10 +31,21 @@ from sealcheck.core.effects import (
     Record,
     checked_effects,
 )
+from sealcheck.core.records import RecordError
 from sealcheck.core.roles import Role
 from sealcheck.core.said import named
 from sealcheck.harness.run.config import ConfigError, TestConfig, WorkloadConfig
-from sealcheck.harness.run.workload import TOPIC, records
+from sealcheck.harness.run.workload import (
+    BAD,
+    NO_KEY,
+    NOT_JSON,
+    NOT_UTF8,
+    TOMBSTONE,
+    TOPIC,
+    UPSERT,
+    MakeRecord,
+    writer_records,
+)
 from sealcheck.nemeses import Action, Nemesis, PlanInfo
 from sealcheck.nemeses.partition import Partition
 from sealcheck.nemeses.registry import lacking
@@ -53,15 +64,15 @@ DECLARE = {
 }
 #: Requirements met by a lazy (FUSE) disk: a run with a nemesis that needs one needs FUSE.
 LAZY_DISKS = frozenset({"lazy-disk", "broker-lazy-disk"})
+#: A descriptor's records warn when more than this fraction of upserts repeat their key's
+#: previous value.
+REPEATS_WARN = 0.05
 #: The mapping of records to effects is tried on at least this many of the run's first
 #: records, and on more until every kind of record the workload writes was among them ...
 SAMPLE = 2_000
 #: ... but never on more than this many.
 SAMPLE_MAX = 20_000
 #: The kinds of record a workload writes (:func:`sealcheck.harness.run.workload.records`).
-UPSERT, TOMBSTONE = "an upsert", "a tombstone"
-NO_KEY, NOT_JSON = "a bad record: no key", "a bad record: its value is not JSON"
-NOT_UTF8 = "a bad record: its value is not UTF-8"
 
 
 def backend_capabilities(factory: object) -> frozenset[str]:
@@ -230,19 +241,31 @@ def refuse_broken_descriptor(
             check_job(sut, run)
         except DescriptorError as exc:
             raise ConfigError(str(exc)) from None
-    mapping = sut.effect_mapping()
+    mapping, make = sut.effect_mapping(), sut.record_maker()
+    name = type(sut).__name__
+    _need(
+        make is None or mapping is not None,
+        f"{name} defines record(draw) but not effect(record): Sealcheck's own mapping reads only "
+        "its own records; say what each of yours does to the output (docs/your-own-job.md)",
+    )
+    if make is not None:
+        refuse_broken_records(f"{name}.record", make, spec, producer_seeds)
     if mapping is not None:
-        refuse_broken_effect(f"{type(sut).__name__}.effect", mapping, spec, producer_seeds)
+        refuse_broken_effect(f"{name}.effect", mapping, spec, producer_seeds, make)
 
 
 def refuse_broken_effect(
-    name: str, mapping: EffectMapping, spec: TestConfig, producer_seeds: Sequence[int]
+    name: str,
+    mapping: EffectMapping,
+    spec: TestConfig,
+    producer_seeds: Sequence[int],
+    make: MakeRecord | None = None,
 ) -> None:
     """Refuse, in one clear line (:class:`ConfigError`), a ``mapping`` (called ``name``) that
     raises, or returns what is not effects (:func:`sealcheck.core.effects.checked_effects`),
     on one of the run's records (:func:`sample_records`) — rather than after the whole run."""
     tried, changing, returned = 0, False, set[str]()
-    for record in sample_records(spec.workload, producer_seeds, spec.partitions):
+    for record in sample_records(spec.workload, producer_seeds, spec.partitions, make):
         try:
             result = mapping(record)
         except Exception as exc:
@@ -271,30 +294,84 @@ def refuse_broken_effect(
 
 
 def sample_records(
-    workload: WorkloadConfig, producer_seeds: Sequence[int], partitions: int
+    workload: WorkloadConfig,
+    producer_seeds: Sequence[int],
+    partitions: int,
+    make: MakeRecord | None = None,
 ) -> Iterator[Record]:
     """The run's first records as its producers will write them — each producer's own seeded
-    stream (same seed, same records), taken in turn — until :data:`SAMPLE` were given and every
-    kind of record the workload writes was among them (at most :data:`SAMPLE_MAX`).
-    Partitions and offsets are placeholders: a record's partition is its key's CRC-32 modulo
+    stream (same seed, same records: Sealcheck's own, or with ``make`` the descriptor's), taken
+    in turn — until :data:`SAMPLE` were given and every kind of record the workload writes was
+    among them (at most :data:`SAMPLE_MAX`). Partitions and offsets are placeholders: a
+    record's partition is its own when it names one, else its key's CRC-32 modulo
     ``partitions`` (librdkafka's default for a keyed record; partition 0 without a key), its
     offset the count of records given to that partition before."""
+    for _, record in _sample(workload, producer_seeds, partitions, make):
+        yield record
+
+
+def _sample(
+    workload: WorkloadConfig,
+    producer_seeds: Sequence[int],
+    partitions: int,
+    make: MakeRecord | None,
+) -> Iterator[tuple[str, Record]]:
+    """:func:`sample_records`, each with its kind."""
     mix = workload.mix()
-    streams = [records(random.Random(s), mix, tag=f"w{i}") for i, s in enumerate(producer_seeds)]
+    streams = [writer_records(s, mix, f"w{i}", make) for i, s in enumerate(producer_seeds)]
+    bad = {BAD} if make is not None else {NO_KEY, NOT_JSON, NOT_UTF8}
     expected = {UPSERT} if mix.tombstone_ratio + mix.bad_ratio < 1 else set()
     expected |= {TOMBSTONE} if mix.tombstone_ratio > 0 else set()
-    expected |= {NO_KEY, NOT_JSON, NOT_UTF8} if mix.bad_ratio > 0 else set()
+    expected |= bad if mix.bad_ratio > 0 else set()
     seen: set[str] = set()
     offsets = [0] * partitions
-    pairs = (pair for turn in zip(*streams, strict=True) for pair in turn)
-    for n, (key, value) in enumerate(itertools.islice(pairs, SAMPLE_MAX)):
+    drawn = (pair for turn in zip(*streams, strict=True) for pair in turn)
+    for n, (what, new) in enumerate(itertools.islice(drawn, SAMPLE_MAX)):
         if n >= SAMPLE and seen >= expected:
             return
-        partition = zlib.crc32(key) % partitions if key is not None else 0
-        record = Record(partition, offsets[partition], key, value)
+        partition = new.partition
+        if partition is None:
+            partition = zlib.crc32(new.key) % partitions if new.key is not None else 0
+        if partition >= partitions:
+            raise RecordError(
+                f"its partition is {partition}: the run's topic has {partitions} (0 to "
+                f"{partitions - 1}; --partitions sets how many)"
+            )
+        record = Record(partition, offsets[partition], new.key, new.value)
         offsets[partition] += 1
-        seen.add(kind(record))
-        yield record
+        seen.add(what)
+        yield what, record
+
+
+def refuse_broken_records(
+    name: str, make: MakeRecord, spec: TestConfig, producer_seeds: Sequence[int]
+) -> None:
+    """Refuse, in one clear line (:class:`ConfigError`), a descriptor's ``record(draw)``
+    (called ``name``) that raises or returns what is not a record, on a sample of the run's
+    draws; warn (on stderr) when upserts often repeat their key's previous value — a replay of
+    equal values is invisible to every checker."""
+    last: dict[bytes | None, bytes | None] = {}
+    upserts = repeats = 0
+    try:
+        for what, record in _sample(spec.workload, producer_seeds, spec.partitions, make):
+            if what == UPSERT:
+                upserts += 1
+                repeats += record.key in last and last[record.key] == record.value
+                last[record.key] = record.value
+    except RecordError as exc:
+        raise ConfigError(f"{name}(draw) returned a record that is not one: {exc}") from None
+    except Exception as exc:
+        raise ConfigError(
+            f"{name}(draw) raised {raised(exc)}: fix the descriptor's record (it is tried on a "
+            "sample of the run's draws before the run starts)"
+        ) from None
+    if upserts and repeats / upserts > REPEATS_WARN:
+        print(
+            f"sealcheck: warning: {repeats / upserts:.0%} of {name}(draw)'s upserts repeat their "
+            "key's previous value: a replay of equal values is invisible to every checker; put "
+            "draw.number (or draw.writer) in the value",
+            file=sys.stderr,
+        )
 
 
 def kind(record: Record) -> str:

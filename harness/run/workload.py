@@ -6,8 +6,10 @@ import bisect
 import itertools
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+from sealcheck.core.records import Draw, NewRecord, checked_record
 
 #: Key distributions: every key equally likely, or Zipf (key ``k<i>`` with weight 1/(i+1)**s).
 DISTRIBUTIONS = ("uniform", "zipf")
@@ -52,6 +54,32 @@ class UpsertMix:
 PLAIN = UpsertMix(keys=1_000, tombstone_ratio=0.0, bad_ratio=0.0)
 
 
+#: The kinds of record a workload writes, as messages name them: an upsert, a tombstone, and
+#: Sealcheck's own three bad records — or one ``bad`` kind of a descriptor's own records.
+UPSERT, TOMBSTONE = "an upsert", "a tombstone"
+NO_KEY, NOT_JSON = "a bad record: no key", "a bad record: its value is not JSON"
+NOT_UTF8, BAD = "a bad record: its value is not UTF-8", "a bad record"
+#: a kind of :data:`sealcheck.core.records.KINDS` -> its name here
+NAMED = {"upsert": UPSERT, "tombstone": TOMBSTONE, "bad": BAD}
+
+#: A descriptor's ``record(draw)``: the record to produce for what Sealcheck drew.
+MakeRecord = Callable[[Draw], object]
+
+
+def _draws(rng: random.Random, mix: UpsertMix) -> Iterator[tuple[int, int, float]]:
+    """The draws of one writer's stream: (the record's number, its key's number, a roll in
+    [0, 1) that decides its kind) — the only use of the writer's RNG, in this order."""
+    cum: list[float] | None = None
+    if mix.distribution == "zipf":
+        cum = list(itertools.accumulate(1.0 / (i + 1) ** mix.zipf_s for i in range(mix.keys)))
+    for i in itertools.count():
+        if cum is None:
+            n = rng.randrange(mix.keys)
+        else:
+            n = min(bisect.bisect(cum, rng.random() * cum[-1]), mix.keys - 1)
+        yield i, n, rng.random()
+
+
 def records(
     rng: random.Random, mix: UpsertMix, tag: str = ""
 ) -> Iterator[tuple[bytes | None, bytes | None]]:
@@ -59,31 +87,52 @@ def records(
     mix's distribution, JSON values padded to ``value_size`` (``{"i": n, "p": "xx…"}``, with
     ``"w": tag`` when a tag is given), tombstones, and bad records — a null key, a value that
     is not JSON, or a value that is not UTF-8, a third each."""
+    for _, record in _own(rng, mix, tag):
+        yield record.key, record.value
+
+
+def _own(rng: random.Random, mix: UpsertMix, tag: str) -> Iterator[tuple[str, NewRecord]]:
+    """Sealcheck's own records (:func:`records`), each with its kind."""
     pad = "x" * max(0, mix.value_size - 12 - (len(tag) + 8 if tag else 0))
-    cum: list[float] | None = None
-    if mix.distribution == "zipf":
-        cum = list(itertools.accumulate(1.0 / (i + 1) ** mix.zipf_s for i in range(mix.keys)))
     third = mix.bad_ratio / 3
-    for i in itertools.count():
-        if cum is None:
-            n = rng.randrange(mix.keys)
-        else:
-            n = min(bisect.bisect(cum, rng.random() * cum[-1]), mix.keys - 1)
+    for i, n, roll in _draws(rng, mix):
         key: bytes | None = f"k{n}".encode()
-        roll = rng.random()
         value: bytes | None
         body: dict[str, object] = {"w": tag, "i": i} if tag else {"i": i}
         if roll < mix.tombstone_ratio:
-            value = None
+            kind, value = TOMBSTONE, None
         elif roll < mix.tombstone_ratio + third:
-            key, value = None, json.dumps(body).encode()
+            kind, key, value = NO_KEY, None, json.dumps(body).encode()
         elif roll < mix.tombstone_ratio + 2 * third:
-            value = b"{not json " + str(i).encode()
+            kind, value = NOT_JSON, b"{not json " + str(i).encode()
         elif roll < mix.tombstone_ratio + mix.bad_ratio:
-            value = b"\xff\xfe" + str(i).encode()
+            kind, value = NOT_UTF8, b"\xff\xfe" + str(i).encode()
         else:
-            value = json.dumps({**body, "p": pad}).encode()
-        yield key, value
+            kind, value = UPSERT, json.dumps({**body, "p": pad}).encode()
+        yield kind, NewRecord(key, value)
+
+
+def writer_records(
+    seed: int, mix: UpsertMix, writer: str, make: MakeRecord | None = None
+) -> Iterator[tuple[str, NewRecord]]:
+    """One writer's endless stream, each record with its kind (:data:`UPSERT`, ...): Sealcheck's
+    own records, or with ``make`` (a descriptor's ``record``) the descriptor's, for the same
+    draws of keys and kinds (the writer's RNG, ``seed``) and values from a second RNG derived
+    from ``seed`` alone. The same seed gives the same records; a ``make`` that returns what is
+    not a record raises :class:`sealcheck.core.records.RecordError`."""
+    rng = random.Random(seed)
+    if make is None:
+        yield from _own(rng, mix, writer)
+        return
+    values = random.Random(f"sealcheck-values:{seed}")
+    for i, n, roll in _draws(rng, mix):
+        if roll < mix.tombstone_ratio:
+            kind = "tombstone"
+        elif roll < mix.tombstone_ratio + mix.bad_ratio:
+            kind = "bad"
+        else:
+            kind = "upsert"
+        yield NAMED[kind], checked_record(make(Draw(n, kind, i, writer, values)))
 
 
 def upsert_records(

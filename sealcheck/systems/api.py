@@ -37,6 +37,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from sealcheck.core.effects import EffectMapping
 from sealcheck.core.nodes import Disk, Launch, Node
+from sealcheck.core.records import Draw, NewRecord
 from sealcheck.core.windows import CrashWindow, boundaries
 from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
@@ -248,6 +249,18 @@ class SystemUnderTest:
     def images(self) -> Sequence[Callable[[], str]]:
         """Builders of the container images it needs (``sealcheck setup --images``)."""
         return ()
+
+    def record(self, draw: Draw) -> NewRecord:
+        """The record its topic carries for what Sealcheck drew (:class:`Draw`: which key, which
+        kind, the writer, the record's number, a seeded random source), in the job's own format
+        — Avro, its own JSON (:mod:`sealcheck.core.records`). Not defined: Sealcheck's own
+        records (JSON values under keys ``k<n>``). A descriptor that defines it also says the
+        records' ``effect``."""
+        raise NotImplementedError(f"{type(self).__name__} does not define record(draw)")
+
+    def record_maker(self) -> Callable[[Draw], object] | None:
+        """:meth:`record` when the descriptor defines it (None: Sealcheck's own records)."""
+        return None if type(self).record is SystemUnderTest.record else self.record
 
     def effect_mapping(self) -> EffectMapping | None:
         """What one input record should do to its output (:mod:`sealcheck.core.effects`),
