@@ -16,8 +16,9 @@ def _polars(schema: pa.Schema) -> pl.Schema:
     return pl.DataFrame(schema.empty_table()).schema
 
 
-#: ``topic.parquet``: ``partition, offset, key, value`` (null key / tombstone: null)
-TOPIC_SCHEMA = _polars(TOPIC_COLUMNS)
+#: ``topic.parquet``: ``partition, offset, key, value`` (null key / tombstone: null); its
+#: ``headers`` reach the checkers only through a system's mapping (``effects.parquet``)
+TOPIC_SCHEMA = _polars(pa.schema([f for f in TOPIC_COLUMNS if f.name != "headers"]))
 #: ``effects.parquet``: what each record should do, by a system's own mapping
 EFFECTS_SCHEMA = _polars(EFFECTS_COLUMNS)
 #: ``export/updates.parquet``: ``collection, key, value, ts, diff``

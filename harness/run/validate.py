@@ -337,7 +337,7 @@ def _sample(
                 f"its partition is {partition}: the run's topic has {partitions} (0 to "
                 f"{partitions - 1}; --partitions sets how many)"
             )
-        record = Record(partition, offsets[partition], new.key, new.value)
+        record = Record(partition, offsets[partition], new.key, new.value, tuple(new.headers))
         offsets[partition] += 1
         seen.add(what)
         yield what, record

@@ -46,6 +46,8 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
+    #: its Kafka headers, (name, bytes) pairs in order (none: empty)
+    headers: tuple[tuple[str, bytes], ...] = ()
 
     @property
     def key_text(self) -> str | None:

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from sealcheck.rundir.files import TOPIC_COLUMNS, TopicRecord, topic_records
+from sealcheck.rundir.files import TOPIC_COLUMNS, TopicRecord, headers_column, topic_records
 
 #: librdkafka's fetch sizes for reading a whole topic (its defaults: 1 MiB, 50 MiB); the
 #: benches' bare consumers use them too, so that they are the fastest peer, not a handicapped one
@@ -53,7 +53,8 @@ class _Partition:
         self.offsets: list[int] = []
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
-        self.chunks: list[tuple[pa.Array, pa.Array, pa.Array]] = []
+        self.headers: list[list[tuple[str, bytes]] | None] = []
+        self.chunks: list[tuple[pa.Array, pa.Array, pa.Array, pa.Array]] = []
 
     def seal_chunk(self) -> None:
         """The lists into one more Arrow chunk."""
@@ -63,18 +64,19 @@ class _Partition:
                     pa.array(self.offsets, pa.int64()),
                     pa.array(self.keys, pa.binary()),
                     pa.array(self.values, pa.binary()),
+                    headers_column(self.headers),
                 )
             )
-            self.offsets, self.keys, self.values = [], [], []
+            self.offsets, self.keys, self.values, self.headers = [], [], [], []
 
     def batches(self, partition: int) -> list[pa.RecordBatch]:
         """The chunks as record batches of :data:`TOPIC_COLUMNS`."""
         self.seal_chunk()
         return [
             pa.RecordBatch.from_arrays(
-                [pa.array(np.full(len(o), partition, np.int64)), o, k, v], schema=TOPIC_COLUMNS
+                [pa.array(np.full(len(o), partition, np.int64)), o, k, v, h], schema=TOPIC_COLUMNS
             )
-            for o, k, v in self.chunks
+            for o, k, v, h in self.chunks
         ]
 
 
@@ -142,6 +144,7 @@ def read_topic(
                 s.offsets.append(o)
                 s.keys.append(msg.key())
                 s.values.append(msg.value())
+                s.headers.append(msg.headers())  # type: ignore[arg-type]
                 s.next = o + 1
                 if s.next >= s.end:
                     _done(consumer, topic, short, p)

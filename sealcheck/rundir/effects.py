@@ -26,7 +26,7 @@ from sealcheck.core.effects import (
     encode_key,
     encode_row,
 )
-from sealcheck.rundir.files import EFFECTS
+from sealcheck.rundir.files import EFFECTS, headers_of
 from sealcheck.rundir.runid import stamp_schema
 
 __all__ = ["EFFECTS", "SCHEMA", "write_effects"]
@@ -57,10 +57,11 @@ def write_effects(topic: Path, mapping: EffectMapping, out: Path) -> int:
             for batch in pq.ParquetFile(topic).iter_batches(batch_size=_BATCH):
                 cols: dict[str, list[object]] = {n: [] for n in SCHEMA.names}
                 d = batch.to_pydict()
-                for p, o, k, v in zip(
-                    d["partition"], d["offset"], d["key"], d["value"], strict=True
+                heads = d.get("headers") or [None] * len(d["offset"])  # none in old dumps
+                for p, o, k, v, h in zip(
+                    d["partition"], d["offset"], d["key"], d["value"], heads, strict=True
                 ):
-                    rec = Record(int(p), int(o), k, v)
+                    rec = Record(int(p), int(o), k, v, headers_of(h))
                     for e in _apply(mapping, rec):
                         cols["row"].append(row)
                         cols["partition"].append(rec.partition)

@@ -100,17 +100,35 @@ class TopicRecord:
     offset: int
     key: bytes | None
     value: bytes | None
+    #: its Kafka headers, (name, bytes) pairs in order (none: empty)
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
-#: the columns of ``topic.parquet`` (:func:`write_topic`)
+#: a record's Kafka headers in ``topic.parquet``: (name, value) pairs, null when it had none
+HEADERS = pa.list_(pa.struct([("name", pa.string()), ("value", pa.binary())]))
+
+#: the columns of ``topic.parquet`` (:func:`write_topic`); a dump written before headers were
+#: kept has the first four
 TOPIC_COLUMNS = pa.schema(
     [
         ("partition", pa.int64()),
         ("offset", pa.int64()),
         ("key", pa.binary()),
         ("value", pa.binary()),
+        ("headers", HEADERS),
     ]
 )
+
+
+def headers_column(rows: Sequence[Sequence[tuple[str, bytes]] | None]) -> pa.Array:
+    """The ``headers`` column for records' headers (None or empty: null)."""
+    return pa.array([[{"name": n, "value": v} for n, v in h] if h else None for h in rows], HEADERS)
+
+
+def headers_of(cell: Sequence[Mapping[str, Any]] | None) -> tuple[tuple[str, bytes], ...]:
+    """One record's headers from its ``headers`` cell (as pyarrow gives it to Python; a
+    header without a value: empty bytes)."""
+    return tuple((str(h["name"]), bytes(h["value"] or b"")) for h in cell or ())
 
 
 def write_topic(records: Sequence[TopicRecord] | pa.Table, path: Path) -> None:
@@ -119,6 +137,8 @@ def write_topic(records: Sequence[TopicRecord] | pa.Table, path: Path) -> None:
     (``sealcheck.infra.topic.read_topic``'s), stamped with the run id of the directory it is
     written into (:mod:`sealcheck.rundir.runid`)."""
     if isinstance(records, pa.Table):
+        if "headers" not in records.column_names:  # read by a reader that keeps none
+            records = records.append_column("headers", pa.nulls(len(records), HEADERS))
         table = records.select(TOPIC_COLUMNS.names).cast(TOPIC_COLUMNS)
     else:
         table = pa.table(
@@ -127,6 +147,7 @@ def write_topic(records: Sequence[TopicRecord] | pa.Table, path: Path) -> None:
                 "offset": pa.array([r.offset for r in records], pa.int64()),
                 "key": pa.array([r.key for r in records], pa.binary()),
                 "value": pa.array([r.value for r in records], pa.binary()),
+                "headers": headers_column([r.headers for r in records]),
             },
             schema=TOPIC_COLUMNS,
         )
@@ -139,8 +160,15 @@ def write_topic(records: Sequence[TopicRecord] | pa.Table, path: Path) -> None:
 
 def topic_records(table: pa.Table) -> list[TopicRecord]:
     """A table of :data:`TOPIC_COLUMNS` as records, in its order."""
-    cols = [table.column(n).to_pylist() for n in TOPIC_COLUMNS.names]
-    return [TopicRecord(*row) for row in zip(*cols, strict=True)]
+    cols = [table.column(n).to_pylist() for n in TOPIC_COLUMNS.names[:4]]
+    heads = table.column("headers").to_pylist() if "headers" in table.column_names else None
+    out = [TopicRecord(*row) for row in zip(*cols, strict=True)]
+    if heads is None:
+        return out
+    return [
+        TopicRecord(r.partition, r.offset, r.key, r.value, headers_of(h))
+        for r, h in zip(out, heads, strict=True)
+    ]
 
 
 #: the columns of the export (and of the captured steps, :mod:`sealcheck.rundir.captures`)

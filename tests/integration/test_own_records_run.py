@@ -76,6 +76,8 @@ def test_a_job_fed_its_own_records_is_judged_by_its_own_effect(sealcheck: Any) -
     mix = WorkloadConfig(**test["config"]["workload"]).mix()
     topic = pq.read_table(run_dir / "topic.parquet").to_pylist()
     assert topic and all(r["key"].startswith(b"order-") for r in topic)
+    upserts = [r for r in topic if r["value"] is not None]
+    assert all(r["headers"] == [{"name": "source", "value": b"sealcheck"}] for r in upserts)
     by_writer: dict[str, dict[int, bytes | None]] = {}
     for row in topic:
         if row["value"] is not None:

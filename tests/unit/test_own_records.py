@@ -180,3 +180,36 @@ def test_sealcheck_s_own_records_are_unchanged_by_the_hook() -> None:
         itertools.islice(records(random.Random(5), UpsertMix(bad_ratio=0.5), "w1"), 300)
     )
     assert NOT_JSON in {what for what, _ in own}
+
+
+def test_headers_go_from_the_topic_dump_to_the_mapping_and_old_dumps_still_read(
+    tmp_path: Any,
+) -> None:
+    import pyarrow.parquet as pq
+
+    from sealcheck.core.effects import encode_row
+    from sealcheck.rundir.effects import write_effects
+    from sealcheck.rundir.files import TopicRecord, topic_records, write_topic
+
+    dumped = [
+        TopicRecord(0, 0, b"order-1", b"1", (("source", b"web"), ("trace", b"\x00\x01"))),
+        TopicRecord(0, 1, b"order-2", b"2"),
+    ]
+    topic = tmp_path / "topic.parquet"
+    write_topic(dumped, topic)
+    assert topic_records(pq.read_table(topic)) == dumped
+
+    def by_source(record: Record) -> Effects:
+        return Upsert(record.key_text or "", {"source": dict(record.headers).get("source", b"")})
+
+    assert write_effects(topic, by_source, tmp_path / "effects.parquet") == 2
+    rows = pq.read_table(tmp_path / "effects.parquet").to_pylist()
+    assert [r["value"] for r in rows] == [
+        encode_row({"source": b"web"}),  # the header reached the mapping
+        encode_row({"source": b""}),
+    ]
+    old = tmp_path / "old" / "topic.parquet"  # a dump written before headers were kept
+    old.parent.mkdir()
+    pq.write_table(pq.read_table(topic).drop_columns(["headers"]), old)
+    assert [r.headers for r in topic_records(pq.read_table(old))] == [(), ()]
+    assert write_effects(old, by_source, tmp_path / "old" / "effects.parquet") == 2

@@ -34,6 +34,9 @@ class _Msg:
     def value(self) -> bytes:
         return b"%d/%d" % (self.p, self.o)
 
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        return [("at", b"%d" % self.o)] if self.o % 2 else None
+
 
 class _Clock:
     def __init__(self) -> None:
@@ -104,10 +107,10 @@ def test_partitions_come_out_in_order_in_several_chunks_each_paused_once_read(
     _, paused = _script(monkeypatch, batches, seconds_per_consume=0.1)
     table = topic_mod.read_topic("b", "t", {2: 4, 1: 2, 0: 7})
     assert topic_records(table) == [
-        TopicRecord(p, o, b"k%d" % o, b"%d/%d" % (p, o))
+        TopicRecord(p, o, b"k%d" % o, b"%d/%d" % (p, o), (("at", b"%d" % o),) if o % 2 else ())
         for p, end in ((0, 7), (1, 2), (2, 4))
         for o in range(end)
-    ]
+    ]  # each record's headers kept, in order
     assert table.column("offset").num_chunks > 3  # partitions 0 and 2 split into chunks
     assert sorted(paused) == [0, 1, 2]
 
