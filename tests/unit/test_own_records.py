@@ -213,3 +213,23 @@ def test_headers_go_from_the_topic_dump_to_the_mapping_and_old_dumps_still_read(
     pq.write_table(pq.read_table(topic).drop_columns(["headers"]), old)
     assert [r.headers for r in topic_records(pq.read_table(old))] == [(), ()]
     assert write_effects(old, by_source, tmp_path / "old" / "effects.parquet") == 2
+
+
+def test_the_tutorial_s_descriptor_with_its_own_records_works_as_shown() -> None:
+    """docs/your-own-job.md, section 11: its code, run as it is on a sample of a run's draws."""
+    import re
+
+    from sealcheck import WorkloadConfig
+    from sealcheck.core.effects import checked_effects
+    from tests.product import ROOT
+
+    text = (ROOT / "docs" / "your-own-job.md").read_text()
+    [code] = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "class Orders(Job)" in b]
+    space: dict[str, Any] = {"__name__": "tutorial_orders"}
+    exec(compile(code, "your-own-job.md", "exec"), space)  # the docs' own code
+    orders = space["Orders"]()
+    workload = WorkloadConfig(bad_ratio=0.1, tombstone_ratio=0.1)
+    sample = list(sample_records(workload, [1, 2], 3, orders.record))
+    kinds = {(type(e).__name__, e.table) for r in sample for e in checked_effects(orders.effect(r))}
+    assert kinds == {("Upsert", "data"), ("Delete", "data"), ("Upsert", "errors")}
+    assert all(r.key is not None and r.key.startswith(b"order-") for r in sample)
