@@ -4,11 +4,13 @@ field may be null, boundary numbers and decimals, text beyond the Basic Multilin
 event times late and out of order — encoded as the job reads them.
 
 * :class:`~sealcheck.formats.avro.AvroValues`: Avro values from a record schema (raw, or in
-  Confluent's wire format with a fixed schema id: no registry needed).
+  Confluent's wire format with a fixed schema id: no registry needed);
+* :class:`~sealcheck.formats.json_values.JsonValues`: JSON documents shaped like an example.
 """
 
 from __future__ import annotations
 
 from sealcheck.formats.avro import AvroValues
+from sealcheck.formats.json_values import JsonValues
 
-__all__ = ["AvroValues"]
+__all__ = ["AvroValues", "JsonValues"]

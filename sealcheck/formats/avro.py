@@ -13,10 +13,8 @@ clock.
 from __future__ import annotations
 
 import datetime as dt
-import decimal
 import io
 import json
-import random
 import struct
 import uuid
 from collections.abc import Mapping
@@ -26,14 +24,7 @@ from typing import Any
 import fastavro
 
 from sealcheck.core.records import Draw
-
-#: event times start here, one second per record of a writer's stream (no clock is read)
-EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-#: how late an edge event time may be
-LATE = dt.timedelta(hours=1)
-#: text edges: empty, non-BMP (a surrogate pair in UTF-16), combining marks, right to left
-TEXT_EDGES = ("", "\U0001d11e clef \U0001f680", "e\u0301\u0327", "\u05e9\u05dc\u05d5\u05dd", " ")
-_WORDS = ("alpha", "bravo", "carrot", "delta", "echo", "fig", "grape", "hotel")
+from sealcheck.formats import edges
 
 
 @dataclass(frozen=True)
@@ -60,7 +51,7 @@ class AvroValues:
     def draw(self, draw: Draw, **fixed: Any) -> dict[str, Any]:
         """A record of the schema for ``draw``, each field from ``draw.rng`` (``fixed``: fields
         given as they are, such as the key's field)."""
-        return _record(self._parsed, _Drawer(draw, self.edge_ratio), fixed)
+        return _record(self._parsed, edges.Drawer(draw, self.edge_ratio), fixed)
 
     def encode(self, value: Mapping[str, Any]) -> bytes:
         """``value`` as the job reads it: the Avro body, behind the wire header with a
@@ -101,29 +92,14 @@ class AvroValues:
         return whole[: max(0, len(whole) // 2 - 1)] + b"\xff"
 
 
-@dataclass
-class _Drawer:
-    """One value's draws: ordinary values, or an edge with ``edge`` probability."""
-
-    draw: Draw
-    edge: float
-
-    @property
-    def rng(self) -> random.Random:
-        return self.draw.rng
-
-    def edgy(self) -> bool:
-        return self.rng.random() < self.edge
-
-
-def _record(schema: Mapping[str, Any], d: _Drawer, fixed: Mapping[str, Any]) -> dict[str, Any]:
+def _record(schema: Mapping[str, Any], d: edges.Drawer, fixed: Mapping[str, Any]) -> dict[str, Any]:
     return {
         f["name"]: fixed[f["name"]] if f["name"] in fixed else _value(f["type"], d)
         for f in schema["fields"]
     }
 
 
-def _value(schema: Any, d: _Drawer) -> Any:
+def _value(schema: Any, d: edges.Drawer) -> Any:
     """A value of ``schema`` (a parsed Avro type)."""
     if isinstance(schema, list):  # a union: null (when allowed) as an edge, else a branch
         others = [s for s in schema if s != "null"]
@@ -149,47 +125,32 @@ def _value(schema: Any, d: _Drawer) -> Any:
     return _primitive(kind, d)
 
 
-def _primitive(kind: str, d: _Drawer) -> Any:
+def _primitive(kind: str, d: edges.Drawer) -> Any:
     rng, edge = d.rng, d.edgy()
     if kind == "null":
         return None
     if kind == "boolean":
         return rng.random() < 0.5
     if kind in ("int", "long"):
-        bits = 31 if kind == "int" else 63
-        return rng.choice((0, -(2**bits), 2**bits - 1, -1)) if edge else rng.randrange(-999, 10**6)
+        return edges.whole(rng, edge, 31 if kind == "int" else 63)
     if kind in ("float", "double"):
-        if edge:
-            return rng.choice((0.0, -0.0, 1e-30, -3.5e38 if kind == "float" else -1.7e308))
-        return round(rng.uniform(-1e6, 1e6), 3)
+        return edges.real(rng, edge, 3.4e38 if kind == "float" else 1.7e308)
     if kind == "string":
-        if edge:
-            return rng.choice(TEXT_EDGES)
-        return f"{rng.choice(_WORDS)}-{rng.randrange(10**6)}"
+        return edges.text(rng, edge)
     if kind == "bytes":
         return b"" if edge else rng.randbytes(rng.randrange(1, 16))
     raise ValueError(f"Avro type {kind!r} is not drawn: give it in fixed=")
 
 
-def _logical(schema: Mapping[str, Any], logical: str, d: _Drawer) -> Any:
+def _logical(schema: Mapping[str, Any], logical: str, d: edges.Drawer) -> Any:
     rng, edge = d.rng, d.edgy()
     if logical == "decimal":
-        scale, precision = int(schema.get("scale", 0)), int(schema["precision"])
-        step = decimal.Decimal(1).scaleb(-scale)
-        top = decimal.Decimal(10 ** (precision - scale)) - step
-        if edge:  # the largest, the smallest, zero, the finest step
-            return rng.choice((top, -top, decimal.Decimal(0).quantize(step), step))
-        return decimal.Decimal(rng.randrange(-(10**precision) + 1, 10**precision)) * step
+        return edges.fixed_point(rng, edge, int(schema["precision"]), int(schema.get("scale", 0)))
     if logical in ("timestamp-millis", "timestamp-micros", "local-timestamp-millis"):
-        at = EPOCH + dt.timedelta(seconds=d.draw.number)
-        if edge:  # late (out of order with what the writer sent before) or ahead
-            at += rng.choice((-1, 1)) * dt.timedelta(
-                seconds=rng.randrange(1, int(LATE.total_seconds()))
-            )
-        at = at.replace(microsecond=0) + dt.timedelta(milliseconds=rng.randrange(1000))
+        at = edges.event_time(rng, edge, d.draw.number)
         return at.replace(tzinfo=None) if logical.startswith("local-") else at
     if logical == "date":
-        return (EPOCH + dt.timedelta(days=d.draw.number % 3650)).date()
+        return (edges.EPOCH + dt.timedelta(days=d.draw.number % 3650)).date()
     if logical == "uuid":
         return str(uuid.UUID(int=rng.getrandbits(128), version=4))
     base = {k: v for k, v in schema.items() if k != "logicalType"}

@@ -1,0 +1,122 @@
+"""JSON values shaped like a user's example document, drawn to exercise a job.
+
+:class:`JsonValues` takes one example of the job's records and draws documents of the same
+shape: each field of the example's kind — a whole number, a float, text, a boolean, a nested
+object, a list like its first item — and text that reads as a decimal (``"12.34"``) or an ISO
+event time (``"2026-05-01T10:00:00Z"``) stays one, at the same scale or in the same form. With
+``edge_ratio``, a field takes an edge of its kind (:mod:`sealcheck.formats.edges`); a field named
+in ``nullable`` is null as one of its edges.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sealcheck.core.records import Draw
+from sealcheck.formats import edges
+
+_DECIMAL = re.compile(r"-?\d+\.(\d+)")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+
+
+@dataclass(frozen=True)
+class JsonValues:
+    """Documents shaped like ``example`` (a JSON object, or its text); ``nullable``: the
+    fields (top-level names) that may be null; ``edge_ratio``: how often a field takes an
+    edge of its kind."""
+
+    example: Mapping[str, Any] | str
+    nullable: Sequence[str] = ()
+    edge_ratio: float = 0.2
+    _doc: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        doc = json.loads(self.example) if isinstance(self.example, str) else self.example
+        if not isinstance(doc, Mapping):
+            raise ValueError(f"example {doc!r}: give one JSON object, as the job reads it")
+        if not 0.0 <= self.edge_ratio <= 1.0:
+            raise ValueError(f"edge_ratio={self.edge_ratio!r}: give a fraction from 0 to 1")
+        missing = sorted(set(self.nullable) - set(doc))
+        if missing:
+            raise ValueError(f"nullable names {missing}, which the example lacks")
+        object.__setattr__(self, "_doc", dict(doc))
+
+    def draw(self, draw: Draw, **fixed: Any) -> dict[str, Any]:
+        """A document for ``draw``, each field from ``draw.rng`` (``fixed``: fields given as
+        they are, such as the key's)."""
+        d = edges.Drawer(draw, self.edge_ratio)
+        out: dict[str, Any] = {}
+        for name, like in self._doc.items():
+            if name in fixed:
+                out[name] = fixed[name]
+            elif name in self.nullable and d.edgy():
+                out[name] = None
+            else:
+                out[name] = _like(like, d)
+        return out
+
+    def encode(self, value: Mapping[str, Any]) -> bytes:
+        """``value`` as UTF-8 JSON (text beyond ASCII as it is, not escaped)."""
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def decode(self, data: bytes) -> dict[str, Any]:
+        """A document :meth:`encode` made (for ``effect``); a ValueError when it is not one."""
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"not a JSON document: {type(exc).__name__}") from None
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        return doc
+
+    def bad(self, draw: Draw) -> bytes:
+        """A value the job cannot read (for a ``bad`` draw): a document cut short, or bytes
+        that are not UTF-8."""
+        whole = self.encode(self.draw(draw))
+        if draw.rng.random() < 0.5:
+            return b"\xff\xfe" + whole
+        return whole[: len(whole) // 2]
+
+
+def _like(example: Any, d: edges.Drawer) -> Any:
+    """A value of the same kind as ``example``."""
+    rng = d.rng
+    if isinstance(example, bool):
+        return rng.random() < 0.5
+    if isinstance(example, int):
+        return edges.whole(rng, d.edgy(), 52)  # within a double's exact range: JSON readers
+    if isinstance(example, float):
+        return edges.real(rng, d.edgy())
+    if isinstance(example, str):
+        return _text_like(example, d)
+    if isinstance(example, Mapping):
+        return {k: _like(v, d) for k, v in example.items()}
+    if isinstance(example, list):
+        return [_like(example[0], d) for _ in range(rng.randrange(0, 4))] if example else []
+    return example  # null: kept (its kind is unknown)
+
+
+def _text_like(example: str, d: edges.Drawer) -> str:
+    """Text of the same form: a decimal at the same scale, an event time in the same form."""
+    edge = d.edgy()
+    if m := _DECIMAL.fullmatch(example):
+        scale = len(m.group(1))
+        return str(edges.fixed_point(d.rng, edge, 12 + scale, scale))
+    if m := _TIME.fullmatch(example):
+        zone = m.group(2)
+        here = dt.UTC if zone in (None, "Z") else _zone(zone)
+        at = edges.event_time(d.rng, edge, d.draw.number).astimezone(here)
+        digits = len(m.group(1) or ".") - 1
+        fraction = f"{at.microsecond / 1e6:.{digits}f}"[1:] if digits else ""
+        return at.strftime("%Y-%m-%dT%H:%M:%S") + fraction + (zone or "")
+    return edges.text(d.rng, edge)
+
+
+def _zone(offset: str) -> dt.timezone:
+    sign = -1 if offset[0] == "-" else 1
+    return dt.timezone(sign * dt.timedelta(hours=int(offset[1:3]), minutes=int(offset[4:6])))
