@@ -11,7 +11,11 @@ rename is made :data:`SLOW_MS` late, so a write the job did not await is still i
 a job that awaits its writes is only that much slower); and inside the sink, after the window
 opened: ``committed`` (just after its first commit, an fsync of a file outside the
 checkpoint: a batch half-applied, or applied and not recorded) and ``full`` (its first write
-fails with ``ENOSPC``: the job must fail the batch, not go on without it). With the
+fails with ``ENOSPC``: the job must fail the batch, not go on without it); and on the
+checkpoint, ``unwritable`` (the write of the closing file's temporary file fails with ``EIO``).
+A system that names its store's files (``commit_files``) has ``restart:commit-k`` too: the
+running incarnation is killed and its successor killed again just after its ``k``-th commit
+to the store returned (the point counts only process groups started since it was armed). With the
 job's directory on a lazy disk (capability ``lazy-disk``; power cuts stay the ``lost-writes``
 nemesis's), each action arms a crash point (:mod:`sealcheck.infra.crash_points`) on the
 boundary's call — its side, which occurrence (``skip``) from the seed — and the filesystem
@@ -103,7 +107,8 @@ class CrashAtBoundary(Nemesis):
         return [self._act(at, "crash-at-boundary", boundary=name, skip=rng.randint(0, 2), **more)]
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
-        """Arm the crash point on the boundary's rename; pending until it fires."""
+        """Arm the crash point on the boundary's call (for a restart boundary, then kill the
+        running incarnation); pending until it fires."""
         disk = target.disks().get("store")
         found = boundaries(target.windows(), self.commit_files).get(
             str(action.value.get("boundary"))
