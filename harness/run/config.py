@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sealcheck.harness.run.sample import Sample, load_sample
 from sealcheck.harness.run.workload import DISTRIBUTIONS, UpsertMix
 from sealcheck.rundir.names import OLD_SYSTEMS, RUNS_DIR
 
@@ -38,6 +39,15 @@ class WorkloadConfig:
     value_size: int = 32
     rate: float = 400.0  # records per second, all producers together
     concurrency: int = 2  # producer processes (threads with their own producer)
+    # A recorded sample replayed as the workload (sealcheck.harness.run.sample: JSON lines or
+    # Parquet of key/value records); empty: records drawn from the seed. Its SHA-256 is pinned
+    # here when the test is built, so a replay of a run whose sample changed is refused.
+    sample: str = ""
+    sample_sha256: str = ""
+
+    def recorded(self) -> Sample | None:
+        """The recorded sample the producers replay (None: records drawn from the seed)."""
+        return load_sample(Path(self.sample)) if self.sample else None
 
     def mix(self) -> UpsertMix:
         """The record mix of this workload."""

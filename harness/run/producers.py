@@ -121,7 +121,8 @@ class Producers:
 
     def _produce(self, w: _Writer) -> None:
         producer = Producer(producer_config(self.bootstrap, self.logger))
-        stream = writer_records(w.seed, self.workload.mix(), w.process, self.make)
+        sample = self.workload.recorded()
+        stream = writer_records(w.seed, self.workload.mix(), w.process, self.make, sample)
         start = time.monotonic()
         sent = 0
         while not self._stop.is_set():

@@ -21,6 +21,7 @@ from typing import Any
 
 from sealcheck.core.windows import boundaries
 from sealcheck.harness.run.config import ConfigError, TestConfig, load_config
+from sealcheck.harness.run.sample import SampleError, digest, load_sample
 from sealcheck.harness.run.validate import (
     backend_capabilities,
     refuse_broken_descriptor,
@@ -120,6 +121,7 @@ def build_test(
 
         unknown = [c for c in spec.checkers if c not in CHECKERS]
         _known(not unknown, f"checkers: {unknown} unknown; known: {', '.join(CHECKERS)}")
+    spec = _pinned_sample(spec)
     rng = random.Random(spec.seed)
     schedule_seed = rng.getrandbits(63)
     producer_seeds = [rng.getrandbits(63) for _ in range(spec.workload.concurrency)]
@@ -139,6 +141,29 @@ def build_test(
         producer_seeds,
         spec.checkers,
     )
+
+
+def _pinned_sample(spec: TestConfig) -> TestConfig:
+    """``spec`` with its sample's SHA-256 pinned (:mod:`sealcheck.harness.run.sample`); a
+    :class:`ConfigError` when the file is missing, or is not the one a replayed run pinned."""
+    w = spec.workload
+    if not w.sample:
+        return spec
+    path = Path(w.sample).absolute()
+    _known(path.is_file(), f"workload.sample={w.sample!r} is not a file: give a JSON-lines or "
+           "Parquet file of key/value records")  # fmt: skip
+    try:
+        load_sample(path)  # a file that cannot be read: one line now, not in the producers
+    except SampleError as exc:
+        raise ConfigError(str(exc)) from None
+    found = digest(path)
+    _known(
+        not w.sample_sha256 or w.sample_sha256 == found,
+        f"workload.sample={w.sample!r} changed since the run was made (SHA-256 {found[:12]}…, "
+        f"pinned {w.sample_sha256[:12]}…): give the sample it was made with",
+    )
+    pinned = dataclasses.replace(w, sample=str(path), sample_sha256=found)
+    return dataclasses.replace(spec, workload=pinned)
 
 
 def load_test(

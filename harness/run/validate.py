@@ -306,23 +306,27 @@ def sample_records(
     record's partition is its own when it names one, else its key's CRC-32 modulo
     ``partitions`` (librdkafka's default for a keyed record; partition 0 without a key), its
     offset the count of records given to that partition before."""
-    for _, record in _sample(workload, producer_seeds, partitions, make):
+    for _, record in _first_records(workload, producer_seeds, partitions, make):
         yield record
 
 
-def _sample(
+def _first_records(
     workload: WorkloadConfig,
     producer_seeds: Sequence[int],
     partitions: int,
     make: MakeRecord | None,
 ) -> Iterator[tuple[str, Record]]:
     """:func:`sample_records`, each with its kind."""
-    mix = workload.mix()
-    streams = [writer_records(s, mix, f"w{i}", make) for i, s in enumerate(producer_seeds)]
-    bad = {BAD} if make is not None else {NO_KEY, NOT_JSON, NOT_UTF8}
-    expected = {UPSERT} if mix.tombstone_ratio + mix.bad_ratio < 1 else set()
-    expected |= {TOMBSTONE} if mix.tombstone_ratio > 0 else set()
-    expected |= bad if mix.bad_ratio > 0 else set()
+    mix, sample = workload.mix(), workload.recorded()
+    streams = [writer_records(s, mix, f"w{i}", make, sample) for i, s in enumerate(producer_seeds)]
+    if sample is not None:  # the kinds the sample holds
+        expected = {BAD if r.key is None else TOMBSTONE if r.value is None else UPSERT
+                    for r in sample.records}  # fmt: skip
+    else:
+        bad = {BAD} if make is not None else {NO_KEY, NOT_JSON, NOT_UTF8}
+        expected = {UPSERT} if mix.tombstone_ratio + mix.bad_ratio < 1 else set()
+        expected |= {TOMBSTONE} if mix.tombstone_ratio > 0 else set()
+        expected |= bad if mix.bad_ratio > 0 else set()
     seen: set[str] = set()
     offsets = [0] * partitions
     drawn = (pair for turn in zip(*streams, strict=True) for pair in turn)
@@ -353,7 +357,7 @@ def refuse_broken_records(
     last: dict[bytes | None, bytes | None] = {}
     upserts = repeats = 0
     try:
-        for what, record in _sample(spec.workload, producer_seeds, spec.partitions, make):
+        for what, record in _first_records(spec.workload, producer_seeds, spec.partitions, make):
             if what == UPSERT:
                 upserts += 1
                 repeats += record.key in last and last[record.key] == record.value

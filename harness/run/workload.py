@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from sealcheck.core.records import Draw, NewRecord, checked_record
+from sealcheck.harness.run.sample import Sample
 
 #: Key distributions: every key equally likely, or Zipf (key ``k<i>`` with weight 1/(i+1)**s).
 DISTRIBUTIONS = ("uniform", "zipf")
@@ -113,13 +114,24 @@ def _own(rng: random.Random, mix: UpsertMix, tag: str) -> Iterator[tuple[str, Ne
 
 
 def writer_records(
-    seed: int, mix: UpsertMix, writer: str, make: MakeRecord | None = None
+    seed: int,
+    mix: UpsertMix,
+    writer: str,
+    make: MakeRecord | None = None,
+    sample: Sample | None = None,
 ) -> Iterator[tuple[str, NewRecord]]:
     """One writer's endless stream, each record with its kind (:data:`UPSERT`, ...): Sealcheck's
     own records, or with ``make`` (a descriptor's ``record``) the descriptor's, for the same
     draws of keys and kinds (the writer's RNG, ``seed``) and values from a second RNG derived
     from ``seed`` alone. The same seed gives the same records; a ``make`` that returns what is
-    not a record raises :class:`sealcheck.core.records.RecordError`."""
+    not a record raises :class:`sealcheck.core.records.RecordError`. With a ``sample``, the
+    sample's records instead (:meth:`Sample.replay`): a record without a key is a bad one,
+    one without a value a tombstone."""
+    if sample is not None:
+        for record in sample.replay(seed, mix.keys):
+            kind = BAD if record.key is None else TOMBSTONE if record.value is None else UPSERT
+            yield kind, record
+        return
     rng = random.Random(seed)
     if make is None:
         yield from _own(rng, mix, writer)

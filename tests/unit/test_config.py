@@ -117,6 +117,8 @@ def test_the_reproduce_line_gives_back_every_setting() -> None:
             value_size=9,
             rate=55.5,
             concurrency=3,
+            sample="prod.jsonl",
+            sample_sha256="ab" * 32,
         ),
     )
     defaults = dict(settings(TestConfig()))
