@@ -67,6 +67,8 @@ class Orders(Job):
         if record.value is None:
             return Delete(key)  # type: ignore[arg-type]
         doc = json.loads(record.value)
+        if self.fault == "effect-reads-cents":  # reads a field its own records lack
+            return Upsert(key, {"cents": doc["cents"]})  # type: ignore[arg-type]
         if not isinstance(doc.get("order_id"), int):
             return DeadLetter(key, {"offset": record.offset})  # type: ignore[arg-type]
         return Upsert(key, {"amount": doc["amount"]})  # type: ignore[arg-type]
@@ -233,3 +235,9 @@ def test_the_tutorial_s_descriptor_with_its_own_records_works_as_shown() -> None
     kinds = {(type(e).__name__, e.table) for r in sample for e in checked_effects(orders.effect(r))}
     assert kinds == {("Upsert", "data"), ("Delete", "data"), ("Upsert", "errors")}
     assert all(r.key is not None and r.key.startswith(b"order-") for r in sample)
+
+
+def test_an_effect_that_cannot_read_the_descriptor_s_own_records_is_one_line() -> None:
+    message = _refusal("effect-reads-cents")
+    assert message.startswith("Orders.effect(record) raised KeyError: 'cents' for the record key ")
+    assert "b'order-" in message
