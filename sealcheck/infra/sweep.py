@@ -134,7 +134,9 @@ def _noun(kind: str, n: int) -> str:
 
 
 def _join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    if len(parts) < 2:
+        return "".join(parts)  # nothing: "" (the caller says "nothing")
+    return f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
 def counted(items: list[Swept]) -> str:

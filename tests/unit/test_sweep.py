@@ -184,3 +184,14 @@ def test_a_suite_archive_nested_in_an_archive_is_another_archive(tmp_path: Path)
     assert not in_archive(nested, archive) and not in_archive(nested / "work", archive)
     assert in_archive(nested, nested.parent.parent)
     assert not in_archive(archive / "chaos", archive)  # not a run directory
+
+
+def test_counting_nothing_says_nothing_and_cleanup_of_a_clean_archive_succeeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cleanup with nothing to remove (the common case) once crashed counting nothing."""
+    from sealcheck.harness.cli.app import main
+
+    assert sweeping.counted([]) == ""
+    assert main(["cleanup", "--runs", str(tmp_path)]) == 0
+    assert "0 left-running runs ended, nothing else removed" in capsys.readouterr().out
