@@ -67,6 +67,9 @@ LAZY_DISKS = frozenset({"lazy-disk", "broker-lazy-disk"})
 #: A descriptor's records warn when more than this fraction of upserts repeat their key's
 #: previous value.
 REPEATS_WARN = 0.05
+#: A descriptor's records are made twice for this many draws of each writer: the same draw
+#: must give the same record.
+REPEATABLE = 200
 #: The mapping of records to effects is tried on at least this many of the run's first
 #: records, and on more until every kind of record the workload writes was among them ...
 SAMPLE = 2_000
@@ -369,6 +372,7 @@ def refuse_broken_records(
             f"{name}(draw) raised {raised(exc)}: fix the descriptor's record (it is tried on a "
             "sample of the run's draws before the run starts)"
         ) from None
+    _refuse_unrepeatable(name, make, spec.workload, producer_seeds)
     if upserts and repeats / upserts > REPEATS_WARN:
         print(
             f"sealcheck: warning: {repeats / upserts:.0%} of {name}(draw)'s upserts repeat their "
@@ -376,6 +380,25 @@ def refuse_broken_records(
             "draw.number (or draw.writer) in the value",
             file=sys.stderr,
         )
+
+
+def _refuse_unrepeatable(
+    name: str, make: MakeRecord, workload: WorkloadConfig, producer_seeds: Sequence[int]
+) -> None:
+    """Refuse a ``record(draw)`` that gives another record for the same draw (it drew from the
+    ``random`` module, a clock or ``uuid4``): the same seed would not give the same records."""
+    mix = workload.mix()
+    for i, seed in enumerate(producer_seeds):
+        writer = f"w{i}"
+        first = itertools.islice(writer_records(seed, mix, writer, make), REPEATABLE)
+        again = itertools.islice(writer_records(seed, mix, writer, make), REPEATABLE)
+        for n, ((_, one), (_, two)) in enumerate(zip(first, again, strict=True)):
+            if one != two:
+                raise ConfigError(
+                    f"{name}(draw) gave another record for the same draw (writer {writer}, "
+                    f"record {n}): draw values from draw.rng alone — not the random module, a "
+                    "clock or uuid4 — so the same seed gives the same records"
+                )
 
 
 def kind(record: Record) -> str:

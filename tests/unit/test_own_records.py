@@ -52,6 +52,10 @@ class Orders(Job):
             return NewRecord(key, "not bytes")  # type: ignore[arg-type]
         if self.fault == "partition":
             return NewRecord(key, b"{}", partition=7)
+        if self.fault == "global-random":  # not draw.rng: another value every time
+            import random as anywhere
+
+            return NewRecord(key, b"%d" % anywhere.getrandbits(32))
         if draw.kind == "tombstone":
             return NewRecord(key, None)
         if draw.kind == "bad":
@@ -241,3 +245,11 @@ def test_an_effect_that_cannot_read_the_descriptor_s_own_records_is_one_line() -
     message = _refusal("effect-reads-cents")
     assert message.startswith("Orders.effect(record) raised KeyError: 'cents' for the record key ")
     assert "b'order-" in message
+
+
+def test_a_record_that_is_not_the_same_for_the_same_draw_is_refused() -> None:
+    assert _refusal("global-random") == (
+        "Orders.record(draw) gave another record for the same draw (writer w0, record 0): draw "
+        "values from draw.rng alone — not the random module, a clock or uuid4 — so the same "
+        "seed gives the same records"
+    )
