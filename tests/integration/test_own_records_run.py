@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sealcheck import (
+    SKIP,
     Delete,
     Draw,
     Job,
@@ -36,17 +37,24 @@ JOB = Path(__file__).with_name("tiny_sqlite_job.py")
 
 
 @dataclass(frozen=True)
-class OwnOrders(Job):
-    """The tiny SQLite job, its topic carrying orders: ``{"order": n, "cents": ..., "by":
-    writer, "seq": number}`` under ``order-<n>``, a tombstone a record without a value."""
+class Tiny(Job):
+    """The tiny SQLite job: each record's value stored as text under its key."""
 
-    name = "own-orders"
+    name = "tiny"
 
     def command(self, run: JobRun) -> list[str]:
         return [sys.executable, str(JOB), run.bootstrap, run.topic, str(run.dir / "out.db")]
 
     def output(self, run: JobRun) -> SQLiteOutput:
         return SQLiteOutput(run.dir / "out.db", "accounts", "id", value="v")
+
+
+@dataclass(frozen=True)
+class OwnOrders(Tiny):
+    """The tiny SQLite job, its topic carrying orders: ``{"order": n, "cents": ..., "by":
+    writer, "seq": number}`` under ``order-<n>``, a tombstone a record without a value."""
+
+    name = "own-orders"
 
     def record(self, draw: Draw) -> NewRecord:
         key = f"order-{draw.key}".encode()
@@ -88,3 +96,40 @@ def test_a_job_fed_its_own_records_is_judged_by_its_own_effect(sealcheck: Any) -
         stream = itertools.islice(writer_records(seed, mix, f"w{i}", OwnOrders().record), 100_000)
         expected = {n: r.value for n, (_, r) in enumerate(stream) if n in written}
         assert written == expected  # each writer's upserts, byte for byte, the seed's stream
+
+
+SAMPLE = Path(__file__).with_name("accounts-sample.jsonl")
+
+
+@dataclass(frozen=True)
+class Accounts(Tiny):
+    """The tiny SQLite job fed a recorded sample of account balances (its values as text; a
+    record without a key, which it would store under NULL, skipped by the sample: none)."""
+
+    name = "accounts-from-a-sample"
+
+    def effect(self, record: Record) -> Effects:
+        key = record.key_text
+        if key is None:
+            return SKIP
+        if record.value is None:
+            return Delete(key)
+        return Upsert(key, record.value.decode())
+
+
+def test_a_recorded_sample_replays_as_the_workload(sealcheck: Any) -> None:
+    """Real records replayed: the topic holds only the sample's values, its keys folded onto
+    the run's key space (its hottest keys kept), and the job is judged on them."""
+    result = sealcheck(
+        Accounts(), nemeses=["kill"], duration=20, interval=5, keys=20, rate=50,
+        **{"workload.sample": str(SAMPLE)},
+    )  # fmt: skip
+    assert result.verdict == "VALID" and result.exit_code == 0, result.summary()
+    test = json.loads((result.run_dir / "test.json").read_text())
+    assert len(test["config"]["workload"]["sample_sha256"]) == 64  # pinned
+    lines = [json.loads(x) for x in SAMPLE.read_text().splitlines()]
+    values = {x["value"].encode() for x in lines if x["value"] is not None}
+    topic = pq.read_table(result.run_dir / "topic.parquet").to_pylist()
+    assert topic and all(r["value"] is None or r["value"] in values for r in topic)
+    keys = {r["key"] for r in topic}
+    assert len(keys) <= 20 and b"acct-0000" in keys  # folded onto 20 keys, the hottest kept
