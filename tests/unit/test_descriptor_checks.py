@@ -24,18 +24,8 @@ from sealcheck.harness.run.config import ConfigError, load_config
 from sealcheck.harness.run.progress import Display
 from sealcheck.harness.run.session import Session, Teardown
 from sealcheck.harness.run.test import Test, build_test, load_test
-from sealcheck.harness.run.validate import (
-    NO_KEY,
-    NOT_JSON,
-    NOT_UTF8,
-    SAMPLE,
-    SAMPLE_MAX,
-    TOMBSTONE,
-    UPSERT,
-    kind,
-    sample_records,
-)
-from sealcheck.harness.run.workload import records
+from sealcheck.harness.run.tried import SAMPLE, SAMPLE_MAX, kind, sample_records
+from sealcheck.harness.run.workload import NO_KEY, NOT_JSON, NOT_UTF8, TOMBSTONE, UPSERT, records
 from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.systems.api import Settings
 from sealcheck.systems.job_calls import DescriptorError

@@ -19,7 +19,7 @@ from sealcheck.core.effects import DeadLetter, Effects
 from sealcheck.core.records import RecordError, checked_record
 from sealcheck.harness.run.config import ConfigError, load_config
 from sealcheck.harness.run.test import build_test
-from sealcheck.harness.run.validate import sample_records
+from sealcheck.harness.run.tried import sample_records
 from sealcheck.harness.run.workload import (
     BAD,
     NOT_JSON,

@@ -16,7 +16,7 @@ import pytest
 from sealcheck.harness.run.config import ConfigError, load_config
 from sealcheck.harness.run.sample import load_sample
 from sealcheck.harness.run.test import build_test
-from sealcheck.harness.run.validate import sample_records
+from sealcheck.harness.run.tried import sample_records
 from sealcheck.harness.run.workload import BAD, TOMBSTONE, UPSERT, UpsertMix, writer_records
 
 LINES = [
