@@ -20,8 +20,8 @@ The public API is deliberately small; everything not re-exported here is interna
   produces for it (:mod:`sealcheck.core.records`);
 * :class:`CrashWindow`, :func:`streaming_windows`: a job's crash windows told from outside
   (files it writes, lines it logs), where the ``window`` nemesis kills it — no failpoint;
-* :func:`spark_kafka_jars`, :func:`delta_jars`: the jars a Spark job needs for Kafka and Delta
-  (copied from Maven Central by ``sealcheck setup``).
+* :func:`spark_kafka_jars`, :func:`delta_jars`, :func:`spark_avro_jars`: the jars a Spark job
+  needs for Kafka, Delta and ``from_avro`` (copied from Maven Central by ``sealcheck setup``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from sealcheck.harness.run.config import ConfigError, TestConfig, WorkloadConfig, load_config
     from sealcheck.harness.run.runner import Outcome, run_test
     from sealcheck.harness.run.test import Test, build_test
-    from sealcheck.infra.jars import delta_jars
+    from sealcheck.infra.jars import delta_jars, spark_avro_jars
     from sealcheck.infra.jars import spark_connector_jars as spark_kafka_jars
     from sealcheck.systems.api import SystemUnderTest, Unjudgeable
     from sealcheck.systems.job import Job, JobRun
@@ -63,6 +63,7 @@ _HOMES = {
     "SystemUnderTest": "sealcheck.systems.api",
     "Unjudgeable": "sealcheck.systems.api",
     "delta_jars": "sealcheck.infra.jars",
+    "spark_avro_jars": "sealcheck.infra.jars",
     "spark_kafka_jars": "sealcheck.infra.jars:spark_connector_jars",
     "ConfigError": "sealcheck.harness.run.config",
     "TestConfig": "sealcheck.harness.run.config",
@@ -116,6 +117,7 @@ __all__ = [
     "delta_jars",
     "load_config",
     "run_test",
+    "spark_avro_jars",
     "spark_kafka_jars",
     "streaming_windows",
 ]

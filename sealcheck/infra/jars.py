@@ -1,14 +1,16 @@
 """JVM jars from Maven Central: fetched once by ``sealcheck setup``, never at run time.
 
 The Maven project ``jvm/pom.xml`` (package data: ``sealcheck/infra/resources/jvm/``) declares
-three modules, each copied (runtime classpath) into ``<cache>/jars/<module>-<version>/``
+four modules, each copied (runtime classpath) into ``<cache>/jars/<module>-<version>/``
 (:func:`sealcheck.infra.paths.cache_dir`):
 
 * ``kafka``: the Apache Kafka broker (KRaft) with a log4j2 backend;
 * ``spark-kafka``: ``spark-sql-kafka-0-10_2.13`` matching the installed PySpark, minus
   the jars PySpark already ships. Spark gets it through ``spark.jars`` paths;
 * ``spark-delta``: ``delta-spark_2.13`` and ``delta-storage`` (the delta-streaming system
-  under test), for the driver's classpath (a session extension must be there at start).
+  under test), for the driver's classpath (a session extension must be there at start);
+* ``spark-avro``: ``spark-avro_2.13`` matching the installed PySpark (``from_avro`` for a user's
+  job whose topic carries Avro), minus the jars PySpark already ships.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def _module_dir(module: str, version: str) -> Path:
 
 
 def setup_jars(quiet: bool = True) -> dict[str, Path]:
-    """Copy both modules' jars into the cache (idempotent); return module → directory.
+    """Copy every module's jars into the cache (idempotent); return module → directory.
 
     Raises :class:`RuntimeError` naming Maven's last lines when resolution fails.
     """
@@ -65,6 +67,7 @@ def setup_jars(quiet: bool = True) -> dict[str, Path]:
         "kafka": pom_property("kafka.version"),
         "spark-kafka": pom_property("spark.version"),
         "spark-delta": pom_property("delta.version"),
+        "spark-avro": pom_property("spark.version"),
     }
     dirs = {m: jars_dir() / f"{m}-{v}" for m, v in versions.items()}
     if all((d / ".complete").exists() for d in dirs.values()):
@@ -109,3 +112,8 @@ def spark_connector_jars() -> list[Path]:
 def delta_jars() -> list[Path]:
     """Delta Lake's jars for Spark (``delta-spark`` and ``delta-storage``)."""
     return sorted(_module_dir("spark-delta", pom_property("delta.version")).glob("*.jar"))
+
+
+def spark_avro_jars() -> list[Path]:
+    """The jars to put on ``spark.jars`` for ``from_avro``/``to_avro`` (``spark-avro``)."""
+    return sorted(_module_dir("spark-avro", pom_property("spark.version")).glob("*.jar"))

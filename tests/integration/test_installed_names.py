@@ -56,6 +56,7 @@ SETUP_DATA = (
     "sealcheck/infra/resources/jvm/kafka/pom.xml",
     "sealcheck/infra/resources/jvm/spark-kafka/pom.xml",
     "sealcheck/infra/resources/jvm/spark-delta/pom.xml",
+    "sealcheck/infra/resources/jvm/spark-avro/pom.xml",
     "sealcheck/infra/resources/scripts/base-image.sh",
     "sealcheck/infra/resources/scripts/docker-engine.sh",
     "sealcheck/infra/resources/scripts/fuse.sh",
@@ -263,6 +264,7 @@ def test_the_installed_wheel_sets_itself_up_from_its_own_files(
         "kafka",
         "spark-kafka",
         "spark-delta",
+        "spark-avro",
     }, output
     for _, folder in modules:
         assert Path(folder).parent == cache / "jars", output

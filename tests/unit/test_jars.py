@@ -45,7 +45,7 @@ def test_the_poms_and_scripts_are_package_data() -> None:
     resources = Path(jars.__file__).resolve().parent / "resources"
     assert jars.POM.parent == resources / "jvm"
     assert jars.POM.name == "pom.xml"
-    for module in ("kafka", "spark-kafka", "spark-delta"):
+    for module in ("kafka", "spark-kafka", "spark-delta", "spark-avro"):
         assert (paths.jvm_dir() / module / "pom.xml").is_file(), module
         assert f"<module>{module}</module>" in jars.POM.read_text()
     assert paths.scripts_dir() == resources / "scripts"
