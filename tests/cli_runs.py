@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +109,18 @@ def left_of_cluster(run_dir: Path) -> list[str]:
     left = [str(p) for p in cleanup.leftovers() if p.run == str(run_dir)]
     alive = subprocess.run(["pgrep", "-af", "deploy.worker.Worker"], capture_output=True, text=True)
     return left + [line for line in alive.stdout.splitlines() if str(run_dir) in line]
+
+
+def runs_once(
+    tmp: Any, flags: Sequence[str], cases: Mapping[str, Sequence[str]]
+) -> Callable[[str], tuple[int, str, Path]]:
+    """Each case of ``cases`` (name -> its own flags, after the shared ``flags``) run once, in a
+    folder of its own from ``tmp`` (a ``pytest.TempPathFactory``), when a test first asks."""
+    done: dict[str, tuple[int, str, Path]] = {}
+
+    def run(name: str) -> tuple[int, str, Path]:
+        if name not in done:
+            done[name] = sealcheck_run(tmp.mktemp(name), *flags, *cases[name])
+        return done[name]
+
+    return run

@@ -82,6 +82,8 @@ class Producers:
         )
         #: the descriptor's ``record(draw)`` (None: Sealcheck's own records)
         self.make = make
+        #: the recorded sample every writer replays, read once (None: records drawn)
+        self.sample = workload.recorded()
         share = workload.rate / len(seeds)
         self._writers = [_Writer(f"w{i}", s, share) for i, s in enumerate(seeds)]
         self._stop = threading.Event()
@@ -121,8 +123,7 @@ class Producers:
 
     def _produce(self, w: _Writer) -> None:
         producer = Producer(producer_config(self.bootstrap, self.logger))
-        sample = self.workload.recorded()
-        stream = writer_records(w.seed, self.workload.mix(), w.process, self.make, sample)
+        stream = writer_records(w.seed, self.workload.mix(), w.process, self.make, self.sample)
         start = time.monotonic()
         sent = 0
         while not self._stop.is_set():

@@ -15,7 +15,7 @@ import pytest
 
 from sealcheck.infra import cleanup
 from sealcheck.report.report import outcomes
-from tests.cli_runs import ops, sealcheck_run
+from tests.cli_runs import ops, runs_once
 
 pytestmark = pytest.mark.integration
 
@@ -26,14 +26,7 @@ CASES = {"correct": (), "errors-apart": ("--broken", "errors-apart")}
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[int, str, Path]]:
     """Each case run once, when a test first asks for it."""
-    done: dict[str, tuple[int, str, Path]] = {}
-
-    def run(name: str) -> tuple[int, str, Path]:
-        if name not in done:
-            done[name] = sealcheck_run(tmp_path_factory.mktemp(name), *FLAGS, *CASES[name])
-        return done[name]
-
-    return run
+    return runs_once(tmp_path_factory, FLAGS, CASES)
 
 
 def _landed(run_dir: Path) -> list[dict[str, object]]:
