@@ -134,7 +134,20 @@ def _parquet(path: Path) -> list[NewRecord]:
         NewRecord(
             _bytes(k, f"sample {path.name} key"),
             _bytes(v, f"sample {path.name} value"),
-            tuple((h["name"], bytes(h["value"] or b"")) for h in hs or ()),
+            _parquet_headers(hs, f"sample {path.name} row {i} headers"),
         )
-        for k, v, hs in zip(keys, values, heads, strict=True)
+        for i, (k, v, hs) in enumerate(zip(keys, values, heads, strict=True))
     ]
+
+
+def _parquet_headers(cell: Sequence[object] | None, where: str) -> tuple[tuple[str, bytes], ...]:
+    """A ``headers`` cell: a list of {name, value} structs (a run's ``topic.parquet``)."""
+    found = []
+    for h in cell or ():
+        if not isinstance(h, dict) or not isinstance(h.get("name"), str):
+            raise SampleError(
+                f"{where}: {h!r} is not a header: give a list of structs with a text `name` "
+                "and a binary `value`, as a run's topic.parquet holds them"
+            )
+        found.append((h["name"], _bytes(h.get("value"), where) or b""))
+    return tuple(found)

@@ -1,7 +1,7 @@
-"""Sealcheck as a user installs it: its wheel and the worked example's
-(``examples/user_job``) built from a copy of the checkout, every dependency put in a local
+"""Sealcheck as a user installs it: its wheel and the worked examples' (``examples/user_job``,
+``examples/orders``) built from a copy of the checkout, every dependency put in a local
 wheelhouse, and both installed from it into a fresh virtualenv with no index — once per test
-session, for the collision test and the example's acceptance test alike.
+session, for the collision test and the examples' acceptance tests alike.
 
 The wheelhouse is built by ``pip wheel`` with the versions the running environment has pinned
 as constraints (PyPI, through pip's cache: a fresh machine downloads them once); the install
@@ -11,6 +11,7 @@ reads nothing but the wheelhouse.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -72,9 +73,10 @@ class Installed:
     bin: Path
     #: its site-packages
     site: Path
-    #: Sealcheck's wheel and the example's
+    #: Sealcheck's wheel and the examples' (``user_job``, ``orders``)
     wheel: Path
     example_wheel: Path
+    orders_wheel: Path
 
     @property
     def python(self) -> Path:
@@ -92,16 +94,57 @@ def install(base: Path) -> Installed:
     builder = str(base / "builder" / "bin" / "python")
     build = [builder, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist)]
     run([*build, str(base / "src")], base, clean_env())
-    run([*build, str(base / "src" / "examples" / "user_job")], base, clean_env())
+    for example in ("user_job", "orders"):
+        run([*build, str(base / "src" / "examples" / example)], base, clean_env())
     (wheel,) = dist.glob("sealcheck-*.whl")
     (example,) = dist.glob("user_job-*.whl")
+    (orders,) = dist.glob("orders_job-*.whl")
     (base / "constraints.txt").write_text(freeze())
     fill = [builder, "-m", "pip", "wheel", "-q", "-w", str(house), "-c"]
-    run([*fill, str(base / "constraints.txt"), str(wheel), f"{example}[test]"], base, clean_env())
+    wheels = [str(wheel), f"{example}[test]", f"{orders}[test]"]
+    run([*fill, str(base / "constraints.txt"), *wheels], base, clean_env())
     run([sys.executable, "-m", "venv", str(base / "venv")], base, clean_env())
     python = base / "venv" / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(house)]
-    run([*pip, "sealcheck", "user-job[test]"], base, clean_env())
+    run([*pip, "sealcheck", "user-job[test]", "orders-job[test]"], base, clean_env())
     where = "import sysconfig; print(sysconfig.get_path('purelib'))"
     site = Path(run([str(python), "-c", where], base).strip().splitlines()[-1])
-    return Installed(base / "venv" / "bin", site, wheel, example)
+    return Installed(base / "venv" / "bin", site, wheel, example, orders)
+
+
+def example_suite(
+    venv: Path, example: Path, where: Path, select: str, passed: int
+) -> tuple[Path, str]:
+    """An example's own suite, from a copy of its project, run as its user runs it (two
+    workers, the tests that need no Docker engine), its tests chosen by ``-k select``: the
+    archive of its runs and pytest's output (its JUnit XML beside the archive)."""
+    project = where / example.name
+    shutil.copytree(example, project)
+    runs = where / "runs"
+    xml = f"--junitxml={where / 'chaos.xml'}"
+    done = subprocess.run(
+        [
+            str(venv / "pytest"),
+            "-n",
+            "2",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "not containers",  # PostgreSQL in a container: tests/containers/
+            "-k",
+            select,
+            "--sealcheck-runs",
+            str(runs),
+            xml,
+        ],
+        cwd=project,
+        env=user_env(venv),
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    assert f"{passed} passed" in output, output[-3000:]
+    return runs, output

@@ -24,7 +24,6 @@ test): both wheels and every dependency from a local wheelhouse, no index.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -32,7 +31,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.installed import Installed, run, user_env
+from tests.integration.installed import Installed, example_suite, run, user_env
 from tests.product import ROOT, in_git_checkout
 
 pytestmark = [
@@ -54,36 +53,7 @@ def venv(installed: Installed) -> Path:
 def run_suite(venv: Path, where: Path, select: str, passed: int) -> tuple[Path, str]:
     """The example's own suite, run as its user runs it (two workers), its tests chosen by
     ``-k select``: the archive of its runs and pytest's output."""
-    project = where / "user_job"
-    shutil.copytree(EXAMPLE, project)
-    runs = where / "runs"
-    xml = f"--junitxml={where / 'chaos.xml'}"
-    done = subprocess.run(
-        [
-            str(venv / "pytest"),
-            "-n",
-            "2",
-            "-p",
-            "no:cacheprovider",
-            "-m",
-            "not containers",  # PostgreSQL in a container: tests/containers/
-            "-k",
-            select,
-            "--sealcheck-runs",
-            str(runs),
-            xml,
-        ],
-        cwd=project,
-        env=user_env(venv),
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        check=False,
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-6000:]
-    assert f"{passed} passed" in output, output[-3000:]
-    return runs, output
+    return example_suite(venv, EXAMPLE, where, select, passed)
 
 
 @pytest.fixture(scope="module")

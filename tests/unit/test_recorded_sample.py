@@ -104,3 +104,24 @@ def test_a_sample_that_cannot_be_read_is_one_line(tmp_path: Path, text: str, fra
     assert fragment in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(ConfigError, match="is not a file"):
         build_test(load_config(None, {"workload": {"sample": str(tmp_path / "none.jsonl")}}))
+
+
+def test_parquet_headers_come_back_and_malformed_ones_are_one_line(tmp_path: Path) -> None:
+    header = pa.list_(pa.struct([("name", pa.string()), ("value", pa.binary())]))
+    path = tmp_path / "topic.parquet"
+    table = pa.table(
+        {"key": [b"k1"], "value": [b"v"], "headers": [[{"name": "src", "value": b"atm"}]]},
+        pa.schema([("key", pa.binary()), ("value", pa.binary()), ("headers", header)]),
+    )
+    pq.write_table(table, path)
+    assert load_sample(path).records[0].headers == (("src", b"atm"),)
+    wrong = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    pq.write_table(
+        pa.table({"key": [b"k1"], "value": [b"v"], "headers": [[{"key": "src", "value": b"x"}]]},
+                 pa.schema([("key", pa.binary()), ("value", pa.binary()), ("headers", wrong)])),
+        path,
+    )  # fmt: skip
+    with pytest.raises(ConfigError) as info:
+        build_test(load_config(None, {"nemeses": ["kill"], "workload": {"sample": str(path)}}))
+    assert "row 0 headers" in str(info.value) and "text `name`" in str(info.value)
+    assert "\n" not in str(info.value)
