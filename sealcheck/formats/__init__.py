@@ -5,7 +5,8 @@ event times late and out of order — encoded as the job reads them.
 
 * :class:`~sealcheck.formats.avro.AvroValues`: Avro values from a record schema (raw, or in
   Confluent's wire format with a fixed schema id: no registry needed);
-* :class:`~sealcheck.formats.json_values.JsonValues`: JSON documents shaped like an example.
+* :class:`~sealcheck.formats.json_values.JsonValues`: JSON documents shaped like an example,
+  or drawn from a JSON Schema (:meth:`~sealcheck.formats.json_values.JsonValues.from_schema`).
 """
 
 from __future__ import annotations

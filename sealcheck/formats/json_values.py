@@ -5,7 +5,8 @@ shape: each field of the example's kind — a whole number, a float, text, a boo
 object, a list like its first item — and text that reads as a decimal (``"12.34"``) or an ISO
 event time (``"2026-05-01T10:00:00Z"``) stays one, at the same scale or in the same form. With
 ``edge_ratio``, a field takes an edge of its kind (:mod:`sealcheck.formats.edges`); a field named
-in ``nullable`` is null as one of its edges.
+in ``nullable`` is null as one of its edges. :meth:`JsonValues.from_schema` reads the shape
+from the job's JSON Schema instead (:mod:`sealcheck.formats.json_schema`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from sealcheck.core.records import Draw
 from sealcheck.formats import edges
+from sealcheck.formats.json_schema import OneOf, OrNull, shape_of
 
 _DECIMAL = re.compile(r"-?\d+\.(\d+)")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
@@ -45,6 +47,19 @@ class JsonValues:
         if missing:
             raise ValueError(f"nullable names {missing}, which the example lacks")
         object.__setattr__(self, "_doc", dict(doc))
+
+    @classmethod
+    def from_schema(cls, schema: Mapping[str, Any] | str, edge_ratio: float = 0.2) -> JsonValues:
+        """Documents of the JSON Schema ``schema`` (a dict, or its text): its properties of
+        their types, a ``date-time`` an ISO event time, a string with ``examples`` in the form
+        of its first (``"12.99"``: a decimal at that scale), an ``enum`` one of its values, a
+        type that allows null null as one of its edges. A keyword that constrains values and
+        is not drawn (``pattern``, ``minimum``, ...) is a ValueError naming where it is."""
+        doc = json.loads(schema) if isinstance(schema, str) else schema
+        if not isinstance(doc, Mapping):
+            raise ValueError(f"schema {doc!r}: give a JSON Schema object")
+        example, nullable = shape_of(doc)
+        return cls(example, nullable, edge_ratio)
 
     def draw(self, draw: Draw, **fixed: Any) -> dict[str, Any]:
         """A document for ``draw``, each field from ``draw.rng`` (``fixed``: fields given as
@@ -86,6 +101,10 @@ class JsonValues:
 def _like(example: Any, d: edges.Drawer) -> Any:
     """A value of the same kind as ``example``."""
     rng = d.rng
+    if isinstance(example, OneOf):
+        return rng.choice(example.choices)
+    if isinstance(example, OrNull):
+        return None if d.edgy() else _like(example.like, d)
     if isinstance(example, bool):
         return rng.random() < 0.5
     if isinstance(example, int):

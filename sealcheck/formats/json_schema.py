@@ -1,0 +1,129 @@
+"""A JSON Schema read as the shape :class:`~sealcheck.formats.json_values.JsonValues` draws
+from: an example document whose fields stand for their kinds, the names of the fields that
+may be null, and the choices of each ``enum``.
+
+What is read: ``type`` (one, or a list with ``"null"``), ``properties`` (every property is
+drawn, required or not), ``items``, ``enum`` and ``const``, ``format: date-time`` (an ISO
+event time in UTC, ``Z``), ``examples`` (a string's first example gives its form: ``"12.99"``
+a decimal at that scale, an ISO time in its form and zone), ``anyOf``/``oneOf`` of one schema
+and ``{"type": "null"}``, and local ``$ref``\\ s (``#/$defs/...``, ``#/definitions/...``).
+Anything that changes which values are allowed and is not drawn (``pattern``, ``minimum``, a
+choice of two schemas, ...) is refused in one line naming where it is, rather than drawn
+wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: keywords that only describe (never constrain what is drawn)
+_NOTES = frozenset(
+    {"$schema", "$id", "$comment", "title", "description", "default", "examples", "required",
+     "additionalProperties", "$defs", "definitions", "deprecated", "readOnly", "writeOnly"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A field drawn from fixed choices (``enum``, ``const``)."""
+
+    choices: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class OrNull:
+    """A nested field that may be null (its kind: ``like``)."""
+
+    like: Any
+
+
+class SchemaError(ValueError):
+    """A JSON Schema that cannot be drawn from: the message names where and what to do."""
+
+
+def shape_of(schema: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The example document ``schema`` (an object schema) stands for, and its top-level
+    fields that may be null."""
+    top = _resolved(schema, schema, "#")
+    if _types(top, "#") != ["object"]:
+        raise SchemaError('the schema is not of an object: give {"type": "object", ...}')
+    shape = _object(top, schema, "#")
+    nullable = tuple(name for name, like in shape.items() if isinstance(like, OrNull))
+    return {n: v.like if isinstance(v, OrNull) else v for n, v in shape.items()}, nullable
+
+
+def _object(node: Mapping[str, Any], root: Mapping[str, Any], at: str) -> dict[str, Any]:
+    props = node.get("properties") or {}
+    return {name: _shape(sub, root, f"{at}/properties/{name}") for name, sub in props.items()}
+
+
+def _shape(node: Any, root: Mapping[str, Any], at: str) -> Any:
+    node = _resolved(node, root, at)
+    if "const" in node:
+        return OneOf((node["const"],))
+    if "enum" in node:
+        return OneOf(tuple(node["enum"]))
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            branches = [b for b in node[key] if _resolved(b, root, at) != {"type": "null"}]
+            if len(branches) != 1:
+                raise SchemaError(f"{at}: {key} of {len(branches)} schemas is not drawn: give one")
+            inner = _shape(branches[0], root, f"{at}/{key}")
+            return OrNull(inner) if len(branches) < len(node[key]) else inner
+    unknown = sorted(set(node) - _NOTES - {"type", "properties", "items", "format"})
+    if unknown:
+        raise SchemaError(
+            f"{at}: {', '.join(unknown)} is not drawn: give the field's form by an example "
+            '("examples": [...]) or draw it yourself (fixed=)'
+        )
+    types = _types(node, at)
+    kinds = [t for t in types if t != "null"]
+    if len(kinds) != 1:
+        raise SchemaError(f"{at}: type {types} is not drawn: give one type (and null)")
+    like = _kind(kinds[0], node, root, at)
+    return OrNull(like) if "null" in types else like
+
+
+def _kind(kind: str, node: Mapping[str, Any], root: Mapping[str, Any], at: str) -> Any:
+    if kind == "object":
+        return _object(node, root, at)
+    if kind == "array":
+        return [_shape(node.get("items", {"type": "string"}), root, f"{at}/items")]
+    if kind == "string":
+        examples = node.get("examples")
+        if isinstance(examples, list) and examples and isinstance(examples[0], str):
+            return examples[0]
+        if node.get("format") == "date-time":
+            return "2026-01-01T00:00:00.000Z"
+        return "text"
+    return {"integer": 1, "number": 0.5, "boolean": True}[kind]
+
+
+def _types(node: Mapping[str, Any], at: str) -> list[str]:
+    given = node.get("type", "object" if "properties" in node else None)
+    types = given if isinstance(given, list) else [given]
+    known = {"object", "array", "string", "integer", "number", "boolean", "null"}
+    if not types or any(t not in known for t in types):
+        raise SchemaError(f"{at}: type {given!r} is not drawn: give one of {sorted(known)}")
+    return [str(t) for t in types]
+
+
+def _resolved(node: Any, root: Mapping[str, Any], at: str) -> Mapping[str, Any]:
+    """``node``, following a local ``$ref`` (several in a row, at most 32)."""
+    for _ in range(32):
+        if not isinstance(node, Mapping):
+            raise SchemaError(f"{at}: {node!r} is not a schema: give an object")
+        ref = node.get("$ref")
+        if ref is None:
+            return node
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            raise SchemaError(f"{at}: $ref {ref!r} is not local: inline it or use #/$defs/...")
+        target: Any = root
+        for part in ref[2:].split("/"):
+            if not isinstance(target, Mapping) or part not in target:
+                raise SchemaError(f"{at}: $ref {ref!r} points at nothing in the schema")
+            target = target[part]
+        node = target
+    raise SchemaError(f"{at}: $refs that never end in a schema")
