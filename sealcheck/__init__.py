@@ -10,7 +10,9 @@ The public API is deliberately small; everything not re-exported here is interna
 * :func:`run_test`, :class:`Outcome`: run it (``sealcheck run`` does exactly this);
 * :class:`Job`, :class:`JobRun`, :class:`DeltaOutput`, :class:`SQLiteOutput`,
   :class:`PostgresOutput`, :class:`TopicOutput`: your own job as a system under test
-  (``docs/your-own-job.md``),
+  (``docs/your-own-job.md``), :class:`Output` the base of every output (a new kind of
+  output is one subclass defining ``uppers``, ``progress``, ``export``) and :class:`Progress`
+  what its ``progress()`` gives,
   :class:`SystemUnderTest` the base class of every descriptor, :class:`Unjudgeable` what an
   output raises when it holds what cannot be judged (the run halts);
 * :class:`Record`, :class:`Upsert`, :class:`Delete`, :func:`DeadLetter`, :data:`SKIP`: what one
@@ -38,9 +40,15 @@ if TYPE_CHECKING:
     from sealcheck.harness.run.test import Test, build_test
     from sealcheck.infra.jars import delta_jars, spark_avro_jars
     from sealcheck.infra.jars import spark_connector_jars as spark_kafka_jars
-    from sealcheck.systems.api import SystemUnderTest, Unjudgeable
+    from sealcheck.systems.api import Progress, SystemUnderTest, Unjudgeable
     from sealcheck.systems.job import Job, JobRun
-    from sealcheck.systems.outputs import DeltaOutput, PostgresOutput, SQLiteOutput, TopicOutput
+    from sealcheck.systems.outputs import (
+        DeltaOutput,
+        Output,
+        PostgresOutput,
+        SQLiteOutput,
+        TopicOutput,
+    )
 
 #: Where each public name lives. Imported on first use, so that ``import sealcheck.infra.keeper``
 #: (a process the harness starts) does not load the whole engine.
@@ -58,6 +66,8 @@ _HOMES = {
     "SQLiteOutput": "sealcheck.systems.outputs",
     "PostgresOutput": "sealcheck.systems.outputs",
     "TopicOutput": "sealcheck.systems.outputs",
+    "Output": "sealcheck.systems.outputs",
+    "Progress": "sealcheck.systems.api",
     "Job": "sealcheck.systems.job",
     "JobRun": "sealcheck.systems.job",
     "SystemUnderTest": "sealcheck.systems.api",
@@ -103,7 +113,9 @@ __all__ = [
     "JobRun",
     "NewRecord",
     "Outcome",
+    "Output",
     "PostgresOutput",
+    "Progress",
     "Record",
     "SQLiteOutput",
     "SystemUnderTest",

@@ -133,7 +133,7 @@ def _junit(spec: SuiteSpec, runs: list[CaseRun]) -> str:
 
 
 def _case_run(case: SuiteCase, repeat: int, res: ChaosResult, took: float) -> CaseRun:
-    why = res.summary() if not res.valid else ""
+    why = res.summary() if res.verdict != "VALID" else ""
     return CaseRun(
         case.id,
         repeat,

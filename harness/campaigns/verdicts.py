@@ -5,6 +5,7 @@ the caller sees exactly what a person sees in the report."""
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,13 @@ class ChaosResult:
 
     @property
     def valid(self) -> bool:
-        """Whether the verdict is VALID (UNKNOWN is not valid)."""
+        """Deprecated: ``verdict == "VALID"`` (UNKNOWN counts as not valid here, where
+        ``Outcome.valid`` is None for it — use :attr:`verdict`, one word for both)."""
+        warnings.warn(
+            'ChaosResult.valid is deprecated: use result.verdict == "VALID"',
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.verdict == "VALID"
 
     @property
@@ -122,7 +129,7 @@ class ChaosResult:
     def assert_valid(self) -> None:
         """Fail the calling test (with :meth:`summary`) unless the verdict is VALID."""
         __tracebackhide__ = True
-        if not self.valid:
+        if self.verdict != "VALID":
             raise VerdictError(self.summary(), self)
 
     def assert_invalid(self, *checkers: str) -> None:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from sealcheck.core.roles import role_to_json
 from sealcheck.harness.run.config import TestConfig
 from sealcheck.harness.run.flags import to_flags
@@ -36,20 +38,28 @@ from sealcheck.nemeses import describe
 from sealcheck.nemeses.schedule import UNPLANNED, unplanned
 from sealcheck.rundir.archive import new_run_dir, point_latest, write_json
 from sealcheck.rundir.history_writer import HistoryWriter
+from sealcheck.rundir.judged import VERDICT_WORDS
 from sealcheck.rundir.runid import RUN_OP, TEST_KEY, new_run_id
 
 
 @dataclass
 class Outcome:
-    """How a run ended."""
+    """How a run ended: :attr:`verdict` (``VALID``, ``INVALID`` or ``UNKNOWN``), where it is
+    stored, why the final phase ended and how long it took."""
 
     run_dir: Path
+    #: True, False or None (unknown), as ``results.json`` says it: :attr:`verdict` in a word
     valid: bool | None
     reason: str
     took_s: float
     left: LeftRunning | None = None  # what --leave-running left, and how to reach it
     #: why the run was halted early, in one line (None: it was not; :mod:`.halt`)
     halted: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``VALID``, ``INVALID`` or ``UNKNOWN`` (the word ``ChaosResult.verdict`` uses)."""
+        return VERDICT_WORDS[self.valid]
 
 
 def _versions() -> dict[str, str]:
@@ -98,9 +108,13 @@ def run_meta(test: Test, run_dir: Path) -> dict[str, Any]:
     }
 
 
-def run_test(test: Test, display: Display) -> Outcome:
+def run_test(test: Test, display: Display | None = None) -> Outcome:
     """Run ``test``: every phase, then judge and store it. Refuses (:class:`ConfigError`) a test
-    whose parts do not fit together before anything starts, however the test was built."""
+    whose parts do not fit together before anything starts, however the test was built.
+    Quiet unless given a ``display`` (what ``sealcheck run`` prints through)."""
+    if display is None:
+        with Display(enabled=False, console=Console(quiet=True), live=False) as quiet:
+            return run_test(test, quiet)
     test.validate()
     cfg = test.spec
     started = time.monotonic()

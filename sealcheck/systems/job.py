@@ -253,15 +253,14 @@ def checkpoint_batches(root: Path, windows: Iterable[CrashWindow]) -> tuple[int 
     return (None, None) if checkpoint is None else (checkpoint.committed(), checkpoint.planned())
 
 
-def watch_checkpoint(out: object, root: Path, windows: Iterable[CrashWindow]) -> None:
-    """Have an output that takes states (one with ``watch_checkpoint``: SQL tables, Kafka
-    topics) record at each the job's newest committed and planned batches, when ``windows``
-    (the descriptor's) include one told by the checkpoint's paired files
-    (:class:`JobCheckpoint`); otherwise its states name no batch."""
-    watch = getattr(out, "watch_checkpoint", None)
+def watch_checkpoint(out: Output, root: Path, windows: Iterable[CrashWindow]) -> None:
+    """Have an output that takes states (SQL tables, Kafka topics:
+    :meth:`~sealcheck.systems.outputs.Output.watch_checkpoint`) record at each the job's newest
+    committed and planned batches, when ``windows`` (the descriptor's) include one told by the
+    checkpoint's paired files (:class:`JobCheckpoint`); otherwise its states name no batch."""
     checkpoint = JobCheckpoint.of(root, windows)
-    if watch is not None and checkpoint is not None:
-        watch(checkpoint)
+    if checkpoint is not None:
+        out.watch_checkpoint(checkpoint)
 
 
 def _newest_number(folder: Path, pattern: re.Pattern[str]) -> int | None:
@@ -303,10 +302,7 @@ def job_output(job: Job, run: JobRun, before: bool = False) -> Output:
     output that takes states only between batches (``between_batches``) is refused too when the
     descriptor declares no windows that tell a batch in flight (:class:`DescriptorError`)."""
     out = call_output(job, run, before)
-    between = getattr(out, "watch_batches", None) is not None and getattr(
-        out, "between_batches", False
-    )
-    if between and not any(_paired(w) for w in job.windows.values()):
+    if out.between_batches and not any(_paired(w) for w in job.windows.values()):
         raise DescriptorError(
             f"{type(job).__name__}.output(run) takes states between batches (between_batches), "
             "but the descriptor declares no windows that tell a batch in flight: add "
@@ -356,10 +352,9 @@ class JobDeployment:
         #: the command and environment of every incarnation (:meth:`start` asks the
         #: descriptor once the run's values are all known)
         self.command: tuple[list[str], dict[str, str]] | None = None
-        watch = getattr(self.out, "watch_batches", None)
-        if watch is not None and getattr(self.out, "between_batches", False):
+        if self.out.between_batches:
             root, windows = self.root, tuple(job.windows.values())
-            watch(lambda: batch_boundary(root, windows))
+            self.out.watch_batches(lambda: batch_boundary(root, windows))
         watch_checkpoint(self.out, self.root, job.windows.values())
 
     @property
@@ -388,9 +383,7 @@ class JobDeployment:
                 self.cluster.stop()
         finally:
             try:
-                close = getattr(self.out, "close", None)
-                if close is not None:
-                    close()
+                self.out.close()
             finally:
                 if self.disk is not None:
                     self.disk.stop()
@@ -424,8 +417,7 @@ class JobDeployment:
     def capture(self, since_captured: dict[str, int]) -> Capture | None:
         """The states an output observed from outside took since the last capture (an
         output that keeps its own steps apart, as Delta does, has none to give)."""
-        capture = getattr(self.out, "capture", None)
-        return capture(since_captured) if capture is not None else None
+        return self.out.capture(since_captured)
 
     def export(self, run_dir: Path) -> None:
         """The output, exported."""

@@ -15,7 +15,7 @@ import json
 import os
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from sealcheck.core.said import cut, named, short
 from sealcheck.infra.jars import JarsMissingError
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 #: what an output must have (:class:`sealcheck.systems.outputs.Output`)
 OUTPUT_METHODS = ("uppers", "progress", "export")
+#: what only an output that subclasses :class:`~sealcheck.systems.outputs.Output` is asked for
+OUTPUT_OPTIONS = ("capture", "watch_batches", "watch_checkpoint", "close", "between_batches")
 
 
 class DescriptorError(ValueError):
@@ -61,8 +63,14 @@ def _call(job: object, method: str, run: object, before: bool) -> Any:
 
 
 def call_output(job: object, run: object, before: bool = False) -> Output:
-    """``job.output(run)``, checked: an object with :data:`OUTPUT_METHODS`."""
+    """``job.output(run)``, checked: an :class:`~sealcheck.systems.outputs.Output`, or an
+    object with :data:`OUTPUT_METHODS` and none of :data:`OUTPUT_OPTIONS` (taken as an
+    output with the defaults: :class:`~sealcheck.systems.outputs.base.Plain`)."""
+    from sealcheck.systems.outputs.base import Output, Plain
+
     out = _call(job, "output", run, before)
+    if isinstance(out, Output):
+        return out
     missing = [m for m in OUTPUT_METHODS if not callable(getattr(out, m, None))]
     if missing:
         lacks = f", which has no {', '.join(f'{m}()' for m in missing)}"
@@ -72,7 +80,14 @@ def call_output(job: object, run: object, before: bool = False) -> Output:
             + ": return an Output (uppers(), progress(), export(run_dir)), e.g. "
             'sealcheck.DeltaOutput(run.dir / "checkpoint", run.dir / "table", key="id")'
         )
-    return cast("Output", out)
+    ignored = [m for m in OUTPUT_OPTIONS if hasattr(out, m)]
+    if ignored:
+        raise DescriptorError(
+            f"{type(job).__name__}.output(run) returned {named(out)}, which has "
+            f"{ignored[0]} but does not subclass sealcheck.Output: subclass it, so that the "
+            f"harness calls {ignored[0]}"
+        )
+    return Plain(out)
 
 
 def call_command(job: object, run: object, before: bool = False) -> list[str]:

@@ -168,14 +168,17 @@ def test_a_correct_descriptor_passes() -> None:
         "user_job_sealcheck:UserJob",
         "user_job_sqlite_sealcheck:UserJobSQLite",
         "user_job_kafka_sealcheck:UserJobKafka",
+        "orders_sealcheck:Orders",
     ],
 )
 def test_the_worked_examples_descriptors_pass(
     factory: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "examples" / "user_job"))
+    monkeypatch.syspath_prepend(str(ROOT / "examples" / "orders"))
     monkeypatch.setattr(sealcheck, "spark_kafka_jars", list)  # no jar cache needed here
     monkeypatch.setattr(sealcheck, "delta_jars", list)
+    monkeypatch.setattr(sealcheck, "spark_avro_jars", list)
     test = load_test(None, {"system": factory, "nemeses": ["kill"]})
     assert test.system.effect_mapping() is not None
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs import delta_log
+from sealcheck.systems.outputs.base import Output
 
 
 class _Seen:
@@ -45,7 +46,7 @@ class _Seen:
 
 
 @dataclass(frozen=True)
-class DeltaOutput:
+class DeltaOutput(Output):
     """Where a Structured Streaming job writes: its checkpoint and its Delta tables."""
 
     #: the query's checkpoint (``checkpointLocation``); None: judge the tables alone

@@ -64,6 +64,7 @@ from sealcheck.rundir.captures import Capture
 from sealcheck.rundir.files import VERSIONS, write_export
 from sealcheck.rundir.states import Checkpoint, StateBatchRecorder, write_states
 from sealcheck.systems.api import Progress, Unjudgeable
+from sealcheck.systems.outputs.base import Output
 from sealcheck.systems.outputs.rows import Encoder, text
 
 #: the collections a snapshot fills (a table each)
@@ -98,7 +99,7 @@ class SnapshotStates:
         self.batches = StateBatchRecorder()
 
 
-class Snapshots:
+class Snapshots(Output):
     """What every output of SQL tables without bindings does (a mixin of the dataclasses
     below, which say how to connect, how to tell that something was committed, and how to
     read a table): snapshots as states, uppers, progress, captures, the export."""

@@ -43,6 +43,7 @@ from sealcheck.infra.topic import dump_topic, log_end
 from sealcheck.rundir.files import VERSIONS, TopicRecord, write_export
 from sealcheck.rundir.states import Checkpoint, StateBatchRecorder, write_states
 from sealcheck.systems.api import Progress
+from sealcheck.systems.outputs.base import Output
 from sealcheck.systems.outputs.rows import Encoder, text
 from sealcheck.systems.outputs.sql import COLLECTIONS, OutputError
 
@@ -62,7 +63,7 @@ class _Marks:
 
 
 @dataclass(frozen=True)
-class TopicOutput:
+class TopicOutput(Output):
     """Where a job writes upserts into Kafka: its output topic and its dead-letter topic."""
 
     #: the brokers (the run's: ``JobRun.bootstrap``)
