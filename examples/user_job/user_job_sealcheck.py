@@ -20,6 +20,7 @@ class UserJob(Job):
         jars = [*sealcheck.spark_kafka_jars(), *sealcheck.delta_jars()]
         job = [sys.executable, "-m", "user_job", "--bootstrap", run.bootstrap, "--topic", run.topic]
         job += ["--dir", str(run.dir), "--jars", ":".join(map(str, jars))]
+        job += ["--master", run.master] if run.master else []  # --spark cluster
         return [*job, "--max-offsets", str(run.max_records_per_step), "--variant", run.broken or ""]
 
     def output(self, run: JobRun) -> DeltaOutput:

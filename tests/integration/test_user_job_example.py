@@ -128,6 +128,25 @@ def test_the_examples_sqlite_job_is_judged_from_its_tables_alone(
     assert inside and all("checkpoint/offsets/" in v["effect"]["evidence"] for v in inside)
 
 
+@pytest.mark.nightly  # two runs on a Spark standalone cluster (~2.5 min each here)
+def test_the_examples_delta_job_on_a_cluster_survives_losing_executors(
+    venv: Path, tmp_path: Path
+) -> None:
+    """The example's Delta job submitting to the run's Spark standalone cluster
+    (``--spark cluster``, ``run.master``), an executor SIGKILLed while batches run: VALID, the
+    fault's effect seen; with its MERGE's delete clause lost: INVALID."""
+    runs, _ = run_suite(venv, tmp_path, "on_a_cluster or cluster_losing_executors", 2)
+    assert verdicts_told(runs) == {
+        ("user_job_sealcheck:UserJob", None): True,
+        ("user_job_sealcheck:UserJob", "keeps-deleted-rows"): False,
+    }
+    for test in runs.glob("*/*/test.json"):
+        assert json.loads(test.read_text())["config"]["spark"] == "cluster"
+        ops = [json.loads(line) for line in (test.parent / "history.jsonl").open()]
+        hit = [o for o in ops if o.get("f") == "kill-executor" and o.get("type") == "info"]
+        assert hit and all((o["value"].get("effect") or {}).get("effect") for o in hit), hit
+
+
 @pytest.mark.nightly  # one more run of the Delta job, ending on a liveness failure
 def test_the_examples_merge_as_delta_documents_it_is_invalid_at_its_first_batch(
     venv: Path, tmp_path: Path

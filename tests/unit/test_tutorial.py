@@ -54,3 +54,17 @@ def test_the_tutorial_lists_every_field_of_each_output(
         if f.init and not f.name.startswith("_")
     }
     assert listed == given
+
+
+def test_the_cluster_section_quotes_the_example_as_it_is() -> None:
+    """Section 12's code is the example's own, line for line (its descriptor and its job)."""
+    import re
+
+    page = (ROOT / "docs" / "your-own-job.md").read_text()
+    section = page.split("## 12. Your job on a cluster", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    example = ROOT / "examples" / "user_job"
+    sources = (example / "user_job_sealcheck.py").read_text() + (
+        example / "user_job" / "job.py"
+    ).read_text()
+    assert len(blocks) == 2 and all(block in sources for block in blocks), blocks

@@ -71,6 +71,22 @@ def batch_range(run_dir: Path, batch: int) -> tuple[dict[int, int], dict[int, in
     return ends(batch - 1), ends(batch)
 
 
+def test_a_cluster_losing_executors_loses_nothing(sealcheck) -> None:
+    # the job's driver submits to the run's Spark standalone cluster (two workers, an
+    # executor of one core each, as local processes); an executor is SIGKILLed 25 s in, while
+    # batches run, and its worker starts another
+    result = sealcheck(UserJob(), spark="cluster", nemeses=["kill-executor"], duration=40,
+                       interval=20, **RUN)  # fmt: skip
+    result.assert_valid()
+
+
+def test_on_a_cluster_a_merge_keeping_deleted_rows_is_caught(sealcheck) -> None:
+    bug = "keeps-deleted-rows"
+    result = sealcheck(UserJob(), broken=bug, spark="cluster", nemeses=["kill-executor"],
+                       duration=40, interval=20, **RUN)  # fmt: skip
+    result.assert_invalid("sealed_state")
+
+
 def test_the_sqlite_job_loses_nothing_when_killed_inside_its_batches(sealcheck) -> None:
     # `window`: killed right after a batch's offsets/N appeared, before its commits/N — once,
     # 9 s into the faults, while the job runs (a second, 6 s later, would come while the job

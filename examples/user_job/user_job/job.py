@@ -62,14 +62,28 @@ WHEN NOT MATCHED THEN INSERT *
 """
 
 
-def session(jars: str) -> Any:
-    """Spark in local mode with Delta and the Kafka connector."""
+def session(jars: str, master: str | None = None) -> Any:
+    """Spark with Delta and the Kafka connector: in local mode, or as the driver of the
+    standalone cluster ``master`` (two executors of one core, the jars at the same paths)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master(master or "local[2]")
+    if master is not None:  # executors need the connector and Delta too; a lost one is seen fast
+        cluster = {
+            "spark.executor.extraClassPath": jars,
+            "spark.executor.memory": "512m",
+            "spark.executor.cores": "1",
+            "spark.cores.max": "2",
+            "spark.network.timeout": "30s",
+            "spark.network.timeoutInterval": "10s",
+            "spark.executor.heartbeatInterval": "3s",
+            "spark.driver.host": os.environ["SPARK_LOCAL_IP"],
+        }
+        for key, value in cluster.items():
+            builder = builder.config(key, value)
     return (
-        SparkSession.builder.master("local[2]")
-        .appName("user-job")
+        builder.appName("user-job")
         .config("spark.driver.extraClassPath", jars)
         .config("spark.driver.memory", "1g")
         # a short-lived local driver on a small machine: start fast rather than peak
@@ -344,10 +358,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sink", choices=("delta", "sqlite", "postgres", "kafka"), default="delta")
     p.add_argument("--dsn", default="", help="--sink postgres: the database")
     p.add_argument("--schema", default="public", help="--sink postgres: the tables' schema")
+    p.add_argument("--master", default=None, help="a standalone cluster (spark://HOST:PORT)")
     args = p.parse_args(argv)
     stop = {"asked": False}
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the JVM starts with SIGTERM ignored
-    spark = session(args.jars)
+    spark = session(args.jars, args.master)
     signal.signal(signal.SIGTERM, lambda *_: stop.update(asked=True))
     # the batch marks' application: the query's checkpoint, the same after a restart (the
     # one-line bug: Spark's application id, new in every process: a replayed batch is redone)
