@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 from sealcheck.core.nodes import Disk, Node, Partitions
 from sealcheck.core.roles import Role
 from sealcheck.core.windows import CrashWindow
+from sealcheck.rundir.marks import Mark as Mark  # where a nemesis author finds it
 from sealcheck.rundir.names import current_action
 
 
@@ -239,23 +240,6 @@ class PlanInfo:
         return self.roles.get(name) or Role(name, count=0)
 
 
-@dataclass(frozen=True)
-class Mark:
-    """How the report's timeline draws one kind of action: an ``instant`` (a line), or the
-    ``start`` / ``end`` of an interval (shaded); an end names the ``opens`` action it closes.
-    ``group`` is the legend entry it is drawn under (:data:`GROUPS`)."""
-
-    kind: str
-    label: str
-    opens: str | None = None
-    group: str = "storage"
-    #: the keys of the action's value that say which node or link it acts on (the timeline
-    #: labels the action with them and pairs a start with the end of the same one)
-    which: tuple[str, ...] = ()
-
-
-#: The report's legend groups a :class:`Mark` may name: each has its own colour and lane.
-GROUPS = ("kill", "failpoint", "pause", "partition", "outage", "zombie", "storage")
 
 
 class Nemesis:

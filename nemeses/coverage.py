@@ -14,7 +14,8 @@ actions that did not happen are *missed*, with the first reason recorded (``why_
 "not reached: no before rename #1 of ... in 30.0s"). The windows a system has come from
 ``test.json``'s ``windows`` (its failpoints, written at the start of the run).
 
-``results.json``'s form (:func:`to_json`)::
+``results.json``'s form (:func:`sealcheck.rundir.coverage.to_json`, where the stored form and
+its readers live)::
 
     "coverage": [{"name": "boundary: after-offsets:closing", "where": "", "planned": 1,
                   "hit": 1, "missed": 0, "no_effect": 0, "unobserved": 0,
@@ -29,41 +30,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from sealcheck.nemeses.effects import exit_matches, judge
 from sealcheck.nemeses.restarts import Replay, replay_of, replays
+from sealcheck.rundir.coverage import Window, outcomes
 from sealcheck.rundir.names import SUT_EXIT, current_action
-
-#: the key of ``results.json`` that holds the coverage
-COVERAGE = "coverage"
-
-
-@dataclass(frozen=True)
-class Window:
-    """One failure window (a failpoint) or one kind of fault action: how often it was
-    planned, reached with evidence of its effect (``hit``), happened without an effect
-    (``no_effect``) or with an effect nobody can see (``unobserved``), and missed (planned but
-    replaced by a kill / not happened); ``evidence``: one example, a missing effect first."""
-
-    name: str
-    where: str
-    planned: int
-    hit: int
-    missed: int
-    no_effect: int = 0
-    unobserved: int = 0
-    evidence: str = ""
-    #: why the first missed one was missed (its action's ``why``)
-    why_missed: str = ""
-    #: crashes that left a batch to replay whose restart committed nothing to the sink (the
-    #: job's own mechanism skipped what it had applied) / committed again
-    #: (:mod:`sealcheck.nemeses.restarts`), and one example (a skip first)
-    replays_skipped: int = 0
-    replays_changed: int = 0
-    replay: str = ""
 
 
 def _aim(value: dict[str, Any]) -> str | None:
@@ -173,23 +147,6 @@ def judged(run_dir: Path) -> list[Window] | None:
     return coverage(meta, ops) if isinstance(meta, dict) else None
 
 
-def to_json(windows: list[Window]) -> list[dict[str, Any]]:
-    """``results.json``'s ``"coverage"``."""
-    return [asdict(w) for w in windows]
-
-
-def from_json(doc: Any) -> list[Window] | None:
-    """The coverage ``results.json`` holds (None: none, or not in this form: a run judged
-    before coverage was written there)."""
-    if not isinstance(doc, list):
-        return None
-    names = {f.name for f in fields(Window)}
-    try:
-        return [Window(**{k: v for k, v in w.items() if k in names}) for w in doc]
-    except (TypeError, AttributeError):
-        return None
-
-
 def _exits_after(ops: list[dict[str, Any]]) -> Callable[[int], list[dict[str, Any]]]:
     """For planned action ``i``: the supervisor's ``sut-exit`` values recorded after its
     first op (its invoke), in order."""
@@ -209,51 +166,3 @@ def _exits_after(ops: list[dict[str, Any]]) -> Callable[[int], list[dict[str, An
         return [v for _, v in exits[bisect_left(starts, first.get(i, len(ops))) :]]
 
     return after
-
-
-def outcomes(ops: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """Per planned action (its index in the schedule), what finally happened: the value of
-    its last ``nemesis`` op that carries an ``outcome`` (a settled pending action's ``outcome``
-    op comes after its invoke)."""
-    out: dict[int, dict[str, Any]] = {}
-    for op in ops:
-        value = op.get("value")
-        if op.get("process") != "nemesis" or not isinstance(value, dict):
-            continue
-        if isinstance(value.get("action"), int) and "outcome" in value:
-            out[value["action"]] = value
-    return out
-
-
-def unreached(windows: list[Window], failpoints: dict[str, str]) -> list[str]:
-    """The system's failpoints that no incarnation died at (as the failpoint's action does)."""
-    return [w.name for w in windows if w.name in failpoints and w.hit == 0]
-
-
-def summary(windows: list[Window], failpoints: dict[str, str]) -> list[str]:
-    """The lines printed after the verdict: failpoints reached, then each other kind of
-    fault reached with evidence of its effect out of those planned."""
-    lines = []
-    if failpoints:
-        missed = unreached(windows, failpoints)
-        dud = [w.name for w in windows if w.name in failpoints and not w.hit and w.no_effect]
-        reached = len(failpoints) - len(missed)
-        line = f"window coverage: {reached}/{len(failpoints)} failpoints reached"
-        notes = [f"not reached: {', '.join(missed)}"] if missed else []
-        notes += [f"happened, no effect: {', '.join(dud)}"] if dud else []
-        lines.append(line + (f" ({'; '.join(notes)})" if notes else ""))
-    faults = []
-    for w in windows:
-        if w.name in failpoints or ": " not in w.name:
-            continue
-        extra = [f"{w.no_effect} happened, no effect"] if w.no_effect else []
-        extra += [f"{w.unobserved} effect not observable"] if w.unobserved else []
-        extra += [f"{w.missed} missed"] if w.missed else []
-        if w.replays_skipped or w.replays_changed:
-            extra.append(f"replays: {w.replays_skipped} skipped by the job, "
-                         f"{w.replays_changed} applied again")  # fmt: skip
-        more = f" ({', '.join(extra)})" if extra else ""
-        faults.append(f"{w.name.partition(': ')[2]} {w.hit}/{w.planned}{more}")
-    if faults:
-        lines.append("window coverage: faults reached with evidence: " + ", ".join(faults))
-    return lines

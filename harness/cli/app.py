@@ -129,7 +129,7 @@ def _full_check(run_dir: Path) -> int:
 
     from sealcheck.checkers import check_run
     from sealcheck.checkers.result import verdict_text
-    from sealcheck.harness.run.runner import results_doc
+    from sealcheck.harness.run.runner import marks_of, results_doc
     from sealcheck.report.headline import judged_text
     from sealcheck.report.report import write_report
     from sealcheck.rundir.archive import mark_rejudging, write_json, write_plain_report
@@ -147,7 +147,8 @@ def _full_check(run_dir: Path) -> int:
     doc = results_doc(run_dir, result.to_json())
     write_json(run_dir / "results.json", doc)
     try:
-        report = write_report(run_dir)  # never leave a report saying an older verdict
+        # never leave a report saying an older verdict
+        report = write_report(run_dir, marks_of(run_dir))
     except (OSError, ValueError, pl.exceptions.PolarsError) as exc:  # inputs it cannot draw
         why = f"the full report could not be drawn ({type(exc).__name__}: {exc})"
         word = verdict_text(result.valid).upper()

@@ -19,6 +19,7 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,10 +36,12 @@ from sealcheck.infra import cleanup, procs
 from sealcheck.infra.left_running import LEFT_RUNNING, LeftRunning
 from sealcheck.infra.sweep import left_alone_line, removed_line, sweep
 from sealcheck.nemeses import describe
+from sealcheck.nemeses.registry import marks
 from sealcheck.nemeses.schedule import UNPLANNED, unplanned
 from sealcheck.rundir.archive import new_run_dir, point_latest, write_json
 from sealcheck.rundir.history_writer import HistoryWriter
 from sealcheck.rundir.judged import VERDICT_WORDS
+from sealcheck.rundir.marks import MARKS, Mark, marks_to_json, stored_marks
 from sealcheck.rundir.runid import RUN_OP, TEST_KEY, new_run_id
 
 
@@ -90,9 +93,9 @@ def replay_command(run_dir: Path) -> str:
 
 def run_meta(test: Test, run_dir: Path) -> dict[str, Any]:
     """What ``test.json`` says of a run when it starts: its config, seeds and schedule, the
-    windows coverage is measured against, the run's roles (so readers such as the report's
-    timeline need not rebuild the run: :func:`sealcheck.core.roles.stored_roles`), versions,
-    how to reproduce it and when it started."""
+    windows coverage is measured against, the run's roles (:func:`sealcheck.core.roles.
+    stored_roles`) and how the report draws each fault action (:mod:`sealcheck.rundir.marks`:
+    readers need not rebuild the run), versions, how to reproduce it and when it started."""
     cfg = test.spec
     return {
         "config": cfg.to_json(),
@@ -101,11 +104,28 @@ def run_meta(test: Test, run_dir: Path) -> dict[str, Any]:
         "schedule": [a.to_json() for a in test.schedule],
         "windows": dict(test.system.failpoints),  # what window coverage is measured against
         "roles": [role_to_json(r) for r in test.plan_info.roles.values()],
+        # how the report draws each fault action (so it need not build a nemesis)
+        MARKS: marks_to_json(marks(test.plan_info.roles)),
         "versions": _versions(),
         "reproduce": repro_command(cfg, run_dir),
         UNPLANNED: unplanned(cfg.nemeses, test.schedule, cfg.duration_s, cfg.nemesis_interval_s),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+
+
+def marks_of(run_dir: Path) -> Mapping[str, Mark]:
+    """How the report draws the fault actions of a stored run: the marks its ``test.json``
+    keeps, or, for a run stored before marks were kept, those its nemeses give for its stored
+    roles (the built-in roles when it has none)."""
+    from sealcheck.core.roles import stored_roles
+    from sealcheck.rundir.regular import read_text
+
+    try:
+        meta = json.loads(read_text(run_dir / "test.json", run_dir))
+    except (OSError, ValueError):
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
+    return stored_marks(meta.get(MARKS)) or marks(stored_roles(meta.get("roles")))
 
 
 def run_test(test: Test, display: Display | None = None) -> Outcome:
@@ -170,7 +190,7 @@ def run_test(test: Test, display: Display | None = None) -> Outcome:
 def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Display) -> None:
     """The coverage the judge wrote into ``results.json``, in the lines printed after the
     verdict."""
-    from sealcheck.nemeses.coverage import COVERAGE, from_json, summary
+    from sealcheck.rundir.coverage import COVERAGE, from_json, summary
     from sealcheck.rundir.regular import read_text
 
     points = dict(test.system.failpoints) if "failpoint" in test.nemeses else {}
@@ -192,7 +212,8 @@ def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Di
 def results_doc(run_dir: Path, doc: dict[str, Any]) -> dict[str, Any]:
     """The checkers' ``results.json`` document with the run's fault coverage, computed as the
     run is judged (:func:`sealcheck.nemeses.coverage.judged`): what the report renders."""
-    from sealcheck.nemeses.coverage import COVERAGE, judged, to_json
+    from sealcheck.nemeses.coverage import judged
+    from sealcheck.rundir.coverage import COVERAGE, to_json
 
     windows = judged(run_dir)
     return doc if windows is None else {**doc, COVERAGE: to_json(windows)}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sealcheck.nemeses.coverage import outcomes
+from sealcheck.rundir.coverage import outcomes
 from sealcheck.rundir.names import LAST_EXIT, LAST_START, current_action, current_context
 
 

@@ -20,13 +20,12 @@ contract). A run judged before its facts were recorded still renders, saying so.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 
-from sealcheck.core.roles import stored_roles
-from sealcheck.nemeses.coverage import COVERAGE, Window, coverage, from_json, outcomes
 from sealcheck.report import chart
 from sealcheck.report.batches import batch_rows, state_rows, tables_of
 from sealcheck.report.explain import context_lines, schedule_rows
@@ -41,6 +40,7 @@ from sealcheck.report.story import stories
 from sealcheck.report.templating import render as render_template
 from sealcheck.report.timeline import build_timeline
 from sealcheck.rundir.archive import REJUDGING
+from sealcheck.rundir.coverage import COVERAGE, Window, from_json
 from sealcheck.rundir.facts import RunFacts, SealLag, StepAssignment, bindings_kept, read_facts
 from sealcheck.rundir.history import History, HistoryError
 from sealcheck.rundir.judged import (
@@ -50,10 +50,11 @@ from sealcheck.rundir.judged import (
     report_meta,
     step_order,
 )
+from sealcheck.rundir.marks import MARKS, Mark, stored_marks
 from sealcheck.rundir.names import SUT_EXIT, log_of
 from sealcheck.rundir.regular import read_text
 
-__all__ = ["COLORS", "MEANING", "WORDS", "outcomes", "render", "steps_judged", "write_report"]
+__all__ = ["COLORS", "MEANING", "WORDS", "render", "steps_judged", "write_report"]
 
 COLORS = {True: "#1a7f37", False: "#cf222e", "unknown": "#9a6700", None: "#9a6700"}
 #: results.json's ``valid`` -> the word shown (it spells unknown ``"unknown"``)
@@ -152,8 +153,9 @@ def _word(checker: dict[str, Any]) -> str:
     )
 
 
-def render(run_dir: Path) -> str:
-    """The report of a stored run as one HTML string."""
+def render(run_dir: Path, marks: Mapping[str, Mark] | None = None) -> str:
+    """The report of a stored run as one HTML string, from its directory alone: its faults
+    drawn as ``test.json``'s marks say (``marks``: for a run stored before they were kept)."""
     meta = _load(run_dir / "test.json")
     results = _load(run_dir / "results.json")
     try:
@@ -164,7 +166,7 @@ def render(run_dir: Path) -> str:
     ops = history.ops
     facts = _facts(results)
     try:
-        tl = build_timeline(history, stored_roles(meta.get("roles")))
+        tl = build_timeline(history, stored_marks(meta.get(MARKS)) or marks)
     except HistoryError as exc:
         tl, unreadable = build_timeline(History.empty()), str(exc)
     valid = results.get("valid")
@@ -286,7 +288,7 @@ def render(run_dir: Path) -> str:
         if states is None
         else {"record": states[0], "rows": states[1], "more": states[2]},
         states_why=facts.states_why,
-        windows=_coverage(results, meta, ops),
+        windows=_coverage(results),
         files=_files(run_dir),
         config=[(k, _text(v)) for k, v in sorted(cfg.items())],
         versions=sorted(meta.get("versions", {}).items()),
@@ -318,13 +320,10 @@ def _exit(run_dir: Path, op: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _coverage(
-    results: dict[str, Any], meta: dict[str, Any], ops: list[dict[str, Any]]
-) -> list[Window]:
-    """The coverage the judge wrote into ``results.json``; for a run judged before it was
-    written there, computed from the history as the judge would."""
-    judged = from_json(results.get(COVERAGE))
-    return judged if judged is not None else coverage(meta, ops)
+def _coverage(results: dict[str, Any]) -> list[Window]:
+    """The coverage the judge wrote into ``results.json`` (none for a run judged before it
+    was written there: ``sealcheck check`` judges it again)."""
+    return from_json(results.get(COVERAGE)) or []
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -335,8 +334,9 @@ def _load(path: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def write_report(run_dir: Path) -> Path:
-    """Write ``report.html`` into the run directory; return its path."""
+def write_report(run_dir: Path, marks: Mapping[str, Mark] | None = None) -> Path:
+    """Write ``report.html`` into the run directory (``marks``: as :func:`render`); return its
+    path."""
     path = run_dir / "report.html"
-    path.write_text(render(run_dir), encoding="utf-8")
+    path.write_text(render(run_dir, marks), encoding="utf-8")
     return path

@@ -4,7 +4,7 @@ One time base for the whole report: seconds since the harness started the run (t
 clock, ``time`` of every op). On it:
 
 * series: acknowledged writes per second, and each collection's observed upper over time;
-* fault markers, each in a legend group (:data:`sealcheck.nemeses.api.GROUPS`): intervals (pause →
+* fault markers, each in a legend group (:data:`sealcheck.rundir.marks.GROUPS`): intervals (pause →
   resume, broker down → up, partition, zombie) and instants (kill, storage faults); a
   failpoint is drawn where it *fired* (the incarnation's exit) or, armed and never fired,
   where it was armed, apart;
@@ -23,10 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from sealcheck.core.roles import BUILT_IN, Role
-from sealcheck.nemeses.coverage import outcomes
-from sealcheck.nemeses.registry import marks
+from sealcheck.rundir.coverage import outcomes
 from sealcheck.rundir.history import History
+from sealcheck.rundir.marks import Mark
 from sealcheck.rundir.names import SUT_EXIT, SUT_START
 
 
@@ -72,10 +71,10 @@ def faults_start(ops: list[dict[str, Any]]) -> float | None:
     return warm
 
 
-def build_timeline(history: History, roles: Mapping[str, Role] | None = None) -> Timeline:
-    """The timeline of a history, its actions drawn by the run's ``roles`` (as ``test.json``
-    recorded them: :func:`sealcheck.core.roles.stored_roles`; None: the built-in roles,
-    :data:`sealcheck.core.roles.BUILT_IN`)."""
+def build_timeline(history: History, marks: Mapping[str, Mark] | None = None) -> Timeline:
+    """The timeline of a history, its fault actions drawn as the run's ``marks`` say (as
+    ``test.json`` keeps them: :func:`sealcheck.rundir.marks.stored_marks`; None: no fault is
+    drawn, only the system's starts and exits)."""
     ops = history.ops
     acks = history.collect(history.acked.lazy().select("time", "partition", "offset"))
     seconds = acks["time"].to_numpy() / 1e9
@@ -84,15 +83,13 @@ def build_timeline(history: History, roles: Mapping[str, Role] | None = None) ->
         counts = np.bincount(seconds.astype(int))
         tl.rate = [(float(i), int(c)) for i, c in enumerate(counts)]
     tl.faults_start_s = faults_start(ops)
-    _faults(ops, tl, BUILT_IN if roles is None else roles)
+    _faults(ops, tl, marks or {})
     _incarnations(ops, tl)
     return tl
 
 
-def _faults(ops: list[dict[str, Any]], tl: Timeline, roles: Mapping[str, Role]) -> None:
-    """Fault intervals and instants, from the nemesis ops and how each nemesis draws them in a
-    run with ``roles``."""
-    drawn = marks(roles)
+def _faults(ops: list[dict[str, Any]], tl: Timeline, drawn: Mapping[str, Mark]) -> None:
+    """Fault intervals and instants, from the nemesis ops, each drawn as ``drawn`` says."""
     settled = outcomes(ops)
     opened: dict[tuple[str, str], tuple[float, str, str]] = {}
     for op in ops:

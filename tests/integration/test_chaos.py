@@ -24,7 +24,7 @@ from sealcheck.checkers import check_run
 from sealcheck.harness.run.config import from_json
 from sealcheck.harness.run.test import build_test
 from sealcheck.infra import cleanup
-from sealcheck.report.report import outcomes
+from sealcheck.rundir.coverage import outcomes
 from sealcheck.rundir.history import History
 from tests.cli_runs import ROOT, ops, sealcheck_run
 

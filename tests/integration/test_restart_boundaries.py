@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sealcheck.infra import cleanup
-from sealcheck.report.report import outcomes
+from sealcheck.rundir.coverage import outcomes
 from tests.cli_runs import ops, runs_once
 
 pytestmark = pytest.mark.integration

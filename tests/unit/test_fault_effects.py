@@ -15,11 +15,12 @@ from sealcheck.core.roles import SUT, by_name
 from sealcheck.harness.run.exits import exit_evidence
 from sealcheck.infra.node import broker_role
 from sealcheck.nemeses import Action, PlanInfo
-from sealcheck.nemeses.coverage import coverage, summary
+from sealcheck.nemeses.coverage import coverage
 from sealcheck.nemeses.effects import judge
 from sealcheck.nemeses.kill import Kill
 from sealcheck.nemeses.lost_writes import LostWrites
 from sealcheck.nemeses.pause import Pause, proc_state
+from sealcheck.rundir.coverage import summary
 
 
 def roles(brokers: int = 1) -> dict:

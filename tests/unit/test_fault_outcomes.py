@@ -16,7 +16,7 @@ from sealcheck.nemeses.commit_reply import LoseCommitReply
 from sealcheck.nemeses.failpoint import Failpoint
 from sealcheck.nemeses.kill import Kill
 from sealcheck.nemeses.pause import Pause
-from sealcheck.report.report import outcomes
+from sealcheck.rundir.coverage import outcomes
 
 
 def roles(brokers: int = 1) -> dict:
@@ -202,7 +202,8 @@ def test_the_report_shows_each_action_s_final_outcome() -> None:
 
 
 def test_window_coverage_counts_what_the_history_says_was_reached() -> None:
-    from sealcheck.nemeses.coverage import coverage, unreached
+    from sealcheck.nemeses.coverage import coverage
+    from sealcheck.rundir.coverage import unreached
 
     points = {"a.mid": "inside a", "b.mid": "inside b", "c.mid": "inside c"}
     meta = {
@@ -331,8 +332,8 @@ def test_coverage_is_judged_into_results_json_and_the_report_renders_what_is_the
     import json
 
     from sealcheck.harness.run.runner import results_doc
-    from sealcheck.nemeses.coverage import COVERAGE, from_json
     from sealcheck.report.report import render
+    from sealcheck.rundir.coverage import COVERAGE, from_json
     from tests.runs import stored_run
 
     run = stored_run(tmp_path)

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from sealcheck.core.nodes import Launch
+from sealcheck.core.roles import BUILT_IN
 from sealcheck.infra import cleanup, procs
 from sealcheck.infra.local import LocalBackend
+from sealcheck.nemeses.registry import marks as nemesis_marks
 from sealcheck.report.report import render
 from sealcheck.report.timeline import build_timeline
 from sealcheck.rundir.history import History
@@ -135,7 +137,9 @@ def test_report_puts_the_verdict_first_and_escapes_values(tmp_path: Path) -> Non
 
 
 def test_timeline_pairs_faults_and_marks_restarts(tmp_path: Path) -> None:
-    tl = build_timeline(History.load(_stored_run(tmp_path, True) / "history.jsonl"))
+    tl = build_timeline(
+        History.load(_stored_run(tmp_path, True) / "history.jsonl"), nemesis_marks(BUILT_IN)
+    )
     assert tl.intervals == [(3.0, 5.0, "sut frozen")]
     assert tl.restarts == [(1.0, "incarnation 0")]
     assert tl.uppers["data"] == [(4.0, 1)]
@@ -276,3 +280,18 @@ def test_the_jvms_temporary_directory_is_one_absolute_argument(
     comma = LocalBackend(1, tmp_path / "a,b" / "work").service(Launch(("true",), ()), "s", tmp_path)
     assert "SPARK_LOCAL_DIRS" not in comma.env and "SPARK_SUBMIT_OPTS" not in comma.env
     assert comma.cwd == tmp_path / "a,b" / "work" / "spark-local" / "s" and comma.cwd.is_dir()
+
+
+def test_the_report_draws_faults_from_the_marks_the_run_kept(tmp_path: Path) -> None:
+    """The report builds no nemesis: a run's faults are drawn as its test.json's marks say;
+    a run stored before marks were kept gets them from the harness (``marks_of``)."""
+    from sealcheck.harness.run.runner import marks_of
+    from sealcheck.rundir.marks import MARKS, marks_to_json
+
+    run = _stored_run(tmp_path, True)
+    assert "sut frozen" not in render(run)  # no marks kept, none given: no fault drawn
+    assert "sut frozen" in render(run, marks_of(run))  # the harness's, from the built-in roles
+    meta = json.loads((run / "test.json").read_text())
+    meta[MARKS] = marks_to_json(nemesis_marks(BUILT_IN))
+    (run / "test.json").write_text(json.dumps(meta))
+    assert "sut frozen" in render(run)

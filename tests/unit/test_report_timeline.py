@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sealcheck.core.roles import BUILT_IN
+from sealcheck.nemeses.registry import marks as nemesis_marks
 from sealcheck.report import chart
 from sealcheck.report.explain import context_lines, schedule_rows
 from sealcheck.report.report import render
@@ -111,7 +113,7 @@ def _history(tmp_path: Path) -> History:
 
 
 def test_every_fault_gets_its_legend_group_on_the_runs_time_base(tmp_path: Path) -> None:
-    tl = build_timeline(_history(tmp_path))
+    tl = build_timeline(_history(tmp_path), nemesis_marks(BUILT_IN))
     assert tl.faults_start_s == 10.5  # the schedule's zero, not the warm-up's end
     by = {(m.group, m.at) for m in tl.markers}
     assert ("failpoint", 13.0) in by  # drawn where it fired (the exit), not where armed
@@ -127,7 +129,7 @@ def test_every_fault_gets_its_legend_group_on_the_runs_time_base(tmp_path: Path)
 def test_charts_have_real_axes_a_legend_and_anomaly_markers(tmp_path: Path) -> None:
     assert chart.nice_ticks(37) == [0, 5, 10, 15, 20, 25, 30, 35, 40]
     assert chart.nice_ticks(0.3, 3) == [0, 0.1, 0.2, 0.3]
-    tl = build_timeline(_history(tmp_path))
+    tl = build_timeline(_history(tmp_path), nemesis_marks(BUILT_IN))
     anomaly = {"kind": "diff-not-0-or-1", "key": "k1", "step": 2, "context": {"sealed_by_ns": 16e9}}
     lanes, legend = chart.lanes(tl, [anomaly])
     assert legend[:4] == ["down", "start", "kill", "failpoint"]

@@ -23,8 +23,10 @@ from sealcheck.harness.run.test import build_test
 from sealcheck.infra.node import broker_role
 from sealcheck.nemeses import Action, PlanInfo
 from sealcheck.nemeses.partition import Partition
+from sealcheck.nemeses.registry import marks
 from sealcheck.report.timeline import build_timeline
 from sealcheck.rundir.history import History
+from sealcheck.rundir.marks import MARKS, stored_marks
 from sealcheck.systems import every_role, run_roles, system
 
 #: a delta-streaming run on containers: its job keeps no store in PostgreSQL
@@ -172,9 +174,16 @@ def test_a_run_records_its_roles_and_the_report_reads_them(tmp_path: Path) -> No
     ]
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
     history = History.load(tmp_path / "history.jsonl")
-    tl = build_timeline(history, stored_roles([role_to_json(SUT), role_to_json(zk)]))
+    zk_marks = marks(stored_roles([role_to_json(SUT), role_to_json(zk)]))
+    tl = build_timeline(history, zk_marks)
     assert [(m.label, m.at, m.end) for m in tl.markers] == [("zk down 1", 1.0, 2.0)]
-    assert build_timeline(history).markers == []  # the built-in brokers say kafka, not zk
+    # the built-in brokers say kafka, not zk
+    assert build_timeline(history, marks(BUILT_IN)).markers == []
+    # the run keeps its marks: the report draws them from test.json alone
+    assert stored_marks(meta[MARKS]) == marks(test.plan_info.roles)
+    (tmp_path / "test.json").write_text(json.dumps({"roles": [role_to_json(SUT),
+                                                              role_to_json(zk)]}))  # fmt: skip
+    assert runner.marks_of(tmp_path) == zk_marks  # a run stored before marks were kept
     assert broker_role(3) == BUILT_IN["broker"]
 
 
