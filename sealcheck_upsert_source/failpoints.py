@@ -28,8 +28,9 @@ import sys
 import time
 from dataclasses import dataclass
 
+from sealcheck_failpoint import ENV_VAR as FILE_ENV_VAR  # spelled once, there
+
 ENV_VAR = "SEALCHECK_FAILPOINTS"
-FILE_ENV_VAR = "SEALCHECK_FAILPOINTS_FILE"
 
 #: Every failpoint, with where it sits. Keep in step with docs/architecture.md.
 FAILPOINTS: dict[str, str] = {

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from sealcheck_failpoint import ENV_VAR as FAILPOINTS_FILE_ENV
+
 
 class Node(Protocol):
     """One server of a test, local process or container. Each action returns what the history
@@ -95,7 +97,7 @@ class Launch:
     env: Mapping[str, str] = field(default_factory=dict)
     local_env: Mapping[str, str] = field(default_factory=dict)
     image: Callable[[], str] | None = None
-    failpoint_env: str = "SEALCHECK_FAILPOINTS_FILE"
+    failpoint_env: str = FAILPOINTS_FILE_ENV
     entrypoint: tuple[str, ...] | None = None
     shared: tuple[str, ...] = ()
     #: the directory a local process starts in (None: the harness's own); a job's scratch files

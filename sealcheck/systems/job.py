@@ -49,9 +49,11 @@ from sealcheck.systems.job_calls import (
 )
 from sealcheck.systems.outputs import Output
 from sealcheck.systems.spark_cluster import SparkCluster
+from sealcheck_failpoint import ENV_VAR
 
-#: the environment variable naming the failpoint file (:mod:`sealcheck_failpoint`)
-FAILPOINT_ENV = "SEALCHECK_FAILPOINTS_FILE"
+#: the environment variable naming the failpoint file (spelled once, in
+#: :mod:`sealcheck_failpoint`)
+FAILPOINT_ENV = ENV_VAR
 #: Kafka's bootstrap servers in :meth:`JobRun.placeholder` (nothing listens there)
 PLACEHOLDER_BOOTSTRAP = "127.0.0.1:9092"
 

@@ -1,8 +1,9 @@
 """``sealcheck-upsert-source:<hash>``: the base image plus the pipeline's Python dependencies,
 installed from wheels prepared on the host (``pip wheel``, using the host's pip cache and
 PyPI, kept in the user's cache), the pipeline's source (the ``sealcheck_upsert_source`` package
-alone, copied from where it is installed, a checkout or site-packages: it imports nothing else
-of Sealcheck) and the Spark connector jars, which ``SEALCHECK_SPARK_JARS`` names. Nothing is
+and the dependency-free failpoint helper ``sealcheck_failpoint`` whose variable it reads,
+copied from where they are installed, a checkout or site-packages: it imports nothing else of
+Sealcheck) and the Spark connector jars, which ``SEALCHECK_SPARK_JARS`` names. Nothing is
 fetched during the image build itself (``pip install --no-index``).
 """
 
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path, PurePosixPath
 from types import ModuleType
 
+import sealcheck_failpoint
 import sealcheck_upsert_source
 from sealcheck.infra.containers.images import _build_context, base_image
 from sealcheck.infra.jars import jars_dir, pom_property, setup_jars
@@ -39,7 +41,7 @@ RUNTIME = (
     "protobuf",
 )
 #: The packages copied into the image, from where they are installed.
-SOURCES: tuple[ModuleType, ...] = (sealcheck_upsert_source,)
+SOURCES: tuple[ModuleType, ...] = (sealcheck_upsert_source, sealcheck_failpoint)
 JARS_IN_IMAGE = "/opt/sealcheck/jars"
 #: PySpark's spark-submit in the image's virtualenv (runs the Spark Connect server).
 SPARK_SUBMIT_IN_IMAGE = "/opt/venv/lib/python3.11/site-packages/pyspark/bin/spark-submit"
