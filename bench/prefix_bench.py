@@ -1,4 +1,4 @@
-"""Prefix checker benchmark: the sweep of :mod:`sealcheck.checkers.prefix` over 10,000,000
+"""Prefix checker benchmark: the sweep of :mod:`sealcheck.checkers.prefix.sweep` over 10,000,000
 input records of 100,000 keys and 1,000 observed states (a correct run: each state is the
 upsert of a per-partition prefix), then the same with one state corrupted. Prints the time of
 building the observed values, of the sweep and in all; asserts nothing about time.
@@ -15,7 +15,7 @@ import time
 import numpy as np
 import polars as pl
 
-from sealcheck.checkers.prefix import judge, observed_values
+from sealcheck.checkers.prefix.sweep import judge, observed_values
 
 
 def generate(

@@ -82,7 +82,7 @@ def _acknowledged(run: RunData, res: CheckResult) -> None:
                         "key": show(there["key"]),
                         "value": show(there["value"]),
                     },
-                    detail=f"a Kafka anomaly, not the pipeline's: the write was {what}",
+                    detail=f"a Kafka anomaly, not the system's: the write was {what}",
                     context=_ack_context(run, ack.get("time")),
                 )
             )
@@ -230,6 +230,6 @@ def _incomplete(run: RunData, res: CheckResult) -> CheckResult:
         res.valid = None
         res.error = (
             f"{explained} final differences are on keys whose acknowledged writes Kafka lost "
-            "(see kafka-lost-write): not blamed on the pipeline, not judged"
+            "(see kafka-lost-write): not blamed on the system under test, not judged"
         )
     return res

@@ -26,12 +26,12 @@ from sealcheck.checkers import (
     diff_of_one,
     frontiers,
     no_phantoms,
-    prefix_check,
     seal_monotonic,
     sealed_state,
     unique_key,
 )
 from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.prefix import check as prefix_check
 from sealcheck.checkers.result import CheckResult, RunResult
 from sealcheck.rundir import files
 from sealcheck.rundir.history import HistoryError

@@ -2,9 +2,8 @@
 record wins each slot at each step, and the updates (or just the fingerprints) that the
 model emits for ``data`` and ``errors``.
 
-The record encoding is the one in ``docs/architecture.md``; :mod:`sealcheck.checkers.model` is the
-slow
-row-by-row reference the tests compare this against. Bytes are looked at once, batch by batch,
+The record encoding is the one in ``docs/architecture.md``; the tests' ``tests/model.py`` is
+the slow row-by-row reference they compare this against. Bytes are looked at once, batch by batch,
 while classifying: afterwards only hashes, positions and a reason code are kept.
 """
 

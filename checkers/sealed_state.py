@@ -239,6 +239,6 @@ def check(run: RunData) -> CheckResult:
             res.valid = None
             res.error = (
                 f"{explained} differences are on keys whose acknowledged writes Kafka lost "
-                "(see completeness: kafka-lost-write); they are not blamed on the pipeline"
+                "(see completeness: kafka-lost-write); they are not blamed on the system under test"
             )
     return res

@@ -240,8 +240,6 @@ class PlanInfo:
         return self.roles.get(name) or Role(name, count=0)
 
 
-
-
 class Nemesis:
     """Base class: plan, invoke, resolve, heal; setup and teardown default to nothing.
 

@@ -28,9 +28,11 @@ import sys
 import time
 from dataclasses import dataclass
 
-from sealcheck_failpoint import ENV_VAR as FILE_ENV_VAR  # spelled once, there
+from sealcheck_failpoint import ENV_VAR as _FILE_ENV
 
 ENV_VAR = "SEALCHECK_FAILPOINTS"
+#: the variable naming the failpoint file (spelled once, in :mod:`sealcheck_failpoint`)
+FILE_ENV_VAR: str = _FILE_ENV
 
 #: Every failpoint, with where it sits. Keep in step with docs/architecture.md.
 FAILPOINTS: dict[str, str] = {

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sealcheck.checkers.model import expected_state
 from sealcheck.rundir.files import TopicRecord
 from sealcheck_upsert_source.persist import InvariantViolation, Persist
+from tests.model import expected_state
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The prefix checker's sweep (:mod:`sealcheck.checkers.prefix`) on hand-made histories, each
+"""The prefix checker's sweep (:mod:`sealcheck.checkers.prefix.sweep`) on hand-made histories, each
 anomaly with its explanation, and against a brute-force search of every cut on small inputs."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sealcheck.checkers import prefix
-from sealcheck.checkers.prefix import judge, observed_values
-from sealcheck.checkers.prefix_explain import explain, feasible, spans_of
-from sealcheck.checkers.prefix_index import ABSENT, MANY, index
+from sealcheck.checkers.prefix import sweep as prefix
+from sealcheck.checkers.prefix.explain import explain, feasible, spans_of
+from sealcheck.checkers.prefix.index import ABSENT, MANY, index
+from sealcheck.checkers.prefix.sweep import judge, observed_values
 
 # A record: (partition, key, value); value None deletes. Offsets count per partition from 0.
 Rec = tuple[int, str, str | None]

@@ -1,5 +1,5 @@
 """The ``prefix`` checker's shortcut for aligned tables (:func:`sealcheck.checkers.
-prefix_check.one_cut`): when each table's own smallest cuts meet at every state, one cut per
+prefix.check.one_cut`): when each table's own smallest cuts meet at every state, one cut per
 partition explains both, so the tables need not be judged again as one. Both it and that full
 judgement are checked against a search of every cut on random histories of two tables
 sharing one input (a record may touch either table or both), and the shortcut is shown to be
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sealcheck.checkers import run_checkers
-from sealcheck.checkers.prefix import Judgement, judge
-from sealcheck.checkers.prefix_check import one_cut
+from sealcheck.checkers.prefix.check import one_cut
+from sealcheck.checkers.prefix.sweep import Judgement, judge
 from tests.runs import build_run
 
 # A record: (partition, data effect, errors effect); an effect is (key, value or None: a

@@ -1,4 +1,4 @@
-"""The ``prefix`` checker on whole runs (:mod:`sealcheck.checkers.prefix_check`): valid on a
+"""The ``prefix`` checker on whole runs (:mod:`sealcheck.checkers.prefix.check`): valid on a
 correct run, and each seeded violation caught with an explanation a person acts on."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 import json
 
-from sealcheck.checkers.model import expected_state
 from sealcheck.rundir.files import TopicRecord
 from sealcheck_upsert_source.persist import Update
 from sealcheck_upsert_source.upsert import SourceRecord, apply, error_key, upsert_step, winners
+from tests.model import expected_state
 
 
 def R(p: int, o: int, k: bytes | None, v: bytes | None) -> SourceRecord:

@@ -18,8 +18,8 @@ import polars as pl
 
 from sealcheck.checkers.frames import pair_hash
 from sealcheck.checkers.inputs import RunData
-from sealcheck.checkers.prefix import Judgement, judge
-from sealcheck.checkers.prefix_explain import explain, tell
+from sealcheck.checkers.prefix.explain import explain, tell
+from sealcheck.checkers.prefix.sweep import Judgement, judge
 from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
 
 NAME = "prefix"

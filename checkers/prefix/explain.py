@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sealcheck.checkers.prefix_index import ABSENT, MANY
+from sealcheck.checkers.prefix.index import ABSENT, MANY
 
 if TYPE_CHECKING:
-    from sealcheck.checkers.prefix_index import Table
+    from sealcheck.checkers.prefix.index import Table
 
 Span = tuple[int, int]
 #: pairs are searched exhaustively among at most this many constrained keys
@@ -48,7 +48,7 @@ class KeyStory:
     partition: int
     #: an input record of the key (its row in the topic dump), to show its bytes
     row: int
-    #: the shown value's id (:data:`~.prefix_index.ABSENT`, :data:`~.prefix_index.MANY`)
+    #: the shown value's id (:data:`~.index.ABSENT`, :data:`~.index.MANY`)
     shows: int
     #: every cut (inclusive ranges of records applied) at which the key holds that value
     spans: tuple[Span, ...]

@@ -20,7 +20,7 @@ so a state no cut explains leaves the sweep where it was (the state is reported,
 one is judged from the same cut).
 
 Values are compared by their 64-bit hashes, as every checker does
-(:mod:`sealcheck.checkers.frames`). When no cut exists, :mod:`.prefix_explain` names a
+(:mod:`sealcheck.checkers.frames`). When no cut exists, :mod:`.explain` names a
 smallest set of keys that no cut satisfies together, with the offsets that explain each.
 """
 
@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from sealcheck.checkers.frames import sort_runs
-from sealcheck.checkers.prefix_explain import (
+from sealcheck.checkers.prefix.explain import (
     Conflict,
     KeyStory,
     Partition,
@@ -40,7 +40,7 @@ from sealcheck.checkers.prefix_explain import (
     spans_of,
     story,
 )
-from sealcheck.checkers.prefix_index import ABSENT, MANY, Table, index
+from sealcheck.checkers.prefix.index import ABSENT, MANY, Table, index
 
 _FIRST_CHUNK = 4096
 _MAX_CHUNK = 1 << 20
@@ -61,7 +61,7 @@ class Judgement:
     conflict_count: int = 0
     #: ``reach[state][partition]``: how many records past its cut still explain the state;
     #: with :attr:`cuts`, a range of cuts that all explain it
-    #: (:func:`sealcheck.checkers.prefix_check.one_cut`)
+    #: (:func:`sealcheck.checkers.prefix.check.one_cut`)
     reach: dict[int, dict[int, int]] = field(default_factory=dict)
     #: the same for the empty table before the first state (its cut: 0)
     reach_before: dict[int, int] = field(default_factory=dict)
