@@ -14,13 +14,17 @@ import dataclasses
 import math
 import re
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sealcheck.harness.run.sample import Sample, load_sample
 from sealcheck.harness.run.workload import DISTRIBUTIONS, UpsertMix
 from sealcheck.rundir.names import OLD_SYSTEMS, RUNS_DIR
+
+if TYPE_CHECKING:
+    from sealcheck.systems.api import SystemUnderTest
 
 
 class ConfigError(ValueError):
@@ -140,21 +144,16 @@ MAX_DURATION_S = 7 * 24 * 3600.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
-def _hostable(cfg: TestConfig) -> tuple[str, ...]:
-    """The nemeses of ``cfg`` that its run can host — every role they act on is a role of the
-    run, and its backend and system offer what they require: a default (the mix), not a check —
-    a named nemesis the run cannot host is refused by the built test."""
+def _hostable(cfg: TestConfig, sut: SystemUnderTest) -> tuple[str, ...]:
+    """The nemeses of ``cfg`` that its run of ``sut`` can host — every role they act on is a
+    role of the run, and its backend and system offer what they require: a default (the mix),
+    not a check — a named nemesis the run cannot host is refused by the built test."""
     from sealcheck.infra.backends import NAMES, capabilities
     from sealcheck.infra.lazy_disk import fuse_missing
     from sealcheck.nemeses.api import PlanInfo
     from sealcheck.nemeses.registry import NEMESES, lacking
-    from sealcheck.systems.registry import SystemNotFound, system
     from sealcheck.systems.roles import run_roles
 
-    try:
-        sut = system(cfg.system, cfg.system_options)
-    except SystemNotFound:
-        return cfg.nemeses  # building the test says what is wrong
     if cfg.backend not in NAMES:
         return cfg.nemeses
     offered = (capabilities(cfg.backend) | sut.offers(cfg.backend)) - sut.opt_in
@@ -266,16 +265,43 @@ def _build(kind: type, values: Any, where: str) -> Any:
     return kind(**out)
 
 
-def _system_defaults(cfg: TestConfig, given: dict[str, Any]) -> TestConfig:
-    """``cfg`` with its system under test's own defaults where ``given`` sets nothing."""
+def with_system_defaults(
+    cfg: TestConfig, sut: SystemUnderTest, given: Collection[str]
+) -> TestConfig:
+    """``cfg`` with ``sut``'s own run defaults (``SystemUnderTest.run_defaults``) for the
+    settings not in ``given``, the containers topology's 3 brokers, and — unless ``nemeses``
+    is given — the default mix less what the run cannot host."""
+    defaults = {k: v for k, v in sut.run_defaults.items() if k not in given}
+    if defaults:  # each checked as the setting it is
+        checked = _build(TestConfig, defaults, f"{type(sut).__name__}.run_defaults")
+        cfg = dataclasses.replace(cfg, **{k: getattr(checked, k) for k in defaults})
+    if cfg.backend == "containers" and "brokers" not in given:
+        cfg = dataclasses.replace(cfg, brokers=3)  # the containers topology: 3 brokers
+    if "nemeses" not in given:  # the default mix, without what this backend cannot host
+        cfg = dataclasses.replace(cfg, nemeses=_hostable(cfg, sut))
+    return cfg
+
+
+def given_settings(cfg: TestConfig) -> frozenset[str]:
+    """The settings of a config built in Python (``TestConfig(seed=7, ...)``) that differ from
+    :class:`TestConfig`'s defaults: the ones its user gave (a setting given equal to its
+    default counts as not given)."""
+    plain = TestConfig()
+    return frozenset(
+        f.name
+        for f in dataclasses.fields(TestConfig)
+        if f.name != "workload" and getattr(cfg, f.name) != getattr(plain, f.name)
+    )
+
+
+def _resolved(cfg: TestConfig) -> SystemUnderTest | None:
+    """The system ``cfg`` names, or None when it names none (building the test says so)."""
     from sealcheck.systems.registry import SystemNotFound, system
 
     try:
-        sut = system(cfg.system, cfg.system_options)
+        return system(cfg.system, cfg.system_options)
     except SystemNotFound:
-        return cfg  # building the test says what is wrong
-    defaults = {k: v for k, v in sut.run_defaults.items() if k not in given}
-    return _build(TestConfig, {**given, **defaults}, "config") if defaults else cfg
+        return None
 
 
 def build_config(raw: dict[str, Any]) -> TestConfig:
@@ -293,12 +319,10 @@ def build_config(raw: dict[str, Any]) -> TestConfig:
     workload = values.pop("workload", {})
     try:
         cfg = _build(TestConfig, values, "config")
-        cfg = _system_defaults(cfg, values)
-        if cfg.backend == "containers" and "brokers" not in values:
-            cfg = dataclasses.replace(cfg, brokers=3)  # the containers topology: 3 brokers
-        if "nemeses" not in values:  # the default mix, without what this backend cannot host
-            cfg = dataclasses.replace(cfg, nemeses=_hostable(cfg))
         cfg = dataclasses.replace(cfg, workload=_build(WorkloadConfig, workload, "workload"))
+        sut = _resolved(cfg)
+        if sut is not None:  # else building the test says what is wrong
+            cfg = with_system_defaults(cfg, sut, set(values))
     except TypeError as exc:
         raise ConfigError(f"config: {exc}") from None
     _check(cfg)

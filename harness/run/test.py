@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from sealcheck.core.windows import boundaries
-from sealcheck.harness.run.config import ConfigError, TestConfig, load_config
+from sealcheck.harness.run.config import (
+    ConfigError,
+    TestConfig,
+    given_settings,
+    load_config,
+    with_system_defaults,
+)
 from sealcheck.harness.run.sample import SampleError, digest, load_sample
 from sealcheck.harness.run.validate import (
     backend_capabilities,
@@ -100,7 +106,9 @@ def build_test(
 ) -> Test:
     """Build ``spec``: its system under test (``sut``, when given, replaces the one the spec
     names, and the spec then names ``sut`` as :func:`sealcheck.systems.registry.reference`
-    does, so that a replay or a child run rebuilds it), its backend,
+    does, so that a replay or a child run rebuilds it; the settings a spec made in Python
+    leaves at :class:`TestConfig`'s defaults take ``sut``'s own run defaults, its nemesis mix
+    among them, as :func:`load_config` gives a system it names), its backend,
     every seed and the whole fault schedule from ``spec.seed`` (same seed, same test), or
     ``schedule`` as given when replaying. Each name the spec gives is resolved here, once: one
     that names nothing (a system, backend, nemesis or checker) is a :class:`ConfigError`.
@@ -110,6 +118,8 @@ def build_test(
             sut = system(spec.system, spec.system_options)
         else:  # saved as the name and options that rebuild it (replay, child runs)
             name, options = reference(sut)
+            if name != spec.system:  # a system given in Python: its own defaults, as named
+                spec = with_system_defaults(spec, sut, given_settings(spec))
             spec = dataclasses.replace(spec, system=name, system_options=options)
     except SystemNotFound as exc:
         raise ConfigError(str(exc)) from None

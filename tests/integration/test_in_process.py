@@ -29,7 +29,10 @@ def snippet() -> str:
 def test_the_tutorials_run_from_python_runs_as_shown(tmp_path: Path) -> None:
     code = snippet()
     imports = [line for line in code.splitlines() if line.startswith(("import ", "from "))]
-    assert imports == ["from sealcheck import build_test, load_config, run_test"], imports
+    assert imports == [
+        "from sealcheck import TestConfig, WorkloadConfig, build_test, run_test",
+        "from user_job_sqlite_sealcheck import UserJobSQLite",  # the example's descriptor
+    ], imports
     example = ROOT / "examples" / "user_job"
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT), str(example)])}
     done = subprocess.run(

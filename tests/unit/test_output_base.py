@@ -3,10 +3,12 @@ and ``export``; the members only outputs observed from outside need (``capture``
 ``watch_batches`` with ``between_batches``, ``watch_checkpoint``, ``close``) have defaults the
 harness calls without probing. An object written to the earlier protocol (the three methods,
 no base) is still taken; one that also has an optional member is refused in one line, since
-the harness would not call it."""
+the harness would not call it. (And a job given to ``build_test`` in Python takes its own run
+defaults where the config leaves TestConfig's, as a system named in a config does.)"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,3 +119,19 @@ def test_one_with_an_optional_member_and_no_base_is_one_line() -> None:
     message = str(info.value)
     assert "which has close but does not subclass sealcheck.Output: subclass it" in message
     assert "\n" not in message
+
+
+def test_a_config_made_in_python_takes_the_systems_own_defaults() -> None:
+    """``build_test(TestConfig(seed=7), sut=job)``: what the config leaves at TestConfig's
+    defaults takes the job's run defaults (its mix, its windows), as a named system does;
+    what it sets stays."""
+    from sealcheck import TestConfig, build_test
+
+    plain = build_test(TestConfig(seed=7), sut=LedgerJob()).spec
+    named = build_test(load_config(None, {"system": "tests.unit.test_output_base:LedgerJob",
+                                          "seed": 7})).spec  # fmt: skip
+    same = dataclasses.replace(plain, system=named.system, system_options=named.system_options)
+    assert same == named and plain.nemesis_interval_s == Job.run_defaults["nemesis_interval_s"]
+    assert plain.nemeses and set(plain.nemeses) <= set(Job.run_defaults["nemeses"])
+    mine = build_test(TestConfig(seed=7, nemeses=("kill",), duration_s=16), sut=LedgerJob())
+    assert (mine.spec.nemeses, mine.spec.duration_s) == (("kill",), 16)

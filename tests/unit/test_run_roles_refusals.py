@@ -118,9 +118,9 @@ def test_the_run_target_serves_no_nodes_of_a_role_the_run_lacks() -> None:
 def test_the_default_mix_leaves_out_nemeses_whose_role_the_run_lacks() -> None:
     mix = ("kill", "kill-postgres", "kill-kafka", "kill-spark-worker")
     delta = TestConfig(system="delta-streaming", backend="containers", brokers=3, nemeses=mix)
-    assert _hostable(delta) == ("kill", "kill-kafka")
+    assert _hostable(delta, system("delta-streaming")) == ("kill", "kill-kafka")
     upsert = TestConfig(system="upsert-source", backend="containers", brokers=3, nemeses=mix)
-    assert _hostable(upsert) == ("kill", "kill-postgres", "kill-kafka")
+    assert _hostable(upsert, system("upsert-source")) == ("kill", "kill-postgres", "kill-kafka")
 
 
 def test_the_cli_refuses_a_replay_once_in_one_line_starting_nothing(
