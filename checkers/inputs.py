@@ -1,6 +1,6 @@
 """What the checkers judge, loaded from a run directory: data only, no servers, no Spark.
 
-A run directory holds (written by the harness; see ``docs/architecture.md``):
+A run directory holds (written by the harness; see ``docs/formats.md``):
 
 * ``topic.parquet`` — the input log: ``partition, offset, key, value`` (key/value binary, null
   for a null key / a tombstone);

@@ -2,7 +2,7 @@
 record wins each slot at each step, and the updates (or just the fingerprints) that the
 model emits for ``data`` and ``errors``.
 
-The record encoding is the one in ``docs/architecture.md``; the tests' ``tests/model.py`` is
+The record encoding is the one in ``docs/formats.md``; the tests' ``tests/model.py`` is
 the slow row-by-row reference they compare this against. Bytes are looked at once, batch by batch,
 while classifying: afterwards only hashes, positions and a reason code are kept.
 """
@@ -242,7 +242,7 @@ def assign_steps(classified: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
 
 
 def builtin_effects(records: pl.DataFrame, errors: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """The built-in record encoding (``docs/architecture.md``) as effects per collection,
+    """The built-in record encoding (``docs/formats.md``) as effects per collection,
     from the two frames of :func:`classify`: ``row, partition, offset, kh, vh`` (``kh``: hash
     of the key in that collection, ``vh``: hash of the value, null for a delete).
 

@@ -5,7 +5,7 @@ reader of ``results.json`` applies too (:func:`sealcheck.rundir.judged.run_verdi
 beats unknown beats true. A checker for which the system under test offers nothing to judge is
 *not applicable* (:meth:`CheckResult.not_applicable`): it is left out of the composition and
 never shown as valid. The JSON form (``results.json``) is documented in
-``docs/architecture.md``; its ``"facts"`` (what the report shows besides the verdict) in
+``docs/formats.md``; its ``"facts"`` (what the report shows besides the verdict) in
 :mod:`sealcheck.rundir.facts`.
 """
 

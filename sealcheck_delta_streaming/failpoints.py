@@ -15,7 +15,7 @@ from __future__ import annotations
 from sealcheck_failpoint import ENV_VAR as FILE_ENV_VAR
 from sealcheck_failpoint import FailpointError, Failpoints
 
-#: Every failpoint of the job, with where it sits. Keep in step with docs/architecture.md.
+#: Every failpoint of the job, with where it sits. Keep in step with docs/systems.md.
 FAILPOINTS: dict[str, str] = {
     "start.before_query": "start-up: Spark session up and tables created, the streaming query "
     "not yet started (it will resume from the checkpoint)",

@@ -4,7 +4,7 @@ Layout of the job's directory (``--dir``): ``data/`` and ``errors/`` (Delta tabl
 data feed on), ``checkpoint/`` (the query's checkpoint: ``offsets/N`` is written before batch N
 runs, ``commits/N`` after ``foreachBatch`` returned). Per micro-batch, per raw key (null keys:
 per partition) the record with the highest offset wins and decides both tables exactly as the
-pipeline's record encoding says (``docs/architecture.md``): a JSON value upserts ``data`` and
+pipeline's record encoding says (``docs/formats.md``): a JSON value upserts ``data`` and
 retracts the key's error, a tombstone deletes both, a bad value deletes the data key and upserts
 an error. Each ``MERGE`` sets Delta's idempotent-write identifiers (``txnAppId`` = the app id,
 ``txnVersion`` = the batch id), so a batch replayed after a crash changes nothing that was

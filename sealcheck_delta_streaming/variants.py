@@ -1,5 +1,5 @@
 """Variants of the job that people really write (``--variant NAME``), each one line away from
-the correct job, with why people write it. ``docs/architecture.md`` ("The delta-streaming job")
+the correct job, with why people write it. ``docs/systems.md`` ("The delta-streaming job")
 says what Sealcheck finds for each and under which fault.
 """
 

@@ -34,7 +34,7 @@ ENV_VAR = "SEALCHECK_FAILPOINTS"
 #: the variable naming the failpoint file (spelled once, in :mod:`sealcheck_failpoint`)
 FILE_ENV_VAR: str = _FILE_ENV
 
-#: Every failpoint, with where it sits. Keep in step with docs/architecture.md.
+#: Every failpoint, with where it sits. Keep in step with docs/systems.md.
 FAILPOINTS: dict[str, str] = {
     "bindings.before_append": "step loop: new offsets chosen, bindings not yet appended",
     "bindings.mid_append": "persist: inside the bindings transaction, part of the rows written",

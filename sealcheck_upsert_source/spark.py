@@ -3,7 +3,7 @@
 * Local mode (``local[N]``, the classic embedded driver): the Kafka connector's jars are
   handed in (``--jars`` or ``SEALCHECK_SPARK_JARS``); the pipeline never looks for them
   itself, so it depends on nothing but PySpark. A new process pays for a JVM and a cold first
-  query: 8-9 s here (``docs/architecture.md``, "Recovery").
+  query: 8-9 s here (``docs/systems.md``, "Recovery").
 * Spark Connect (``--spark-remote sc://host:port`` or ``SEALCHECK_SPARK_REMOTE``): the driver
   is a long-lived server that holds the connector; the pipeline is a thin gRPC client, so a
   restarted incarnation reads again after about 1 s. :func:`connect_server_command` says how to

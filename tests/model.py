@@ -3,7 +3,7 @@
 Written independently of ``pipeline/upsert.py`` (an N-version check): replay the topic up
 to given per-partition offsets; per raw key (null keys: per partition) the record with the
 highest ``(offset, partition)`` wins; the winner decides ``data`` and ``errors`` as
-``docs/architecture.md`` ("Record encoding") specifies.
+``docs/formats.md`` ("Record encoding") specifies.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ _HELP = {
     "brokers": "1 or 3 Kafka brokers",
     "duration_s": "seconds of faults",
     "nemeses": "comma-separated nemeses, a name twice for two shares of the windows, or none "
-    "(default: the mix in docs/architecture.md, less what the backend cannot host): "
+    "(default: the mix in docs/runs.md, less what the backend cannot host): "
     + ",".join(NEMESES),
     "nemesis_interval_s": "seconds per fault window",
     "final_timeout_s": "seconds allowed to catch up after healing",

@@ -6,7 +6,7 @@ Columns: ``row`` (the record's position in ``topic.parquet``), ``partition``, ``
 ``table`` (``data`` or ``errors``), ``key`` (:func:`~sealcheck.core.effects.encode_key`) and
 ``value`` (:func:`~sealcheck.core.effects.encode_row`; null for a delete). A record the mapping
 skips has no row; a record may have one row per table. A run without this file is judged
-against the built-in record encoding of ``docs/architecture.md`` ("Record encoding").
+against the built-in record encoding of ``docs/formats.md`` ("Record encoding").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The history of a run: JSON lines written by the harness as the run happens and read by
 the checkers, the report and the tests — its one reader, and the names of its ops (the format
-is in ``docs/architecture.md``; its one writer is
+is in ``docs/formats.md``; its one writer is
 :class:`sealcheck.rundir.history_writer.HistoryWriter`).
 
 Acknowledged writes (``ok``) go to ``acks.arrows`` beside the history instead, column-wise

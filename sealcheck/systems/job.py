@@ -142,7 +142,7 @@ class Job(SystemUnderTest):
 
     def effect(self, record: Record) -> Effects:
         """What ``record`` should do to the output (:mod:`sealcheck.core.effects`); not
-        defined: the built-in record encoding (``docs/architecture.md``)."""
+        defined: the built-in record encoding (``docs/formats.md``)."""
         raise NotImplementedError
 
     def effect_mapping(self) -> EffectMapping | None:

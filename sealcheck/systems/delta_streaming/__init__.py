@@ -59,7 +59,7 @@ class DeltaStreaming(SystemUnderTest):
     #: the same batch windows told from outside (the ``window`` nemesis: no failpoint)
     windows = streaming_windows("checkpoint", ("data", "errors"))
     broken_modes: Mapping[str, str] = MappingProxyType({n: v[0] for n, v in VARIANTS.items()})
-    #: a replayed MERGE of the same winners changes no row (docs/architecture.md)
+    #: a replayed MERGE of the same winners changes no row (docs/systems.md)
     harmless_modes = frozenset({"no-idempotent-writes"})
     requires = frozenset({"host-directory"})
     #: A killed driver is back after a JVM start, Spark, Delta and a first MERGE (~40 s on

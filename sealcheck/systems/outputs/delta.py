@@ -12,7 +12,7 @@ With ``checkpoint=None`` the job is judged from its tables alone: no offset log 
 export keeps no ``bindings`` (``"kept": false``), every table version is an observed state for
 the ``prefix`` checker — at the batches the commits name (Delta's ``txn`` or a ``batch=<id>``
 ``userMetadata``), both tables together, or else in commit order, each table alone
-(``docs/architecture.md``, "Outputs without bindings") — and the job is caught up once its
+(``docs/systems.md``, "Outputs without bindings") — and the job is caught up once its
 tables have settled (:attr:`settle_s`), as for a SQL table.
 
 The tables need the change data feed on (``delta.enableChangeDataFeed = true``). A row is

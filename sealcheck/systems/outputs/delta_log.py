@@ -1,7 +1,7 @@
 """Reading a Structured Streaming query's checkpoint and its Delta tables' transaction logs
 straight from their files, never through Spark (the engine under test).
 
-Formats relied on (Spark 4.0 / Delta 4.0; ``docs/architecture.md``, "Delta outputs"):
+Formats relied on (Spark 4.0 / Delta 4.0; ``docs/systems.md``, "Delta outputs"):
 
 * ``<checkpoint>/offsets/<N>`` (written before batch N runs): line 1 ``v1``, line 2 the
   batch's metadata JSON (``batchTimestampMs``: when the batch was planned, by the driver's

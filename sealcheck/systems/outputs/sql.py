@@ -1,6 +1,6 @@
 """A job's output in SQL tables that keep no bindings, observed from outside: the harness takes
 consistent snapshots of the tables while the run goes on and judges the sequence of states
-with the ``prefix`` checker (``docs/architecture.md``, "Outputs without bindings").
+with the ``prefix`` checker (``docs/systems.md``, "Outputs without bindings").
 
 A job states where its tables are and nothing else::
 

@@ -1,7 +1,7 @@
 """A job's output in Kafka topics of upserts (a compacted output topic, and one of dead
 letters), judged from their prefixes: a record's key is the row's key, its value the row (a
 JSON object's fields as columns, or with ``value`` its text as it is), a tombstone deletes the
-key (``docs/architecture.md``, "Outputs without bindings (Kafka topics)"). Keys, values and
+key (``docs/systems.md``, "Outputs without bindings (Kafka topics)"). Keys, values and
 JSON that are not UTF-8 are read as text with U+FFFD replacement, as tables are
 (:func:`sealcheck.systems.outputs.rows.text`).
 
