@@ -79,18 +79,14 @@ def run_pipeline(
     ``(ns, captured op's value)``; every sealed step captured into ``run_dir/captures.arrows``
     right after its upper is seen, as the harness's observer does)."""
     ends = log_end(backend.bootstrap, TOPIC)
-    settings = Settings(
-        TOPIC,
-        args.max_records_per_step,
-        args.retain_steps,
-        args.compact_every,
-        hold_steps=args.hold_steps,
-    )
+    settings = Settings(TOPIC, args.max_records_per_step)
+    options = {"retain_steps": args.retain_steps, "compact_every": args.compact_every,
+               "hold_steps": args.hold_steps}  # fmt: skip
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     rss = TreeRss(lambda: [pid for b in backend.brokers if (pid := b.ident) is not None])
     rss.start()
-    dep = system("upsert-source").deploy(backend, settings, work / "pipeline", logs)
+    dep = system("upsert-source", options).deploy(backend, settings, work / "pipeline", logs)
     out: dict[str, Any] = {"log_end": ends}
     t = time.monotonic()
     dep.start()

@@ -163,7 +163,7 @@ def measure(
     spark = (
         args.spark if args.spark == "cluster" else "connect" if name == "upsert-source" else "local"
     )
-    settings = Settings(TOPIC, args.max_records_per_step, 0, 1, spark=spark)
+    settings = Settings(TOPIC, args.max_records_per_step, spark=spark)
     logs = work / name / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     rss = TreeRss(lambda: brokers(backend))

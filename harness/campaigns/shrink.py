@@ -167,7 +167,7 @@ class Shrinker:
             raise ShrinkError(f"{run_dir} is INVALID but names no anomaly kind to keep")
         self.target = kind or kinds[0]
         try:
-            self.cfg = build_config(meta["config"])
+            self.cfg = build_config(meta["config"], stored=True)
             self.schedule = [Action.from_json(d) for d in meta["schedule"]]
         except Exception as exc:
             raise ShrinkError(f"{run_dir}/test.json cannot be replayed: {exc}") from None

@@ -28,8 +28,7 @@ _HELP = {
     "brokers": "1 or 3 Kafka brokers",
     "duration_s": "seconds of faults",
     "nemeses": "comma-separated nemeses, a name twice for two shares of the windows, or none "
-    "(default: the mix in docs/runs.md, less what the backend cannot host): "
-    + ",".join(NEMESES),
+    "(default: the mix in docs/runs.md, less what the backend cannot host): " + ",".join(NEMESES),
     "nemesis_interval_s": "seconds per fault window",
     "final_timeout_s": "seconds allowed to catch up after healing",
     "broken": "run the system under test with a deliberate bug or a variant people write "
@@ -124,7 +123,8 @@ def add_commands(sub: Any) -> None:
         dest="settings",
         metavar="NAME=VALUE",
         default=None,
-        help="any setting, e.g. --set workload.zipf_s=1.2 --set retain_steps=0 (a TOML value)",
+        help="any setting, e.g. --set workload.zipf_s=1.2 or --set "
+        "system_options.retain_steps=0 (a TOML value)",
     )
     run.add_argument("--no-progress", action="store_true", help="no live display")
     run.set_defaults(func=cmd_run)
@@ -217,7 +217,7 @@ def _replay(args: argparse.Namespace, overrides: dict[str, Any]) -> tuple[Any, l
     if not isinstance(meta, dict) or "config" not in meta or "schedule" not in meta:
         raise ConfigError(f"cannot replay {args.replay}: {meta_path} has no config or schedule")
     try:
-        cfg = build_config(meta["config"])
+        cfg = build_config(meta["config"], stored=True)
     except ConfigError as exc:
         raise ConfigError(f"cannot replay {args.replay}: saved {exc}") from None
     schedule = []

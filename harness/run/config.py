@@ -108,12 +108,6 @@ class TestConfig:
     nemesis_interval_s: float = 3.0
     final_timeout_s: float = 120.0  # liveness: time allowed to seal the log end after healing
     max_records_per_step: int = 2_000
-    # Compaction every 2 steps (so its failpoints are reached within a 3 s fault window),
-    # keeping 2 steps, and up to 20 more until the observer has captured them: steps below
-    # the store's ``since`` survive only merged, so they cannot be judged one by one.
-    retain_steps: int = 2
-    compact_every: int = 2
-    hold_steps: int = 20
     broken: str | None = None  # a deliberate bug of the system under test (its broken_modes)
     checkers: tuple[str, ...] = ()  # the checkers that judge the run (empty: every one)
     runs_dir: str = RUNS_DIR  # the archive of runs (sealcheck.rundir.archive)
@@ -200,9 +194,6 @@ def _check(cfg: TestConfig) -> None:
     need(cfg.nemesis_interval_s >= 1, f"nemesis_interval_s={cfg.nemesis_interval_s!r}: >= 1")
     need(cfg.final_timeout_s > 0, f"final_timeout_s={cfg.final_timeout_s!r}: must be positive")
     need(cfg.max_records_per_step >= 1, "max_records_per_step must be at least 1")
-    need(cfg.retain_steps >= 0, f"retain_steps={cfg.retain_steps!r}: 0 (never compact) or more")
-    need(cfg.hold_steps >= 0, f"hold_steps={cfg.hold_steps!r}: 0 (no read hold) or more")
-    need(cfg.compact_every >= 1, f"compact_every={cfg.compact_every!r}: at least 1")
     w = cfg.workload
     need(w.rate > 0, f"workload.rate={w.rate!r}: records per second, must be positive")
     need(1 <= w.concurrency <= 32, f"workload.concurrency={w.concurrency!r}: use 1 to 32")
@@ -294,6 +285,37 @@ def given_settings(cfg: TestConfig) -> frozenset[str]:
     )
 
 
+#: settings that were top-level and belong to one system: now its options (a stored
+#: ``test.json`` and ``--set retain_steps=0`` still read, as ``system_options.retain_steps``)
+MOVED_TO_OPTIONS = {"retain_steps": "upsert-source", "compact_every": "upsert-source",
+                    "hold_steps": "upsert-source"}  # fmt: skip
+
+
+def _system_settings_moved(values: dict[str, Any], stored: bool) -> dict[str, Any]:
+    """``values`` with each setting of :data:`MOVED_TO_OPTIONS` moved into ``system_options``
+    when the config's system is the one it belongs to, and dropped otherwise when the config is
+    a ``stored`` run's (which carried them for every system, none of which read them); given
+    to another system on purpose, a :class:`ConfigError`."""
+    moved = {k: values[k] for k in MOVED_TO_OPTIONS if k in values}
+    if not moved:
+        return values
+    values = {k: v for k, v in values.items() if k not in moved}
+    system = values.get("system", "upsert-source")
+    owner = {MOVED_TO_OPTIONS[k] for k in moved}
+    if system in owner:
+        options = values.get("system_options") or {}
+        if not isinstance(options, dict):
+            raise ConfigError(f"config: system_options={options!r}: expected a table")
+        values["system_options"] = {**moved, **options}
+    elif not stored:
+        name = sorted(moved)[0]
+        raise ConfigError(
+            f"{name}={moved[name]!r} is a setting of the {MOVED_TO_OPTIONS[name]} system, not "
+            f"of {system}: leave it out"
+        )
+    return values
+
+
 def _resolved(cfg: TestConfig) -> SystemUnderTest | None:
     """The system ``cfg`` names, or None when it names none (building the test says so)."""
     from sealcheck.systems.registry import SystemNotFound, system
@@ -304,7 +326,7 @@ def _resolved(cfg: TestConfig) -> SystemUnderTest | None:
         return None
 
 
-def build_config(raw: dict[str, Any]) -> TestConfig:
+def build_config(raw: dict[str, Any], stored: bool = False) -> TestConfig:
     """A config from a dict shaped like :meth:`TestConfig.to_json` (a TOML file, a saved
     ``test.json``), each setting checked (the parts it names are checked once built:
     :func:`sealcheck.harness.run.test.load_test`). ``store_dir``, the old name of ``runs_dir``,
@@ -316,6 +338,7 @@ def build_config(raw: dict[str, Any]) -> TestConfig:
         values["runs_dir"] = values.pop("store_dir")
     if isinstance(values.get("system"), str):  # a system's old name (a stored test.json)
         values["system"] = OLD_SYSTEMS.get(values["system"], values["system"])
+    values = _system_settings_moved(values, stored)
     workload = values.pop("workload", {})
     try:
         cfg = _build(TestConfig, values, "config")
@@ -364,7 +387,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> TestConfig:
 def from_json(doc: dict[str, Any]) -> TestConfig:
     """A config saved by :meth:`TestConfig.to_json` (to repeat a run), checked like a new one
     (:func:`build_config`)."""
-    return build_config(doc)
+    return build_config(doc, stored=True)
 
 
 #: Settings of how the harness ends a run, not of the test (each a flag without a value):

@@ -93,7 +93,7 @@ def parse_set(item: str) -> tuple[str, Any]:
     if not sep or not name:
         raise ConfigError(
             f"--set {item!r}: expected name=value, e.g. --set workload.zipf_s=1.2 or "
-            "--set retain_steps=0"
+            "--set system_options.retain_steps=0"
         )
     try:
         value = tomllib.loads(f"v = {text}")["v"]

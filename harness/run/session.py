@@ -170,12 +170,9 @@ class Session:
         settings = Settings(
             TOPIC,
             cfg.max_records_per_step,
-            cfg.retain_steps,
-            cfg.compact_every,
             cfg.broken,
             cfg.spark,
             lazy_store="lazy-disk" in self.test.requires,
-            hold_steps=cfg.hold_steps,
         )
         try:  # a descriptor that fails with the run's own values: refused, in one line
             deployment = self.test.system.deploy(self.backend, settings, self.work, self.logs)

@@ -49,8 +49,6 @@ class Settings:
 
     topic: str
     max_records_per_step: int
-    retain_steps: int
-    compact_every: int
     broken: str | None = None
     #: where the system's Spark driver runs: ``connect`` (a long-lived Spark Connect server
     #: per run, the default), ``local`` (inside each incarnation) or ``cluster`` (as with
@@ -60,9 +58,6 @@ class Settings:
     #: keep the store on a filesystem that can lose un-fsynced writes (capability
     #: ``lazy-disk``; asked for when a nemesis needs it)
     lazy_store: bool = False
-    #: keep up to this many steps for the harness's captures (:class:`CapturesSteps`) beyond
-    #: ``retain_steps``, as long as they are not captured yet (0: keep ``retain_steps`` only)
-    hold_steps: int = 0
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,7 @@ def system(name: str, options: Mapping[str, Any] | None = None) -> SystemUnderTe
     factory = _factory(name)
     try:
         built = factory(**dict(options or {}))
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # an option it does not take, or a value it refuses
         raise SystemNotFound(
             f"system {name!r} cannot be built with the options {dict(options or {})}: {exc}"
         ) from None

@@ -68,7 +68,7 @@ def run_job(
     """Run the job (restarting it after a crash) until both tables sealed the log end; export
     and judge it. Returns the run directory and the exit codes of its incarnations."""
     topic, later = fresh_topic(kafka, seed)
-    settings = Settings(topic, BATCH, 0, 1, broken=variant, spark="local")
+    settings = Settings(topic, BATCH, broken=variant, spark="local")
     dep = DeltaStreaming().deploy(Backend(kafka.bootstrap), settings, tmp, tmp)  # type: ignore[arg-type]
     dep.start()
     fp = tmp / "failpoints"

@@ -52,6 +52,7 @@ def test_toml_then_flags(tmp_path: Path) -> None:
         ({"seed": "x"}, "seed='x': expected a whole number"),
         ({"spark": "yarn"}, "spark='yarn': use connect or local"),
         ({"hold_steps": -1}, "hold_steps=-1: 0"),
+        ({"system_options.compact_every": 0}, "compact_every=0: at least 1"),
     ],
 )
 def test_bad_values_are_named(over: dict[str, object], fragment: str) -> None:
@@ -102,9 +103,7 @@ def test_the_reproduce_line_gives_back_every_setting() -> None:
         nemesis_interval_s=4.25,
         final_timeout_s=99.0,
         max_records_per_step=321,
-        retain_steps=7,
-        compact_every=3,
-        hold_steps=11,
+        system_options={"retain_steps": 7, "compact_every": 3, "hold_steps": 11},
         broken="reappend-after-restart",
         checkers=("diff_of_one", "sealed_state"),
         runs_dir="elsewhere",
@@ -123,7 +122,8 @@ def test_the_reproduce_line_gives_back_every_setting() -> None:
     )
     defaults = dict(settings(TestConfig()))
     # (one system under test is registered, so ``system`` can only be spelled out)
-    kept = [k for k, v in settings(cfg) if v == defaults[k] and k != "system"]
+    # (the system's options have no defaults among the settings: they are its own)
+    kept = [k for k, v in settings(cfg) if v == defaults.get(k) and k != "system"]
     assert not kept, f"settings kept their defaults: {kept}"
     line = repro_command(cfg, Path("store/x"))[0]
     assert "--system upsert-source" in line
@@ -235,3 +235,23 @@ def test_the_default_mix_leaves_out_what_the_backend_cannot_host() -> None:
     assert checked({"nemeses": ["lost-writes-kafka"]}).nemeses == ("lost-writes-kafka",)
     with pytest.raises(ConfigError, match=r"lose-commit-reply.*use --backend containers"):
         checked({"nemeses": ["lose-commit-reply"]})
+
+
+def test_the_upsert_sources_compaction_settings_are_its_options_old_spellings_read() -> None:
+    """``retain_steps``, ``compact_every``, ``hold_steps`` belong to the upsert source alone:
+    its options (``system_options.*``). The old top-level spelling is read — on the command
+    line and in a stored run's config — and given to another system is one line; a stored
+    run of another system, which carried them too, drops them."""
+    assert load(**{"system_options.retain_steps": 0}).system_options == {"retain_steps": 0}
+    assert load(retain_steps=0).system_options == {"retain_steps": 0}
+    stored = {**TestConfig().to_json(), "retain_steps": 3, "compact_every": 2, "hold_steps": 20}
+    replayed = build_config(stored, stored=True)
+    assert replayed.system_options == {"retain_steps": 3, "compact_every": 2, "hold_steps": 20}
+    job = {**stored, "system": "delta-streaming"}
+    assert build_config(job, stored=True).system_options == {}
+    with pytest.raises(ConfigError) as info:
+        build_config({**TestConfig().to_json(), "system": "delta-streaming", "retain_steps": 3})
+    assert str(info.value) == (
+        "retain_steps=3 is a setting of the upsert-source system, not of delta-streaming: "
+        "leave it out"
+    )

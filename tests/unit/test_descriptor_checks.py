@@ -209,7 +209,7 @@ class _Backend:
 
 
 def test_at_deploy_a_failing_method_is_a_descriptor_error(tmp_path: Path) -> None:
-    settings = Settings("upserts", 500, 0, 1)
+    settings = Settings("upserts", 500)
     work = tmp_path / "work"
     work.mkdir()
     with pytest.raises(DescriptorError) as info:

@@ -98,7 +98,7 @@ def test_the_deployment_calls_the_defaults_without_probing(tmp_path: Path) -> No
     class _Backend:
         bootstrap = "127.0.0.1:9092"
 
-    settings = Settings("t", 100, 0, 0, spark="local")
+    settings = Settings("t", 100, spark="local")
     deployment = JobDeployment(LedgerJob(), _Backend(), settings, tmp_path, tmp_path)  # type: ignore[arg-type]
     assert deployment.capture({}) is None
     deployment.export(tmp_path)

@@ -78,7 +78,7 @@ class _Backend:
 def test_the_delta_job_submits_to_the_cluster_whose_workers_see_its_directory(
     tmp_path: Path,
 ) -> None:
-    settings = Settings("t", 100, 0, 0, spark="cluster")
+    settings = Settings("t", 100, spark="cluster")
     dep = system("delta-streaming").deploy(_Backend(), settings, tmp_path, tmp_path)  # type: ignore[arg-type]
     cluster = dep.cluster
     assert cluster is not None and cluster.shared == (dep.store,)
@@ -90,7 +90,7 @@ def test_the_delta_job_submits_to_the_cluster_whose_workers_see_its_directory(
         assert worker.node.shared == (dep.store,)  # type: ignore[attr-defined]
     assert [n.name for n in dep.nodes("spark-worker")] == ["spark-worker-1", "spark-worker-2"]
     local = system("delta-streaming").deploy(  # type: ignore[arg-type]
-        _Backend(), Settings("t", 100, 0, 0, spark="local"), tmp_path, tmp_path
+        _Backend(), Settings("t", 100, spark="local"), tmp_path, tmp_path
     )
     assert local.cluster is None and "--master" not in local.launch(0).args
     assert local.nodes("spark-worker") == []
@@ -109,7 +109,7 @@ def test_a_built_in_incarnation_starts_in_the_runs_work_directory(
     monkeypatch.setattr(sealcheck.infra.jars, "delta_jars", lambda: [])
     monkeypatch.chdir(tmp_path)
     work = Path("runs/t/work")
-    settings = Settings("t", 100, 0, 0, spark="local")
+    settings = Settings("t", 100, spark="local")
     launch = system(name).deploy(_Backend(), settings, work, Path("logs")).launch(0)  # type: ignore[arg-type]
     assert launch.workdir is not None and Path(launch.workdir).is_absolute()
     assert Path(launch.workdir).is_relative_to(tmp_path / work)

@@ -224,7 +224,7 @@ class StubBackend:
 def test_a_descriptor_for_another_sink_is_as_short(tmp_path: Path) -> None:
     """The base class is shaped for no sink: a job writing a JSON file is three members, and
     its deployment starts it, samples it and exports it through them."""
-    settings = Settings("upserts", 500, 0, 1)
+    settings = Settings("upserts", 500)
     deployment = FileJob().deploy(StubBackend(), settings, tmp_path, tmp_path)  # type: ignore[arg-type]
     launch = deployment.launch(0)
     assert launch.program == ("file-job",)

@@ -198,7 +198,8 @@ def test_a_topic_that_cannot_be_dumped_makes_the_run_unknown_and_the_store_is_st
     monkeypatch.setattr(session_mod, "read_topic", stalled)
     monkeypatch.setattr(session_mod, "write_effects", lambda topic, m, out: mapped.append(topic))
     test = build_test(TestConfig(nemeses=("kill",)))
-    monkeypatch.setattr(test.system, "effect_mapping", lambda: "a mapping of its own")
+    # the system's class: a descriptor is a frozen dataclass
+    monkeypatch.setattr(type(test.system), "effect_mapping", lambda self: "a mapping of its own")
     run_dir = tmp_path / "t" / "1"
     run_dir.mkdir(parents=True)
     history = HistoryWriter(run_dir / "history.jsonl")

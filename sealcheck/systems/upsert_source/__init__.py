@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from sealcheck.core.nodes import Disk, Launch, Node
 from sealcheck.infra.lazy_disk import LazyDisk
@@ -33,11 +35,20 @@ from sealcheck_upsert_source.broken import BROKEN_MODES
 from sealcheck_upsert_source.failpoints import FAILPOINTS, FILE_ENV_VAR
 
 
+@dataclass(frozen=True)
 class UpsertSource(SystemUnderTest):
-    """The descriptor of our pipeline (the harness's defaults were chosen for it)."""
+    """The descriptor of our pipeline (the harness's defaults were chosen for it). Its options
+    (``--set system_options.retain_steps=0``): compaction every ``compact_every`` steps (so
+    its failpoints are reached within a 3 s fault window), keeping ``retain_steps`` steps, and
+    up to ``hold_steps`` more until the observer has captured them — steps below the store's
+    ``since`` survive only merged, so they cannot be judged one by one."""
+
+    retain_steps: int = 2
+    compact_every: int = 2
+    hold_steps: int = 20
 
     name = "upsert-source"
-    failpoints: Mapping[str, str] = FAILPOINTS
+    failpoints = MappingProxyType(FAILPOINTS)
     startup_failpoints = frozenset({"rehydrate.mid"})
     #: compaction starts once ``retain_steps`` steps are sealed and the observer holds (or
     #: ``hold_steps`` are sealed)
@@ -49,7 +60,15 @@ class UpsertSource(SystemUnderTest):
     #: incarnation just after its 1st, 2nd, 3rd commit (a step's bindings, its data and
     #: errors, a compaction — in whichever order a restart makes them)
     commit_files = r"^/store\.db-wal$"
-    broken_modes: Mapping[str, str] = BROKEN_MODES
+    broken_modes = MappingProxyType(BROKEN_MODES)
+
+    def __post_init__(self) -> None:
+        for name, least, what in (("retain_steps", 0, "0 (never compact) or more"),
+                                  ("hold_steps", 0, "0 (no read hold) or more"),
+                                  ("compact_every", 1, "at least 1")):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"{name}={value!r}: {what}")
 
     def offers(self, backend: str) -> frozenset[str]:
         """Failpoints everywhere; a lazy disk under the SQLite store of the local backend (and
@@ -67,7 +86,7 @@ class UpsertSource(SystemUnderTest):
     ) -> PipelineDeployment:
         """A SQLite store in ``work`` locally, a new PostgreSQL database where the backend
         has one; a Spark Connect server unless ``settings.spark`` is ``local``."""
-        return PipelineDeployment(backend, settings, work, logs)
+        return PipelineDeployment(backend, settings, work, logs, self)
 
     def images(self) -> Sequence[Callable[[], str]]:
         """The pipeline image."""
@@ -79,8 +98,17 @@ class UpsertSource(SystemUnderTest):
 class PipelineDeployment:
     """The pipeline on one backend for one run (:class:`sealcheck.systems.api.Deployment`)."""
 
-    def __init__(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        settings: Settings,
+        work: Path,
+        logs: Path,
+        system: UpsertSource | None = None,
+    ) -> None:
         self.backend, self.settings = backend, settings
+        #: its options (compaction)
+        self.system = system or UpsertSource()
         #: where a local incarnation starts: its own Spark driver (``--spark local``) makes
         #: ``artifacts/`` there, not in the user's directory. Absolute, as the store's path
         #: given to it (the backend makes the failpoint file's absolute too)
@@ -162,11 +190,11 @@ class PipelineDeployment:
             "--max-records-per-step",
             str(s.max_records_per_step),
             "--retain-steps",
-            str(s.retain_steps),
+            str(self.system.retain_steps),
             "--compact-every",
-            str(s.compact_every),
+            str(self.system.compact_every),
             "--hold-steps",
-            str(s.hold_steps),
+            str(self.system.hold_steps),
         ]
         if s.broken:
             args += ["--broken", s.broken]

@@ -1,7 +1,8 @@
 """Reading the pipeline's persist store from outside: its uppers, how far it has sealed, and
 its export into the checkers' format — for both backends (a SQLite file locally, a PostgreSQL
 database in containers), straight from the tables, so nothing here trusts the pipeline's own
-read path. The tables (``sealcheck_upsert_source/persist``; ``docs/formats.md``, "Persisted formats"):
+read path. The tables (``sealcheck_upsert_source/persist``; ``docs/formats.md``, "Persisted
+formats"):
 
     updates(collection, key, val, ts, diff)      frontiers(collection, upper, since)
     holds(reader, since)
