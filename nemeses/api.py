@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from sealcheck.core.failpoints import FailpointCatalogue
 from sealcheck.core.nodes import Disk, Node, Partitions
 from sealcheck.core.roles import Role
 from sealcheck.core.windows import CrashWindow
@@ -212,18 +213,8 @@ class PlanInfo:
     #: how an action names one, whether it heals itself), as their providers declared them; a
     #: role the run lacks is absent
     roles: Mapping[str, Role]
-    #: the system under test's failpoints
-    failpoints: tuple[str, ...] = ()
-    startup_failpoints: frozenset[str] = frozenset()
-    #: failpoints passed only once the system has run a while (e.g. compaction, which starts
-    #: a few steps in): planned after the others in each cover
-    late_failpoints: frozenset[str] = frozenset()
-    #: failpoints right after a durable write returned: an ``error`` there is a write that
-    #: happened but reported failure (an indeterminate storage operation)
-    commit_failpoints: tuple[str, ...] = ()
-    #: a failpoint right before a write, where an incarnation that stalls holds a decision made
-    #: from state that may go stale (the zombie writer); None: the system has none
-    stall_failpoint: str | None = None
+    #: the system under test's failpoints and what each kind is for
+    failpoints: FailpointCatalogue = field(default_factory=FailpointCatalogue)
     #: the system's crash windows told from outside, by name
     #: (:class:`sealcheck.core.windows.CrashWindow`)
     windows: tuple[str, ...] = ()

@@ -42,8 +42,8 @@ class Failpoint(Nemesis):
     roles = frozenset({SUT.name})
 
     def __init__(self, info: PlanInfo) -> None:
-        self.points = tuple(sorted(info.failpoints))
-        self.startup, self.late = info.startup_failpoints, info.late_failpoints
+        self.points = tuple(sorted(info.failpoints.names))
+        self.startup, self.late = info.failpoints.startup, info.failpoints.late
         self._order: list[str] = []
         self._sealed_at_arm = 0  # steps sealed when the pending point was armed
 

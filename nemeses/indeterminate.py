@@ -27,7 +27,7 @@ class Indeterminate(Nemesis):
     roles = frozenset({SUT.name})
 
     def __init__(self, info: PlanInfo) -> None:
-        self.points = tuple(info.commit_failpoints)
+        self.points = tuple(info.failpoints.commit)
         self._sealed_at_arm = 0  # steps sealed when the pending point was armed
 
     @property

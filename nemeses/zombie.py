@@ -39,7 +39,7 @@ class Zombie(Nemesis):
     roles = frozenset({SUT.name})
 
     def __init__(self, info: PlanInfo, wait_s: float = 20.0) -> None:
-        self.point, self.wait_s = info.stall_failpoint, wait_s
+        self.point, self.wait_s = info.failpoints.stall, wait_s
 
     @property
     def marks(self) -> Mapping[str, Mark]:

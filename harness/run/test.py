@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sealcheck.core.failpoints import FailpointCatalogue
 from sealcheck.core.windows import boundaries
 from sealcheck.harness.run.config import (
     ConfigError,
@@ -88,11 +89,7 @@ def plan_info(spec: TestConfig, sut: SystemUnderTest) -> PlanInfo:
     :func:`sealcheck.systems.roles.run_roles`) and the system under test's failpoints."""
     return PlanInfo(
         roles=run_roles(sut, spec.backend, spec.brokers, spec.spark),
-        failpoints=tuple(sut.failpoints),
-        startup_failpoints=frozenset(sut.startup_failpoints),
-        late_failpoints=frozenset(sut.late_failpoints),
-        commit_failpoints=tuple(sut.commit_failpoints),
-        stall_failpoint=sut.stall_failpoint,
+        failpoints=FailpointCatalogue.of(sut),
         windows=tuple(sut.windows),
         boundaries=tuple(boundaries(sut.windows, sut.commit_files)),
         commit_files=sut.commit_files,

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sealcheck.core.failpoints import FailpointCatalogue
 from sealcheck.core.roles import SUT, by_name
 from sealcheck.infra.node import broker_role
 from sealcheck.nemeses import Action, PlanInfo
@@ -22,6 +23,10 @@ from sealcheck.rundir.coverage import outcomes
 def roles(brokers: int = 1) -> dict:
     """A run's roles: its incarnation and ``brokers`` brokers."""
     return by_name(SUT, broker_role(brokers))
+
+
+#: a plan for one failpoint, ``compact.mid``
+COMPACT_MID = PlanInfo(roles=roles(1), failpoints=FailpointCatalogue(("compact.mid",)))
 
 
 class FakeFailpoints:
@@ -98,7 +103,10 @@ ARM = Action(1.0, "failpoint", "arm-failpoint", {"failpoint": "compact.mid", "re
 
 
 def test_a_failpoint_that_fired_happened() -> None:
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles=roles(1), failpoints=("compact.mid",)))
+    target, nemesis = (
+        FakeTarget(),
+        Failpoint(COMPACT_MID),
+    )
     assert nemesis.invoke(ARM, target)["outcome"] == "pending"
     target.failpoints.spec = None  # the pipeline passed the point: it consumed the file
     assert nemesis.resolve(ARM, target, 3.0) == {"outcome": "happened", "fired": "compact.mid"}
@@ -106,7 +114,10 @@ def test_a_failpoint_that_fired_happened() -> None:
 
 
 def test_a_failpoint_that_did_not_fire_is_replaced_by_a_kill() -> None:
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles=roles(1), failpoints=("compact.mid",)))
+    target, nemesis = (
+        FakeTarget(),
+        Failpoint(COMPACT_MID),
+    )
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 6.5)
     assert done["outcome"] == "replaced-by-kill" and done["killed"] == 42
@@ -117,7 +128,7 @@ def test_a_failpoint_that_did_not_fire_is_replaced_by_a_kill() -> None:
 def test_a_replacement_kill_with_nothing_running_is_skipped_with_a_reason() -> None:
     target, nemesis = (
         FakeTarget(running=False),
-        Failpoint(PlanInfo(roles=roles(1), failpoints=("compact.mid",))),
+        Failpoint(COMPACT_MID),
     )
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 2.0)
@@ -250,7 +261,10 @@ def test_a_failpoint_settled_early_still_gets_its_time_to_fire() -> None:
     MIN_ARMED_S to fire before it is replaced by a kill."""
     import threading
 
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles=roles(1), failpoints=("compact.mid",)))
+    target, nemesis = (
+        FakeTarget(),
+        Failpoint(COMPACT_MID),
+    )
     nemesis.invoke(ARM, target)
     consume = threading.Timer(0.3, lambda: setattr(target.failpoints, "spec", None))
     consume.start()
@@ -272,7 +286,10 @@ def test_a_failpoint_waits_for_the_system_to_progress_before_it_is_replaced(
     from sealcheck.nemeses import api as nemeses_api
 
     monkeypatch.setattr(nemeses_api, "MAX_ARMED_S", 4.0)
-    target, nemesis = FakeTarget(), Failpoint(PlanInfo(roles=roles(1), failpoints=("compact.mid",)))
+    target, nemesis = (
+        FakeTarget(),
+        Failpoint(COMPACT_MID),
+    )
     target.stalled = True  # type: ignore[attr-defined]
     nemesis.invoke(ARM, target)
     done = nemesis.resolve(ARM, target, 0.0)
@@ -290,7 +307,7 @@ def test_longer_windows_give_an_armed_point_longer_to_fire_and_a_zombie_a_longer
     from sealcheck.nemeses.zombie import Zombie
 
     assert chance_s(3.0) is None and chance_s(20.0) == 30.0
-    info = PlanInfo(roles=roles(1), failpoints=("a.mid",), stall_failpoint="a.mid")
+    info = PlanInfo(roles=roles(1), failpoints=FailpointCatalogue(("a.mid",), stall="a.mid"))
     short = Failpoint(info).plan(random.Random(1), 0.0, 3.0)[0]
     assert "chance_s" not in short.value
     assert Failpoint(info).plan(random.Random(1), 0.0, 20.0)[0].value["chance_s"] == 30.0
@@ -308,7 +325,7 @@ def test_a_zombie_stall_waits_for_progress_not_for_a_fixed_time() -> None:
     from sealcheck.nemeses.api import MIN_ARMED_S
     from sealcheck.nemeses.zombie import Zombie
 
-    info = PlanInfo(roles=roles(1), failpoints=("a.mid",), stall_failpoint="a.mid")
+    info = PlanInfo(roles=roles(1), failpoints=FailpointCatalogue(("a.mid",), stall="a.mid"))
     start = Action(0.0, "zombie", "zombie-start", {"failpoint": "a.mid", "stall_ms": 3500})
     sealing = FakeTarget()
     began = time.monotonic()

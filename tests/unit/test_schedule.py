@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from sealcheck.core.failpoints import FailpointCatalogue
 from sealcheck.core.roles import SUT, by_name
 from sealcheck.harness.run.config import TestConfig, WorkloadConfig
 from sealcheck.harness.run.test import build_test as make_plan
@@ -19,10 +20,12 @@ from sealcheck_upsert_source.failpoints import FAILPOINTS
 
 INFO = PlanInfo(
     roles=every_role(),  # every role any run may have, three brokers
-    failpoints=tuple(FAILPOINTS),
-    startup_failpoints=frozenset({"rehydrate.mid"}),
-    commit_failpoints=("data.after_commit",),
-    stall_failpoint="data.before_append",
+    failpoints=FailpointCatalogue(
+        tuple(FAILPOINTS),
+        startup=frozenset({"rehydrate.mid"}),
+        commit=("data.after_commit",),
+        stall="data.before_append",
+    ),
     windows=("after-offsets", "after-commit:data"),
     boundaries=("after-offsets:closing", "after-offsets:opened"),
 )
@@ -83,9 +86,9 @@ def test_late_failpoints_close_each_cover_and_the_default_run_plans_them_all() -
     late = UpsertSource.late_failpoints
     info = PlanInfo(
         roles=by_name(SUT, broker_role(3)),
-        failpoints=tuple(FAILPOINTS),
-        startup_failpoints=frozenset({"rehydrate.mid"}),
-        late_failpoints=late,
+        failpoints=FailpointCatalogue(
+            tuple(FAILPOINTS), startup=frozenset({"rehydrate.mid"}), late=late
+        ),
     )
     n = len(FAILPOINTS)
     for seed in range(5):

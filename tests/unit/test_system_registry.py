@@ -150,7 +150,7 @@ def test_a_job_runs_on_host_processes_only(user_package: Path) -> None:
     assert "incarnations started as processes of the host" in message
     assert "--backend local" in message
     test = load_test(None, {"system": "user-job", "nemeses": ["kill", "failpoint"]})
-    assert test.plan_info.failpoints == ("after_merge",)
+    assert test.plan_info.failpoints.names == ("after_merge",)
     assert test.system.effect_mapping() is not None
     with pytest.raises(ConfigError, match="keeps-deleted-rows"):
         load_test(None, {"system": "user-job", "broken": "drops-everything"})
