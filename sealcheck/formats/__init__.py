@@ -12,6 +12,7 @@ event times late and out of order — encoded as the job reads them.
 from __future__ import annotations
 
 from sealcheck.formats.avro import AvroValues
+from sealcheck.formats.json_schema import SchemaError
 from sealcheck.formats.json_values import JsonValues
 
-__all__ = ["AvroValues", "JsonValues"]
+__all__ = ["AvroValues", "JsonValues", "SchemaError"]

@@ -5,15 +5,19 @@ may be null, and the choices of each ``enum``.
 What is read: ``type`` (one, or a list with ``"null"``), ``properties`` (every property is
 drawn, required or not), ``items``, ``enum`` and ``const``, ``format: date-time`` (an ISO
 event time in UTC, ``Z``), ``examples`` (a string's first example gives its form: ``"12.99"``
-a decimal at that scale, an ISO time in its form and zone), ``anyOf``/``oneOf`` of one schema
-and ``{"type": "null"}``, and local ``$ref``\\ s (``#/$defs/...``, ``#/definitions/...``).
-Anything that changes which values are allowed and is not drawn (``pattern``, ``minimum``, a
+a decimal at that scale, an ISO time in its form and zone — and a ``pattern`` beside such an
+example is taken as that form's), ``minimum``/``maximum`` and their exclusive forms on numbers
+(drawn within, the bounds as edges), ``anyOf``/``oneOf`` of one schema and ``{"type":
+"null"}``, and local ``$ref``\\ s (``#/$defs/...``, ``#/definitions/...``). Anything else that
+changes which values are allowed (a ``pattern`` without such an example, ``multipleOf``, a
 choice of two schemas, ...) is refused in one line naming where it is, rather than drawn
 wrong.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +34,15 @@ class OneOf:
     """A field drawn from fixed choices (``enum``, ``const``)."""
 
     choices: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Between:
+    """A number drawn from ``low`` to ``high`` (``whole``: an integer), its bounds as edges."""
+
+    low: float
+    high: float
+    whole: bool
 
 
 @dataclass(frozen=True)
@@ -72,11 +85,16 @@ def _shape(node: Any, root: Mapping[str, Any], at: str) -> Any:
                 raise SchemaError(f"{at}: {key} of {len(branches)} schemas is not drawn: give one")
             inner = _shape(branches[0], root, f"{at}/{key}")
             return OrNull(inner) if len(branches) < len(node[key]) else inner
-    unknown = sorted(set(node) - _NOTES - {"type", "properties", "items", "format"})
+    known = {"type", "properties", "items", "format", *_BOUNDS}
+    if "pattern" in node and _form_example(node):
+        known.add("pattern")  # the example's form (a decimal, an ISO time) is the pattern's
+    unknown = sorted(set(node) - _NOTES - known)
     if unknown:
         raise SchemaError(
-            f"{at}: {', '.join(unknown)} is not drawn: give the field's form by an example "
-            '("examples": [...]) or draw it yourself (fixed=)'
+            f"{at}: {', '.join(unknown)} is not drawn: leave it out of the schema given to "
+            "from_schema and set the field in record(draw) yourself (a top-level one with "
+            'draw(draw, name=value)), or, for a string, give "examples" of a decimal or an '
+            "ISO time"
         )
     types = _types(node, at)
     kinds = [t for t in types if t != "null"]
@@ -98,7 +116,49 @@ def _kind(kind: str, node: Mapping[str, Any], root: Mapping[str, Any], at: str) 
         if node.get("format") == "date-time":
             return "2026-01-01T00:00:00.000Z"
         return "text"
+    if kind in ("integer", "number") and set(node) & set(_BOUNDS):
+        return _between(node, kind == "integer", at)
     return {"integer": 1, "number": 0.5, "boolean": True}[kind]
+
+
+#: the bounds of a number: (keyword, exclusive)
+_BOUNDS = {"minimum": False, "exclusiveMinimum": True, "maximum": False,
+           "exclusiveMaximum": True}  # fmt: skip
+#: the forms a string example is drawn in (:mod:`sealcheck.formats.json_values`): a decimal
+#: (its scale: group 1) and an ISO time (its fraction, group 1; its zone, group 2)
+DECIMAL_FORM = re.compile(r"-?\d+\.(\d+)")
+TIME_FORM = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+
+
+def _form_example(node: Mapping[str, Any]) -> str | None:
+    """A string's first example when it is a form drawn as such (a decimal, an ISO time)."""
+    examples = node.get("examples")
+    first = examples[0] if isinstance(examples, list) and examples else None
+    if isinstance(first, str) and any(f.fullmatch(first) for f in (DECIMAL_FORM, TIME_FORM)):
+        return first
+    return None
+
+
+def _between(node: Mapping[str, Any], whole: bool, at: str) -> Between:
+    """The range a number's bounds allow (an exclusive bound one step in: 1 for an integer,
+    a millionth of the span for a number)."""
+    low, high = -(2.0**52), 2.0**52
+    for key, exclusive in _BOUNDS.items():
+        if key not in node:
+            continue
+        bound = node[key]
+        if isinstance(bound, bool) or not isinstance(bound, int | float):
+            raise SchemaError(f"{at}: {key}={bound!r} is not a number")
+        step = (1 if whole else 1e-6 * max(1.0, abs(bound))) if exclusive else 0
+        if key.endswith("inimum"):
+            low = max(low, bound + step)
+        else:
+            high = min(high, bound - step)
+    if whole:
+        low, high = float(math.ceil(low)), float(math.floor(high))
+    if low > high:
+        raise SchemaError(f"{at}: no number lies within its bounds")
+    return Between(low, high, whole)
 
 
 def _types(node: Mapping[str, Any], at: str) -> list[str]:

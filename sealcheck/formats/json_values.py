@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sealcheck.core.records import Draw
 from sealcheck.formats import edges
-from sealcheck.formats.json_schema import OneOf, OrNull, shape_of
-
-_DECIMAL = re.compile(r"-?\d+\.(\d+)")
-_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+from sealcheck.formats.json_schema import (
+    DECIMAL_FORM,
+    TIME_FORM,
+    Between,
+    OneOf,
+    OrNull,
+    shape_of,
+)
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,8 @@ def _like(example: Any, d: edges.Drawer) -> Any:
         return rng.choice(example.choices)
     if isinstance(example, OrNull):
         return None if d.edgy() else _like(example.like, d)
+    if isinstance(example, Between):
+        return _between(example, d)
     if isinstance(example, bool):
         return rng.random() < 0.5
     if isinstance(example, int):
@@ -120,13 +125,22 @@ def _like(example: Any, d: edges.Drawer) -> Any:
     return example  # null: kept (its kind is unknown)
 
 
+def _between(bounds: Between, d: edges.Drawer) -> int | float:
+    """A number within ``bounds``: an edge is one of the bounds."""
+    rng, edge = d.rng, d.edgy()
+    if bounds.whole:
+        low, high = int(bounds.low), int(bounds.high)
+        return rng.choice((low, high)) if edge else rng.randint(low, high)
+    return rng.choice((bounds.low, bounds.high)) if edge else rng.uniform(bounds.low, bounds.high)
+
+
 def _text_like(example: str, d: edges.Drawer) -> str:
     """Text of the same form: a decimal at the same scale, an event time in the same form."""
     edge = d.edgy()
-    if m := _DECIMAL.fullmatch(example):
+    if m := DECIMAL_FORM.fullmatch(example):
         scale = len(m.group(1))
         return str(edges.fixed_point(d.rng, edge, 12 + scale, scale))
-    if m := _TIME.fullmatch(example):
+    if m := TIME_FORM.fullmatch(example):
         zone = m.group(2)
         here = dt.UTC if zone in (None, "Z") else _zone(zone)
         at = edges.event_time(d.rng, edge, d.draw.number).astimezone(here)

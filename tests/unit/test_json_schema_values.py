@@ -12,7 +12,7 @@ import re
 import pytest
 
 from sealcheck import Draw
-from sealcheck.formats import JsonValues
+from sealcheck.formats import JsonValues, SchemaError
 
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -80,8 +80,13 @@ def test_the_same_draw_gives_the_same_bytes_and_the_text_form_is_read() -> None:
     [
         ({"type": "array"}, "not of an object"),
         ({"properties": {"a": {"type": "string", "pattern": "^x"}}},
-         "#/properties/a: pattern is not drawn"),
-        ({"properties": {"a": {"type": "integer", "minimum": 0}}}, "minimum is not drawn"),
+         "#/properties/a: pattern is not drawn: leave it out of the schema given to from_schema"),
+        ({"properties": {"a": {"type": "string", "pattern": "^x", "examples": ["xy"]}}},
+         "pattern is not drawn"),  # an example that is no form Sealcheck draws in
+        ({"properties": {"a": {"type": "integer", "multipleOf": 5}}}, "multipleOf is not drawn"),
+        ({"properties": {"a": {"type": "integer", "minimum": 3, "maximum": 2}}},
+         "no number lies within its bounds"),
+        ({"properties": {"a": {"type": "number", "minimum": "0"}}}, "minimum='0' is not a number"),
         ({"properties": {"a": {"$ref": "#/$defs/nope"}}}, "points at nothing"),
         ({"properties": {"a": {"$ref": "other.json#/x"}}}, "is not local"),
         ({"properties": {"a": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}},
@@ -96,3 +101,25 @@ def test_what_is_not_drawn_is_one_line_naming_where(schema: dict, fragment: str)
     with pytest.raises(ValueError) as info:
         JsonValues.from_schema(schema)
     assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_bounds_are_drawn_within_and_a_form_example_covers_its_pattern() -> None:
+    """``minimum``/``maximum`` (and the exclusive ones) hold every draw, the bounds among the
+    edges; a ``pattern`` beside an example of a form Sealcheck draws in (a decimal, an ISO
+    time) is that form's."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "qty": {"type": "integer", "minimum": 1, "exclusiveMaximum": 100},
+            "weight": {"type": "number", "exclusiveMinimum": 0, "maximum": 2.5},
+            "total": {"type": "string", "pattern": "^-?[0-9]+[.][0-9]{2}$",
+                      "examples": ["12.99"]},
+        },
+    }  # fmt: skip
+    drawn = docs(JsonValues.from_schema(schema), 600)
+    qty = [d["qty"] for d in drawn]
+    assert all(isinstance(q, int) and 1 <= q <= 99 for q in qty) and {1, 99} <= set(qty)
+    assert all(0 < d["weight"] <= 2.5 for d in drawn)
+    assert all(re.fullmatch(schema["properties"]["total"]["pattern"], d["total"])
+               for d in drawn)  # fmt: skip
+    assert JsonValues.from_schema is not None and issubclass(SchemaError, ValueError)

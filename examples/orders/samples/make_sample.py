@@ -3,7 +3,8 @@
 keeps them) — 60 orders, a few of them busy, each created, revised and shipped, a few
 cancelled (a tombstone), and two values from a producer on schema id 2 the job rejects.
 
-Run it from the example's folder: ``python samples/make_sample.py``.
+Run it from the example's folder, the project installed (``pip install -e .``) or on the path:
+``PYTHONPATH=. python samples/make_sample.py`` (it writes the same file, byte for byte).
 """
 
 import datetime as dt
