@@ -1,7 +1,7 @@
 """A Spark standalone cluster for a run (``--spark cluster``): one master and two workers, from
 the PySpark distribution's own ``deploy`` classes (``spark-class``; nothing downloaded).
 
-On the containers backend each is a container of the pipeline image on the run's network,
+On the containers backend each is a container of the system's image on the run's network,
 reached by name (workers and their executors run in their own containers, so losing one is
 losing a machine); on the local backend each is a local process group on loopback. The
 system under test's Spark driver submits to :attr:`SparkCluster.url`; its executors run on the
@@ -26,6 +26,7 @@ from sealcheck.core.roles import Role
 from sealcheck.infra import logwait
 from sealcheck.infra.kafka_local import free_ports
 from sealcheck.infra.node import Backend
+from sealcheck.systems.spark_image import SPARK_CLASS_IN_IMAGE
 
 MASTER_PORT = 7077
 #: workers of a run's cluster, one executor each
@@ -39,9 +40,7 @@ WORKER_READY = "Successfully registered with master"
 def spark_class(in_image: bool) -> str:
     """The distribution's ``spark-class`` script, in the image or in this venv."""
     if in_image:
-        from sealcheck.systems.upsert_source.image import SPARK_SUBMIT_IN_IMAGE
-
-        return str(Path(SPARK_SUBMIT_IN_IMAGE).with_name("spark-class"))
+        return SPARK_CLASS_IN_IMAGE
     import pyspark
 
     return str(Path(pyspark.__file__).parent / "bin" / "spark-class")
@@ -209,13 +208,13 @@ class SparkCluster:
         timeout_s: float = 180.0,
         image: Callable[[], str] | None = None,
     ) -> None:
-        from sealcheck.systems.upsert_source.image import upsert_source_image
-
         self.backend, self.logs, self.timeout_s = backend, logs, timeout_s
         # directories the executors must see at the driver's path, and the image whose jars
-        # they load (the system under test's, built on the pipeline image)
-        self.shared, self.image = shared, image or upsert_source_image
+        # they load: the system under test's (None: it runs on local processes only)
+        self.shared, self.image = shared, image
         self.in_image = bool(backend.runs_images)
+        if self.in_image and image is None:
+            raise ValueError("a Spark cluster in containers needs the system's image")
         host = backend.address("spark-master")
         self.port = MASTER_PORT if self.in_image else free_ports(1)[0]
         self.url = f"spark://{host}:{self.port}"

@@ -126,6 +126,7 @@ def test_a_local_workers_directory_is_absolute(
 
     monkeypatch.chdir(tmp_path)
     cluster = SparkCluster(_Backend(), Path("runs/t/logs"))  # type: ignore[arg-type]
+    assert cluster.image is None  # local processes need no image
     for worker in cluster.workers:
         launch = cluster.worker_launch(worker)
         work = Path(launch.program[launch.program.index("--work-dir") + 1])

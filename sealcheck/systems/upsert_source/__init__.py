@@ -30,6 +30,7 @@ from sealcheck.rundir.captures import Capture
 from sealcheck.systems.api import Progress, Settings, SystemUnderTest
 from sealcheck.systems.spark_cluster import SparkCluster
 from sealcheck.systems.upsert_source import store
+from sealcheck.systems.upsert_source.image import upsert_source_image
 from sealcheck.systems.upsert_source.spark_server import SparkServer
 from sealcheck_upsert_source.broken import BROKEN_MODES
 from sealcheck_upsert_source.failpoints import FAILPOINTS, FILE_ENV_VAR
@@ -113,7 +114,11 @@ class PipelineDeployment:
         #: ``artifacts/`` there, not in the user's directory. Absolute, as the store's path
         #: given to it (the backend makes the failpoint file's absolute too)
         self.work = work = work.absolute()
-        self.cluster = SparkCluster(backend, logs) if settings.spark == "cluster" else None
+        self.cluster = (
+            SparkCluster(backend, logs, image=upsert_source_image)
+            if settings.spark == "cluster"
+            else None
+        )
         master = self.cluster.url if self.cluster is not None else None
         workers = len(self.cluster.workers) if self.cluster is not None else 2
         self.spark = (

@@ -43,8 +43,6 @@ RUNTIME = (
 #: The packages copied into the image, from where they are installed.
 SOURCES: tuple[ModuleType, ...] = (sealcheck_upsert_source, sealcheck_failpoint)
 JARS_IN_IMAGE = "/opt/sealcheck/jars"
-#: PySpark's spark-submit in the image's virtualenv (runs the Spark Connect server).
-SPARK_SUBMIT_IN_IMAGE = "/opt/venv/lib/python3.11/site-packages/pyspark/bin/spark-submit"
 
 _DOCKERFILE = """\
 FROM {base}

@@ -18,11 +18,8 @@ from sealcheck.infra.jars import jars_dir, pom_property
 from sealcheck.infra.kafka_local import free_ports
 from sealcheck.infra.logwait import wait_log
 from sealcheck.infra.node import Backend
-from sealcheck.systems.upsert_source.image import (
-    JARS_IN_IMAGE,
-    SPARK_SUBMIT_IN_IMAGE,
-    upsert_source_image,
-)
+from sealcheck.systems.spark_image import SPARK_SUBMIT_IN_IMAGE
+from sealcheck.systems.upsert_source.image import JARS_IN_IMAGE, upsert_source_image
 from sealcheck_upsert_source.spark import CONNECT_READY, connect_server_command
 
 #: The port the server listens on inside its container.
