@@ -257,9 +257,9 @@ class Nemesis:
         """Perform ``action``; what happened goes into the history as the op's value, with
         ``outcome``: ``happened``, ``skipped`` (and ``why``), or ``pending`` when the effect
         comes later — then :meth:`resolve` settles it before the next fault. A nemesis that
-        can see whether the fault bit adds ``effect`` (:func:`sealcheck.nemeses.effects.effect`: the
-        evidence); else :func:`sealcheck.nemeses.effects.judge` finds it in the supervisor's
-        exits."""
+        can see whether the fault bit adds ``effect``
+        (:func:`sealcheck.nemeses.evidence.effect`: the evidence); else
+        :func:`sealcheck.nemeses.evidence.judge` finds it in the supervisor's exits."""
         raise NotImplementedError
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:

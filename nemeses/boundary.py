@@ -51,7 +51,7 @@ from sealcheck.nemeses.api import (
     running_group,
     wait_crashed,
 )
-from sealcheck.nemeses.effects import effect
+from sealcheck.nemeses.evidence import effect
 
 #: how long the findings wait, after the fault phase, for the replay of a batch a crash left
 #: (a restart of a Spark job takes 20-45 s on 2 cores)

@@ -3,7 +3,7 @@ reached — computed when the run is judged and written into ``results.json`` (`
 :func:`judged`); the report and the CLI only render it.
 
 A window or fault counts as *reached* only with evidence of its effect
-(``sealcheck.nemeses.effects``):
+(``sealcheck.nemeses.evidence``):
 a failpoint is hit when an incarnation died there as its action does — the supervisor's
 ``sut-exit`` op names the failpoint and the exit matches ``crash`` (SIGKILL); a kill when
 the incarnation it killed exited by SIGKILL; a power cut when it dropped un-fsynced bytes; a
@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sealcheck.nemeses.effects import exit_matches, judge
+from sealcheck.nemeses.evidence import exit_matches, judge
 from sealcheck.nemeses.restarts import Replay, replay_of, replays
 from sealcheck.rundir.coverage import Window, outcomes
 from sealcheck.rundir.names import SUT_EXIT, current_action

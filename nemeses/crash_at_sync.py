@@ -34,7 +34,7 @@ from sealcheck.nemeses.api import (
     running_group,
     wait_crashed,
 )
-from sealcheck.nemeses.effects import effect
+from sealcheck.nemeses.evidence import effect
 
 #: the operations planned, and the most calls of one kind of file a crash waits for
 OPS = ("fsync", "rename")

@@ -11,7 +11,7 @@ whatever is still down. With one broker the system under test and producers must
 three (replication 3, min ISR 2) they carry on.
 
 Whether a kill bit: the incarnation's from the supervisor's exit op (the incarnation it killed
-exited by SIGKILL: ``sealcheck.nemeses.effects``); another node's from the node itself, which
+exited by SIGKILL: ``sealcheck.nemeses.evidence``); another node's from the node itself, which
 must be down (or running a new process) after the kill. A restart bit when the node serves
 again.
 """
@@ -26,7 +26,7 @@ from typing import Any
 from sealcheck.core.nodes import Node
 from sealcheck.core.roles import SUT, Role
 from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
-from sealcheck.nemeses.effects import effect
+from sealcheck.nemeses.evidence import effect
 
 
 def start_node(node: Node, running: str, **where: Any) -> dict[str, Any]:

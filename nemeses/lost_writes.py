@@ -16,7 +16,7 @@ pages only while a write is in flight. So a cut waits — up to the rest of its 
 (``wait_s``) — until the disk's counters show un-fsynced bytes, freezes the writer, and cuts if
 they are still there under the freeze (else it thaws it and looks again). At the deadline it
 cuts anyway. The op's ``effect`` says whether it bit: the bytes and files dropped, or "no
-un-fsynced data when the power was cut" (``sealcheck.nemeses.effects``).
+un-fsynced data when the power was cut" (``sealcheck.nemeses.evidence``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 from sealcheck.core.nodes import Disk, Node
 from sealcheck.core.roles import SUT
 from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target
-from sealcheck.nemeses.effects import effect
+from sealcheck.nemeses.evidence import effect
 from sealcheck.nemeses.kill import start_node
 
 #: how long a cut planned before ``wait_s`` was in its value waits for un-fsynced data

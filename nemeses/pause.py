@@ -22,7 +22,7 @@ from typing import Any
 from sealcheck.core.nodes import Node
 from sealcheck.core.roles import SUT
 from sealcheck.nemeses.api import Action, Mark, Nemesis, PlanInfo, Target, settled
-from sealcheck.nemeses.effects import effect
+from sealcheck.nemeses.evidence import effect
 from sealcheck.nemeses.kill import node_of, which
 
 

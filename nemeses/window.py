@@ -45,7 +45,7 @@ from sealcheck.nemeses.api import (
     running_group,
     wait_fired,
 )
-from sealcheck.nemeses.effects import effect
+from sealcheck.nemeses.evidence import effect
 
 FILE_POLL_S = 0.002
 LOG_POLL_S = 0.02

@@ -29,7 +29,7 @@ from typing import Any
 
 from sealcheck.harness.run.events import parse_event
 from sealcheck.harness.run.job_error import job_error, recorded_tail
-from sealcheck.nemeses.effects import signal_name
+from sealcheck.nemeses.evidence import signal_name
 from sealcheck.report.halted import how_it_ended
 from sealcheck.rundir.names import sut_log
 
@@ -41,7 +41,7 @@ AT_ONCE_S = 5.0
 
 
 def exit_evidence(code: int, log_text: str) -> dict[str, Any]:
-    """What an exit shows of the faults that caused it (``sealcheck.nemeses.effects``):
+    """What an exit shows of the faults that caused it (``sealcheck.nemeses.evidence``):
     ``signal`` (the signal's name, when killed by one), ``fired`` (the last failpoint event the
     incarnation logged: ``failpoint`` and ``action``, whatever the action) and ``last_event``
     (the last JSON event it logged, e.g. ``fenced``)."""

@@ -16,7 +16,7 @@ from sealcheck.harness.run.exits import exit_evidence
 from sealcheck.infra.node import broker_role
 from sealcheck.nemeses import Action, PlanInfo
 from sealcheck.nemeses.coverage import coverage
-from sealcheck.nemeses.effects import judge
+from sealcheck.nemeses.evidence import judge
 from sealcheck.nemeses.kill import Kill
 from sealcheck.nemeses.lost_writes import LostWrites
 from sealcheck.nemeses.pause import Pause, proc_state

@@ -1,4 +1,6 @@
 """Did a fault bite? Each action that happened is judged by the evidence of its effect.
+(Fault evidence lives here; what an input record should do to a job's output — its
+*effect* in the other sense — lives in :mod:`sealcheck.core.effects`.)
 
 A fault counts only when it had an effect, shown by what the system reported or by what is
 visible outside it. Two places hold that evidence in the history:
