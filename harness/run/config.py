@@ -296,23 +296,24 @@ def _system_settings_moved(values: dict[str, Any], stored: bool) -> dict[str, An
     when the config's system is the one it belongs to, and dropped otherwise when the config is
     a ``stored`` run's (which carried them for every system, none of which read them); given
     to another system on purpose, a :class:`ConfigError`."""
-    moved = {k: values[k] for k in MOVED_TO_OPTIONS if k in values}
-    if not moved:
-        return values
-    values = {k: v for k, v in values.items() if k not in moved}
+    values = dict(values)
     system = values.get("system", "upsert-source")
-    owner = {MOVED_TO_OPTIONS[k] for k in moved}
-    if system in owner:
-        options = values.get("system_options") or {}
-        if not isinstance(options, dict):
-            raise ConfigError(f"config: system_options={options!r}: expected a table")
-        values["system_options"] = {**moved, **options}
-    elif not stored:
-        name = sorted(moved)[0]
-        raise ConfigError(
-            f"{name}={moved[name]!r} is a setting of the {MOVED_TO_OPTIONS[name]} system, not "
-            f"of {system}: leave it out"
-        )
+    options = values.get("system_options") or {}
+    if not isinstance(options, dict):
+        raise ConfigError(f"config: system_options={options!r}: expected a table")
+    for name, owner in MOVED_TO_OPTIONS.items():
+        if name not in values:
+            continue
+        value = values.pop(name)
+        if system == owner:
+            options = {name: value, **options}  # a value under system_options wins
+        elif not stored:
+            raise ConfigError(
+                f"{name}={value!r} is a setting of the {owner} system, not of {system}: "
+                "leave it out"
+            )
+    if options:
+        values["system_options"] = options
     return values
 
 

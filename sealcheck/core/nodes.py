@@ -97,7 +97,7 @@ class Launch:
     env: Mapping[str, str] = field(default_factory=dict)
     local_env: Mapping[str, str] = field(default_factory=dict)
     image: Callable[[], str] | None = None
-    failpoint_env: str = FAILPOINTS_FILE_ENV
+    failpoint_env: str = FAILPOINTS_FILE_ENV  # every system's: sealcheck_failpoint.ENV_VAR
     entrypoint: tuple[str, ...] | None = None
     shared: tuple[str, ...] = ()
     #: the directory a local process starts in (None: the harness's own); a job's scratch files

@@ -121,9 +121,9 @@ def _kind(kind: str, node: Mapping[str, Any], root: Mapping[str, Any], at: str) 
     return {"integer": 1, "number": 0.5, "boolean": True}[kind]
 
 
-#: the bounds of a number: (keyword, exclusive)
-_BOUNDS = {"minimum": False, "exclusiveMinimum": True, "maximum": False,
-           "exclusiveMaximum": True}  # fmt: skip
+#: the bounds of a number: keyword -> (a lower bound, exclusive)
+_BOUNDS = {"minimum": (True, False), "exclusiveMinimum": (True, True),
+           "maximum": (False, False), "exclusiveMaximum": (False, True)}  # fmt: skip
 #: the forms a string example is drawn in (:mod:`sealcheck.formats.json_values`): a decimal
 #: (its scale: group 1) and an ISO time (its fraction, group 1; its zone, group 2)
 DECIMAL_FORM = re.compile(r"-?\d+\.(\d+)")
@@ -143,14 +143,14 @@ def _between(node: Mapping[str, Any], whole: bool, at: str) -> Between:
     """The range a number's bounds allow (an exclusive bound one step in: 1 for an integer,
     a millionth of the span for a number)."""
     low, high = -(2.0**52), 2.0**52
-    for key, exclusive in _BOUNDS.items():
+    for key, (lower, exclusive) in _BOUNDS.items():
         if key not in node:
             continue
         bound = node[key]
         if isinstance(bound, bool) or not isinstance(bound, int | float):
             raise SchemaError(f"{at}: {key}={bound!r} is not a number")
         step = (1 if whole else 1e-6 * max(1.0, abs(bound))) if exclusive else 0
-        if key.endswith("inimum"):
+        if lower:
             low = max(low, bound + step)
         else:
             high = min(high, bound - step)

@@ -49,11 +49,7 @@ from sealcheck.systems.job_calls import (
 )
 from sealcheck.systems.outputs import Output
 from sealcheck.systems.spark_cluster import SparkCluster
-from sealcheck_failpoint import ENV_VAR
 
-#: the environment variable naming the failpoint file (spelled once, in
-#: :mod:`sealcheck_failpoint`)
-FAILPOINT_ENV = ENV_VAR
 #: Kafka's bootstrap servers in :meth:`JobRun.placeholder` (nothing listens there)
 PLACEHOLDER_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -400,7 +396,6 @@ class JobDeployment:
             program=tuple(argv[:1]),
             args=tuple(argv[1:]),
             env={"PYTHONUNBUFFERED": "1", **env},
-            failpoint_env=FAILPOINT_ENV,
             shared=(str(self.root),),
             workdir=str(self.root),  # Spark's spark-warehouse/ and the like stay in the run
         )

@@ -70,6 +70,13 @@ def call_output(job: object, run: object, before: bool = False) -> Output:
 
     out = _call(job, "output", run, before)
     if isinstance(out, Output):
+        undefined = [m for m in OUTPUT_METHODS if getattr(type(out), m) is getattr(Output, m)]
+        if undefined:  # the base's raise NotImplementedError: say so now, not mid-run
+            raise DescriptorError(
+                f"{type(job).__name__}.output(run) returned {named(out)}, which does not "
+                f"define {', '.join(f'{m}()' for m in undefined)}: an Output defines "
+                "uppers(), progress() and export(run_dir)"
+            )
         return out
     missing = [m for m in OUTPUT_METHODS if not callable(getattr(out, m, None))]
     if missing:

@@ -135,3 +135,27 @@ def test_a_config_made_in_python_takes_the_systems_own_defaults() -> None:
     assert plain.nemeses and set(plain.nemeses) <= set(Job.run_defaults["nemeses"])
     mine = build_test(TestConfig(seed=7, nemeses=("kill",), duration_s=16), sut=LedgerJob())
     assert (mine.spec.nemeses, mine.spec.duration_s) == (("kill",), 16)
+
+
+class Forgot(Output):
+    """An output that forgot ``export``."""
+
+    def uppers(self) -> dict[str, int] | None:
+        return None
+
+    def progress(self) -> Progress | None:
+        return None
+
+
+@dataclass(frozen=True)
+class ForgetfulJob(LedgerJob):
+    def output(self, run: JobRun) -> Any:
+        return Forgot()
+
+
+def test_a_subclass_that_does_not_define_a_needed_method_is_one_line_before_the_run() -> None:
+    with pytest.raises(ConfigError) as info:
+        build_test(load_config(None, {"nemeses": ["kill"]}), sut=ForgetfulJob()).validate()
+    message = str(info.value)
+    assert "which does not define export(): an Output defines uppers()" in message
+    assert "\n" not in message

@@ -39,7 +39,7 @@ from sealcheck.systems.api import Progress, Settings, SystemUnderTest
 from sealcheck.systems.job import settling
 from sealcheck.systems.outputs import DeltaOutput
 from sealcheck.systems.spark_cluster import SparkCluster
-from sealcheck_delta_streaming.failpoints import FAILPOINTS, FILE_ENV_VAR
+from sealcheck_delta_streaming.failpoints import FAILPOINTS
 from sealcheck_delta_streaming.variants import VARIANTS
 
 #: The job's name for its transactions (Delta's ``txnAppId``).
@@ -203,7 +203,6 @@ class JobDeployment:
             env={"PYTHONUNBUFFERED": "1"},
             local_env={"SEALCHECK_SPARK_JARS": jars, "SPARK_LOCAL_IP": "127.0.0.1"},
             image=delta_streaming_image,
-            failpoint_env=FILE_ENV_VAR,
             shared=(str(self.root),),
             workdir=str(self.root),  # its driver's artifacts/ stays in the run, as a job's does
         )

@@ -33,7 +33,7 @@ from sealcheck.systems.upsert_source import store
 from sealcheck.systems.upsert_source.image import upsert_source_image
 from sealcheck.systems.upsert_source.spark_server import SparkServer
 from sealcheck_upsert_source.broken import BROKEN_MODES
-from sealcheck_upsert_source.failpoints import FAILPOINTS, FILE_ENV_VAR
+from sealcheck_upsert_source.failpoints import FAILPOINTS
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,6 @@ class PipelineDeployment:
             env={"PYTHONUNBUFFERED": "1"},
             local_env={"SEALCHECK_SPARK_JARS": jars},
             image=upsert_source_image,
-            failpoint_env=FILE_ENV_VAR,
             workdir=str(self.work),
         )
 
