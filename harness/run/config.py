@@ -332,6 +332,15 @@ def build_config(raw: dict[str, Any], stored: bool = False) -> TestConfig:
     ``test.json``), each setting checked (the parts it names are checked once built:
     :func:`sealcheck.harness.run.test.load_test`). ``store_dir``, the old name of ``runs_dir``,
     is still read."""
+    return config_and_system(raw, stored)[0]
+
+
+def config_and_system(
+    raw: dict[str, Any], stored: bool = False
+) -> tuple[TestConfig, SystemUnderTest | None]:
+    """:func:`build_config`, with the system it names as built to read its run defaults (None:
+    it names none), for :func:`sealcheck.harness.run.test.load_test` to build the test with
+    rather than build it again."""
     if not isinstance(raw, dict):
         raise ConfigError(f"config={raw!r}: expected a table of settings")
     values = dict(raw)
@@ -351,12 +360,19 @@ def build_config(raw: dict[str, Any], stored: bool = False) -> TestConfig:
         raise ConfigError(f"config: {exc}") from None
     _check(cfg)
     assert isinstance(cfg, TestConfig)
-    return cfg
+    return cfg, sut
 
 
 def load_config(path: Path | None, overrides: dict[str, Any]) -> TestConfig:
     """The config from ``path`` (TOML, optional) with ``overrides`` applied, each setting
-    checked (:func:`build_config`).
+    checked (:func:`build_config`)."""
+    return load_config_and_system(path, overrides)[0]
+
+
+def load_config_and_system(
+    path: Path | None, overrides: dict[str, Any]
+) -> tuple[TestConfig, SystemUnderTest | None]:
+    """:func:`load_config`, with the system it names as built (:func:`config_and_system`).
 
     ``overrides`` keys are top-level names, ``workload.<name>`` or ``system_options.<name>``;
     None values are ignored.
@@ -382,7 +398,7 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> TestConfig:
             table[rest] = value
         else:
             raw[key] = value
-    return build_config(raw)
+    return config_and_system(raw)
 
 
 def from_json(doc: dict[str, Any]) -> TestConfig:

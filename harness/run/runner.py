@@ -32,6 +32,7 @@ from sealcheck.harness.run.flags import to_flags
 from sealcheck.harness.run.progress import Display
 from sealcheck.harness.run.session import TOPIC, Session, Teardown
 from sealcheck.harness.run.test import Test
+from sealcheck.harness.run.validate import NOT_HELD, unheld_boundaries
 from sealcheck.infra import cleanup, procs
 from sealcheck.infra.left_running import LEFT_RUNNING, LeftRunning
 from sealcheck.infra.sweep import left_alone_line, removed_line, sweep
@@ -109,6 +110,7 @@ def run_meta(test: Test, run_dir: Path) -> dict[str, Any]:
         "versions": _versions(),
         "reproduce": repro_command(cfg, run_dir),
         UNPLANNED: unplanned(cfg.nemeses, test.schedule, cfg.duration_s, cfg.nemesis_interval_s),
+        NOT_HELD: unheld_boundaries(cfg.backend, test.system),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
@@ -152,8 +154,9 @@ def run_test(test: Test, display: Display | None = None) -> Outcome:
     display.console.print(f"fault schedule (seed {cfg.seed}): {len(test.schedule)} actions")
     for line in describe(test.schedule):
         display.console.print("  " + line)
-    if meta.get(UNPLANNED):  # asked for, never played: said before the run and after it
-        display.console.print(f"warning: {meta[UNPLANNED]}")
+    for missing in (UNPLANNED, NOT_HELD):  # never played: said before the run and after it
+        if meta.get(missing):
+            display.console.print(f"warning: {meta[missing]}")
     procs.mark_children(run_dir, detached=cfg.leave_running)
     history = HistoryWriter(run_dir / "history.jsonl")
     display.clock = lambda: history.now_ns() / 1e9  # the report's time base from here on
@@ -194,8 +197,9 @@ def _print_coverage(run_dir: Path, meta: dict[str, Any], test: Test, display: Di
     from sealcheck.rundir.regular import read_text
 
     points = dict(test.system.failpoints) if "failpoint" in test.nemeses else {}
-    if meta.get(UNPLANNED):
-        display.console.print(f"window coverage: {meta[UNPLANNED]}")
+    for missing in (UNPLANNED, NOT_HELD):
+        if meta.get(missing):
+            display.console.print(f"window coverage: {meta[missing]}")
     if not test.schedule:
         return
     try:

@@ -25,7 +25,7 @@ from sealcheck.harness.run.config import (
     ConfigError,
     TestConfig,
     given_settings,
-    load_config,
+    load_config_and_system,
     with_system_defaults,
 )
 from sealcheck.harness.run.sample import SampleError, digest, load_sample
@@ -100,6 +100,7 @@ def build_test(
     spec: TestConfig,
     schedule: list[Action] | None = None,
     sut: SystemUnderTest | None = None,
+    named: SystemUnderTest | None = None,
 ) -> Test:
     """Build ``spec``: its system under test (``sut``, when given, replaces the one the spec
     names, and the spec then names ``sut`` as :func:`sealcheck.systems.registry.reference`
@@ -109,10 +110,12 @@ def build_test(
     every seed and the whole fault schedule from ``spec.seed`` (same seed, same test), or
     ``schedule`` as given when replaying. Each name the spec gives is resolved here, once: one
     that names nothing (a system, backend, nemesis or checker) is a :class:`ConfigError`.
-    Whether the built parts fit together is :meth:`Test.validate`'s to say."""
+    Whether the built parts fit together is :meth:`Test.validate`'s to say. ``named``: the
+    system the spec names, already built from its name and options (by :func:`load_test`'s
+    config, to read its run defaults), taken as it is rather than built again."""
     try:
         if sut is None:
-            sut = system(spec.system, spec.system_options)
+            sut = named if named is not None else system(spec.system, spec.system_options)
         else:  # saved as the name and options that rebuild it (replay, child runs)
             name, options = reference(sut)
             if name != spec.system:  # a system given in Python: its own defaults, as named
@@ -179,7 +182,8 @@ def load_test(
     """The test of a TOML file and flags (:func:`~sealcheck.harness.run.config.load_config`),
     built and validated: a bad setting, a name that names nothing and parts that do not fit
     together are each one :class:`ConfigError`, before anything starts."""
-    test = build_test(load_config(path, overrides), schedule)
+    spec, named = load_config_and_system(path, overrides)
+    test = build_test(spec, schedule, named=named)
     test.validate()
     return test
 

@@ -32,6 +32,7 @@ from sealcheck.nemeses.registry import lacking
 from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles
 from sealcheck.systems.job import Job, JobRun, check_job
 from sealcheck.systems.job_calls import DescriptorError
+from sealcheck.systems.job_image import builds_image, project_sources
 
 #: Capabilities a descriptor offers by declaring something: what to declare, for the refusal.
 DECLARE = {
@@ -207,9 +208,11 @@ def refuse_broken_descriptor(
     (:func:`refuse_broken_effect`)."""
     if isinstance(sut, Job):
         where = Path(spec.runs_dir).absolute() / spec.name / "not-started" / "work" / "job"
-        run = JobRun.placeholder(TOPIC, where, spec.max_records_per_step, spec.broken)
+        run = JobRun.placeholder(TOPIC, where, spec.max_records_per_step, spec.broken, spec.backend)
         try:
             check_job(sut, run)
+            if spec.backend == "containers" and builds_image(sut):  # from its installed project
+                project_sources(sut)
         except DescriptorError as exc:
             raise ConfigError(str(exc)) from None
     mapping, make = sut.effect_mapping(), sut.record_maker()
@@ -223,3 +226,30 @@ def refuse_broken_descriptor(
         refuse_broken_records(f"{name}.record", make, spec, producer_seeds)
     if mapping is not None:
         refuse_broken_effect(f"{name}.effect", mapping, spec, producer_seeds, make)
+
+
+#: ``test.json``'s line naming the system's commit boundaries its run cannot hold (None: none)
+NOT_HELD = "not_held"
+
+
+def unheld_boundaries(backend: str, sut: SystemUnderTest) -> str | None:
+    """One line naming ``sut``'s commit boundaries that no fault of a run on ``backend`` can
+    hold — they are held from below, on a lazy disk under the job's directory (the ``boundary``
+    and ``crash-at-sync`` nemeses), which that backend, or this machine, cannot give — for the
+    run to print with its coverage, so a run on containers never passes for one that crashed
+    the job at its boundaries (None: it can hold them, or the system declares none)."""
+    from sealcheck.core.windows import boundaries
+    from sealcheck.infra.backends import NAMES, capabilities
+    from sealcheck.infra.lazy_disk import fuse_missing
+
+    held = sorted(boundaries(sut.windows, sut.commit_files))
+    if not held or backend not in NAMES:
+        return None
+    if "lazy-disk" not in capabilities(backend) | sut.offers(backend):
+        why = f"the {backend} backend has no lazy disk for them: --backend local holds them"
+    elif fuse_missing():
+        why = "FUSE is not available here (`sealcheck setup` says why)"
+    else:
+        return None
+    shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+    return f"not held: the system's {len(held)} commit boundaries ({shown}): {why}"

@@ -16,7 +16,10 @@ output is (and, if it has them, its failpoints and its own mapping of records to
 
 The harness gives every run a directory of the job's own (:attr:`JobRun.dir`, read and written
 by the job and read by the harness), starts the command for each incarnation as a process of
-the host (its output to the incarnation's log; SIGKILL, SIGSTOP, the failpoint file), reads
+the host — or, with ``--backend containers``, as a container of the job's image
+(:attr:`Job.image`, or one built from its installed project: :mod:`sealcheck.systems.job_image`)
+with that directory at the same path — (its output to the incarnation's log; SIGKILL,
+SIGSTOP, the failpoint file), reads
 how far the job has sealed from :meth:`Job.output` four times a second, and exports it at the
 end. The job itself imports nothing of Sealcheck (failpoints, if wanted, through the
 dependency-free :mod:`sealcheck_failpoint`).
@@ -24,11 +27,7 @@ dependency-free :mod:`sealcheck_failpoint`).
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import re
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -36,7 +35,7 @@ from typing import Any
 
 from sealcheck.core.effects import EffectMapping, Effects, Record
 from sealcheck.core.nodes import Disk, Launch, Node
-from sealcheck.core.windows import CrashWindow
+from sealcheck.infra.jars import jars_dir
 from sealcheck.infra.lazy_disk import LazyDisk
 from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
@@ -47,6 +46,8 @@ from sealcheck.systems.job_calls import (
     call_environment,
     call_output,
 )
+from sealcheck.systems.job_checkpoint import batch_boundary, paired, settling, watch_checkpoint
+from sealcheck.systems.job_image import in_image
 from sealcheck.systems.outputs import Output
 from sealcheck.systems.spark_cluster import SparkCluster
 
@@ -71,16 +72,26 @@ class JobRun:
     #: ``spark://host:port`` of the run's Spark standalone cluster (``--spark cluster``);
     #: None: the job runs its own driver in local mode
     master: str | None = None
+    #: where its incarnations run: ``local`` (processes of the host) or ``containers`` (its
+    #: image on the run's network, :attr:`dir` and Sealcheck's jar cache at their host paths)
+    backend: str = "local"
 
     @classmethod
     def placeholder(
-        cls, topic: str, directory: Path, max_records_per_step: int, broken: str | None
+        cls,
+        topic: str,
+        directory: Path,
+        max_records_per_step: int,
+        broken: str | None,
+        backend: str = "local",
     ) -> JobRun:
         """What a descriptor is called with before the run starts, when it is checked
-        (:func:`check_job`): the run's topic, batch size and broken mode, but Kafka's bootstrap
-        :data:`PLACEHOLDER_BOOTSTRAP` (no broker runs yet), a ``directory`` that does not exist
-        yet, and no Spark master."""
-        return cls(PLACEHOLDER_BOOTSTRAP, topic, directory, max_records_per_step, broken, None)
+        (:func:`check_job`): the run's topic, batch size, broken mode and backend, but Kafka's
+        bootstrap :data:`PLACEHOLDER_BOOTSTRAP` (no broker runs yet), a ``directory`` that does
+        not exist yet, and no Spark master."""
+        return cls(
+            PLACEHOLDER_BOOTSTRAP, topic, directory, max_records_per_step, broken, None, backend
+        )
 
 
 class Job(SystemUnderTest):
@@ -90,8 +101,14 @@ class Job(SystemUnderTest):
     with :meth:`JobRun.placeholder` values (:func:`check_job`), so they must not need Kafka or
     the job's directory to exist yet."""
 
-    #: the job's directory is shared with the harness; its incarnations are host processes
-    requires = frozenset({"host-directory", "host-processes"})
+    #: the job's directory is shared with the harness (locally, or bind-mounted into the
+    #: containers of its image)
+    requires = frozenset({"host-directory"})
+    #: the container image its incarnations run in under ``--backend containers``: a tag built
+    #: beforehand (``"my-job:1"``, with ``python`` and PySpark on its ``PATH``); empty:
+    #: Sealcheck builds one from the project the descriptor is installed from
+    #: (:mod:`sealcheck.systems.job_image`)
+    image: str = ""
     #: its directory goes on a lazy disk for the ``boundary`` nemesis of the default mix, but
     #: a power cut (``lost-writes``) only when named: Spark and Delta never fsync, so a power
     #: cut in every default run would judge the job's durability under power loss rather
@@ -145,6 +162,20 @@ class Job(SystemUnderTest):
         """:meth:`effect` when the descriptor defines it."""
         return None if type(self).effect is Job.effect else self.effect
 
+    def container_image(self) -> str:
+        """The tag its containers run (``--backend containers``): :attr:`image`, or one built
+        (once; then found by its hash) from the descriptor's installed project
+        (:func:`sealcheck.systems.job_image.project_image`)."""
+        if self.image:
+            return self.image
+        from sealcheck.systems.job_image import project_image
+
+        return project_image(self)
+
+    def images(self) -> Sequence[Callable[[], str]]:
+        """:meth:`container_image` (built before a containers run starts)."""
+        return (self.container_image,)
+
     def offers(self, backend: str) -> frozenset[str]:
         """Its failpoints and crash windows (when it has some), a Spark standalone cluster its
         driver can submit to (``--spark cluster``: :attr:`JobRun.master`) and, locally, its
@@ -158,149 +189,12 @@ class Job(SystemUnderTest):
         return JobDeployment(self, backend, settings, work, logs)
 
 
-def newest_write(root: Path) -> float:
-    """The newest modification time (``time.time()``) of anything under ``root`` (0 when
-    there is nothing)."""
-    newest, todo = 0.0, [root]
-    while todo:
-        try:
-            entries = list(os.scandir(todo.pop()))
-        except OSError:  # removed while walked
-            continue
-        for entry in entries:
-            try:
-                newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
-                if entry.is_dir(follow_symlinks=False):
-                    todo.append(Path(entry.path))
-            except OSError:
-                continue
-    return newest
-
-
-def _newest_opening(root: Path, window: CrashWindow) -> str | None:
-    """The ``{n}`` of the newest file that opens ``window`` (None: none yet, or a window not
-    told by paired files)."""
-    if not _paired(window) or window.opens_in is None:
-        return None
-    try:
-        names = [m.group(1) for f in os.listdir(root / window.opens_in)
-                 if (m := re.fullmatch(window.opens, f)) and m.re.groups]  # fmt: skip
-    except OSError:
-        return None
-    return max(names, key=lambda n: (len(n), n), default=None)
-
-
-def in_flight(root: Path, window: CrashWindow) -> bool:
-    """Whether ``window`` is open now: the newest file that opens it (by its ``{n}``) has no
-    closing file yet. Only windows told by files whose closing names its opening's ``{n}``
-    (a checkpoint's ``offsets/N`` and ``commits/N``) can say."""
-    newest = _newest_opening(root, window)
-    closing = window.closing(newest) if newest is not None else None
-    if closing is None or window.closes_in is None:
-        return False
-    try:
-        closed = os.listdir(root / window.closes_in)
-    except OSError:
-        return False
-    return not any(closing.fullmatch(f) for f in closed)
-
-
-def batch_boundary(root: Path, windows: Iterable[CrashWindow]) -> str | None:
-    """Which batch the job is between (the newest opening of each of ``windows`` that a
-    closing file names, joined: a token that changes when a batch is planned), or None while
-    a batch is in flight (:func:`in_flight`) — for an output that takes states only between
-    batches (``between_batches``)."""
-    told = [w for w in windows if _paired(w)]
-    if any(in_flight(root, w) for w in told):
-        return None
-    return "/".join(_newest_opening(root, w) or "" for w in told)
-
-
-class JobCheckpoint:
-    """A job's checkpoint as the first of its windows told by paired files names it (a
-    checkpoint's ``offsets/N`` and ``commits/N``): the newest batch committed and the newest
-    planned, each one listing of its folder (an output asks for the first before it reads and
-    the second after, 4 times a second) — what an output without bindings records at each state
-    it takes (:class:`sealcheck.rundir.states.StateBatchRecorder`)."""
-
-    def __init__(self, root: Path, window: CrashWindow) -> None:
-        assert window.opens_in is not None and window.closes_in is not None  # paired
-        self.opens_in, self.closes_in = root / window.opens_in, root / window.closes_in
-        self._opens = re.compile(window.opens)
-        self._closes = re.compile(str(window.closes).replace("{n}", r"(\d+)"))
-
-    @staticmethod
-    def of(root: Path, windows: Iterable[CrashWindow]) -> JobCheckpoint | None:
-        """The checkpoint the first of ``windows`` told by paired files names (None: none)."""
-        window = next((w for w in windows if _paired(w)), None)
-        return JobCheckpoint(root, window) if window is not None else None
-
-    def committed(self) -> int | None:
-        """The newest ``commits/N`` (None: none yet, or not a batch number)."""
-        return _newest_number(self.closes_in, self._closes)
-
-    def planned(self) -> int | None:
-        """The newest ``offsets/N`` (None: none yet, or not a batch number)."""
-        return _newest_number(self.opens_in, self._opens)
-
-
-def checkpoint_batches(root: Path, windows: Iterable[CrashWindow]) -> tuple[int | None, int | None]:
-    """The newest batch committed and the newest planned (:class:`JobCheckpoint`; None, None
-    without a window told by paired files)."""
-    checkpoint = JobCheckpoint.of(root, windows)
-    return (None, None) if checkpoint is None else (checkpoint.committed(), checkpoint.planned())
-
-
-def watch_checkpoint(out: Output, root: Path, windows: Iterable[CrashWindow]) -> None:
-    """Have an output that takes states (SQL tables, Kafka topics:
-    :meth:`~sealcheck.systems.outputs.Output.watch_checkpoint`) record at each the job's newest
-    committed and planned batches, when ``windows`` (the descriptor's) include one told by the
-    checkpoint's paired files (:class:`JobCheckpoint`); otherwise its states name no batch."""
-    checkpoint = JobCheckpoint.of(root, windows)
-    if checkpoint is not None:
-        out.watch_checkpoint(checkpoint)
-
-
-def _newest_number(folder: Path, pattern: re.Pattern[str]) -> int | None:
-    """The largest first group of ``pattern`` over the names in ``folder`` that is a number
-    (None: none, or the folder cannot be listed)."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return None
-    found = [m.group(1) for f in names if (m := pattern.fullmatch(f)) and m.re.groups]
-    return max((int(n) for n in found if n.isdigit()), default=None)
-
-
-def _paired(window: CrashWindow) -> bool:
-    """Whether ``window`` opens and closes on files whose closing names its opening's
-    ``{n}`` (a checkpoint's ``offsets/N`` and ``commits/N``)."""
-    return (
-        window.opens_in is not None and window.closes_in is not None and "{n}" in str(window.closes)
-    )
-
-
-def settling(
-    progress: Progress | None, root: Path, windows: Iterable[CrashWindow]
-) -> Progress | None:
-    """``progress`` of an output without bindings with its last change moved to the newest
-    write under the job's directory ``root`` — to *now* while one of ``windows`` is open (a
-    batch in flight); any other progress as it is (:meth:`Progress.settled`)."""
-    if progress is None or progress.settle_s is None:
-        return progress
-    age = time.time() - newest_write(root)
-    written = time.monotonic() - age
-    if any(in_flight(root, w) for w in windows):
-        written = time.monotonic()  # a batch opened its window and has not closed it
-    return dataclasses.replace(progress, changed_at=max(progress.changed_at, written))
-
-
 def job_output(job: Job, run: JobRun, before: bool = False) -> Output:
     """``job.output(run)``, checked (:func:`sealcheck.systems.job_calls.call_output`); an
     output that takes states only between batches (``between_batches``) is refused too when the
     descriptor declares no windows that tell a batch in flight (:class:`DescriptorError`)."""
     out = call_output(job, run, before)
-    if out.between_batches and not any(_paired(w) for w in job.windows.values()):
+    if out.between_batches and not any(paired(w) for w in job.windows.values()):
         raise DescriptorError(
             f"{type(job).__name__}.output(run) takes states between batches (between_batches), "
             "but the descriptor declares no windows that tell a batch in flight: add "
@@ -333,8 +227,15 @@ class JobDeployment:
             if settings.lazy_store
             else None
         )
+        #: in containers, the job's image for its incarnations and the cluster's workers
+        image = self.image = job.container_image if backend.runs_images else None
+        #: what its containers (and a cluster's) see at the host's paths: its directory and,
+        #: in containers, the jar cache the paths it names are in (``sealcheck.delta_jars()``)
+        self.shared: tuple[str, ...] = (str(self.root),)
+        if image is not None and jars_dir().is_dir():
+            self.shared += (str(jars_dir()),)
         self.cluster = (
-            SparkCluster(backend, logs, shared=(str(self.root),))
+            SparkCluster(backend, logs, shared=self.shared, image=image)
             if settings.spark == "cluster"
             else None
         )
@@ -344,7 +245,8 @@ class JobDeployment:
             self.root,
             settings.max_records_per_step,
             settings.broken,
-            None,
+            self.cluster.url if self.cluster is not None else None,
+            backend.name,
         )
         self.out = job_output(job, self.run)
         #: the command and environment of every incarnation (:meth:`start` asks the
@@ -370,7 +272,6 @@ class JobDeployment:
             self.disk.start()
         if self.cluster is not None:
             self.cluster.start()
-            self.run = dataclasses.replace(self.run, master=self.cluster.url)
         self.command = call_command(self.job, self.run), call_environment(self.job, self.run)
 
     def stop(self) -> None:
@@ -396,7 +297,9 @@ class JobDeployment:
             program=tuple(argv[:1]),
             args=tuple(argv[1:]),
             env={"PYTHONUNBUFFERED": "1", **env},
-            shared=(str(self.root),),
+            image=self.image,
+            entrypoint=in_image(argv[:1]),
+            shared=self.shared,
             workdir=str(self.root),  # Spark's spark-warehouse/ and the like stay in the run
         )
 

@@ -32,7 +32,8 @@ def test_the_example_job_writing_postgres_is_valid_killed_inside_its_batches(
     runs = tmp_path / "runs"
     env = os.environ | {"PYTHONPATH": str(project)}  # the example, as if installed
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "containers", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-m", "containers", "-k", "postgres", "-p",
+         "no:cacheprovider",
          "--sealcheck-runs", str(runs)],
         cwd=project, env=env, capture_output=True, text=True, timeout=1200, check=False,
     )  # fmt: skip

@@ -113,11 +113,17 @@ def install(base: Path) -> Installed:
 
 
 def example_suite(
-    venv: Path, example: Path, where: Path, select: str, passed: int
+    venv: Path,
+    example: Path,
+    where: Path,
+    select: str,
+    passed: int,
+    marks: str = "not containers",  # PostgreSQL or the job in containers: tests/containers/
 ) -> tuple[Path, str]:
     """An example's own suite, from a copy of its project, run as its user runs it (two
-    workers, the tests that need no Docker engine), its tests chosen by ``-k select``: the
-    archive of its runs and pytest's output (its JUnit XML beside the archive)."""
+    workers; by default the tests that need no Docker engine: ``-m marks``), its tests chosen
+    by ``-k select``: the archive of its runs and pytest's output (its JUnit XML beside the
+    archive)."""
     project = where / example.name
     shutil.copytree(example, project)
     runs = where / "runs"
@@ -130,7 +136,7 @@ def example_suite(
             "-p",
             "no:cacheprovider",
             "-m",
-            "not containers",  # PostgreSQL in a container: tests/containers/
+            marks,
             "-k",
             select,
             "--sealcheck-runs",

@@ -26,7 +26,8 @@ from sealcheck.harness.cli import smoke
 from sealcheck.harness.run.workload import UpsertMix, upsert_records
 from sealcheck.infra.topic import dump_topic, log_end
 from sealcheck.systems.api import Settings
-from sealcheck.systems.delta_streaming import DeltaStreaming, JobDeployment
+from sealcheck.systems.delta_streaming import DeltaStreaming
+from sealcheck.systems.job import JobDeployment
 from tests.runs import write_history
 
 pytestmark = pytest.mark.integration
@@ -39,9 +40,11 @@ RECORDS, BATCH = 900, 300
 
 @dataclass
 class Backend:
-    """What the deployment asks of a backend: where the brokers are."""
+    """What the deployment asks of a backend: where the brokers are (a local one)."""
 
     bootstrap: str
+    name: str = "local"
+    runs_images: bool = False
 
 
 def fresh_topic(kafka: Any, seed: int) -> tuple[str, list[Any]]:

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Producer
 
 from sealcheck.core.windows import streaming_windows
-from sealcheck.systems.job import batch_boundary
+from sealcheck.systems.job_checkpoint import batch_boundary
 from sealcheck.systems.outputs import TopicOutput
 from sealcheck.systems.outputs.sql import OutputError
 

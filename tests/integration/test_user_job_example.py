@@ -147,6 +147,27 @@ def test_the_examples_delta_job_on_a_cluster_survives_losing_executors(
         assert hit and all((o["value"].get("effect") or {}).get("effect") for o in hit), hit
 
 
+@pytest.mark.containers
+@pytest.mark.nightly  # two runs in containers (~4 min each here), as root: Docker's engine
+def test_the_examples_delta_job_in_containers_survives_partitions_and_kills(
+    docker_engine: None, venv: Path, tmp_path: Path
+) -> None:
+    """The example's Delta job under ``--backend containers`` (issue 51): its driver in a
+    container of the image Sealcheck built from the installed project, each broker in its
+    own; cut off from a broker and killed: VALID, both faults' effects seen; with its MERGE's
+    delete clause lost: INVALID."""
+    runs, _ = example_suite(venv, EXAMPLE, tmp_path, "in_containers", 2, marks="containers")
+    assert verdicts_told(runs) == {
+        ("user_job_sealcheck:UserJob", None): True,
+        ("user_job_sealcheck:UserJob", "keeps-deleted-rows"): False,
+    }
+    for test in runs.glob("*/*/test.json"):
+        assert json.loads(test.read_text())["config"]["backend"] == "containers"
+        ops = [json.loads(line) for line in (test.parent / "history.jsonl").open()]
+        cuts = [o for o in ops if o.get("f") == "start-partition" and o.get("type") == "info"]
+        assert cuts and all(o["value"].get("outcome") == "happened" for o in cuts), cuts
+
+
 @pytest.mark.nightly  # one more run of the Delta job, ending on a liveness failure
 def test_the_examples_merge_as_delta_documents_it_is_invalid_at_its_first_batch(
     venv: Path, tmp_path: Path

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sealcheck.systems.delta_streaming import output
+from sealcheck.systems.delta_streaming import DeltaStreaming
+from sealcheck.systems.job import JobRun
 from sealcheck.systems.outputs import delta_log as layout
 from sealcheck.systems.outputs.delta_export import bindings_rows
 
@@ -23,7 +24,7 @@ def offsets_file(
 
 
 def uppers(root: Path, variant: str | None = None) -> dict[str, int] | None:
-    return output(root, "t", variant).uppers()
+    return DeltaStreaming().output(JobRun("", "t", root, 100, variant)).uppers()
 
 
 def commit_file(table: Path, version: int, *actions: dict[str, object]) -> None:

@@ -206,6 +206,7 @@ def test_the_sample_is_the_producers_records_with_every_kind() -> None:
 
 class _Backend:
     bootstrap = "127.0.0.1:1"
+    name, runs_images = "local", False
 
 
 def test_at_deploy_a_failing_method_is_a_descriptor_error(tmp_path: Path) -> None:

@@ -97,6 +97,7 @@ def test_a_fifth_output_is_one_subclass_with_defaults_for_the_rest(tmp_path: Pat
 def test_the_deployment_calls_the_defaults_without_probing(tmp_path: Path) -> None:
     class _Backend:
         bootstrap = "127.0.0.1:9092"
+        name, runs_images = "local", False
 
     settings = Settings("t", 100, spark="local")
     deployment = JobDeployment(LedgerJob(), _Backend(), settings, tmp_path, tmp_path)  # type: ignore[arg-type]
@@ -159,3 +160,27 @@ def test_a_subclass_that_does_not_define_a_needed_method_is_one_line_before_the_
     message = str(info.value)
     assert "which does not define export(): an Output defines uppers()" in message
     assert "\n" not in message
+
+
+def test_every_output_of_tables_reads_its_rows_through_one_shape(tmp_path: Path) -> None:
+    """Delta, SQLite and PostgreSQL outputs declare the same row fields and read them as one
+    :class:`~sealcheck.systems.outputs.rows.RowShape`: the dead letters keyed by their own
+    column when given, else by the data's; metadata and a reader's own columns never compared."""
+    from sealcheck import DeltaOutput, PostgresOutput, SQLiteOutput
+    from sealcheck.systems.outputs.rows import RowShape
+
+    delta = DeltaOutput(None, tmp_path / "t", "id", tmp_path / "e", exclude=("batch_id",))
+    sqlite = SQLiteOutput(tmp_path / "db", "t", "id", errors="e", exclude=("batch_id",))
+    postgres = PostgresOutput("postgresql://x/y", "t", "id", errors="e", exclude=("batch_id",))
+    assert (
+        delta.row_shape
+        == sqlite.row_shape
+        == postgres.row_shape
+        == RowShape("id", None, None, ("batch_id",))
+    )
+    row = {"id": "k1", "pos": 3, "batch_id": 7, "_commit_version": 2}
+    key, value = delta.row_shape.encoder("data", ignore=("_commit_version",))(row)
+    assert value == sqlite.row_shape.encoder("data")({"id": "k1", "pos": 3, "batch_id": 9})[1]
+    own = RowShape("id", errors_key="offset")
+    assert own.encoder("errors")({"offset": 4, "id": None, "raw": "x"})[0] != key
+    assert own.encoder("data").key == ("id",) and own.encoder("errors").key == ("offset",)

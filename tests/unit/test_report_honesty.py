@@ -24,7 +24,7 @@ from sealcheck.rundir.effects import write_effects
 from sealcheck.rundir.files import EFFECTS, TopicRecord, write_topic
 from sealcheck.rundir.history_writer import HistoryWriter, record_inputs
 from sealcheck.rundir.states import read_states
-from sealcheck.systems.job import batch_boundary, watch_checkpoint
+from sealcheck.systems.job_checkpoint import batch_boundary, watch_checkpoint
 from sealcheck.systems.outputs import PostgresOutput, SQLiteOutput, TopicOutput
 from sealcheck.systems.outputs import topic as topic_module
 from tests.runs import stored_run

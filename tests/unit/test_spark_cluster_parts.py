@@ -17,7 +17,6 @@ from sealcheck.harness.run.test import load_test
 from sealcheck.nemeses.api import PlanInfo
 from sealcheck.nemeses.registry import NEMESES, requirements
 from sealcheck.systems.api import Settings
-from sealcheck.systems.delta_streaming.image import delta_streaming_image
 from sealcheck.systems.registry import system
 from sealcheck.systems.roles import every_role
 from sealcheck.systems.spark_cluster import EXECUTOR_CLASS, executor_pids
@@ -62,8 +61,8 @@ def test_cluster_nemeses_need_spark_cluster_and_both_systems_can_have_one() -> N
 class _Backend:
     """Just enough of a backend to lay out a deployment without starting anything."""
 
-    runs_images = False
     bootstrap = "127.0.0.1:9092"
+    name, runs_images = "local", False
 
     def address(self, name: str) -> str:
         return "127.0.0.1"
@@ -82,10 +81,10 @@ def test_the_delta_job_submits_to_the_cluster_whose_workers_see_its_directory(
     dep = system("delta-streaming").deploy(_Backend(), settings, tmp_path, tmp_path)  # type: ignore[arg-type]
     cluster = dep.cluster
     assert cluster is not None and cluster.shared == (dep.store,)
-    assert cluster.image is delta_streaming_image
+    assert cluster.image is None  # local processes: no image
     launch = dep.launch(0)
     assert launch.args[launch.args.index("--master") + 1] == cluster.url
-    assert launch.local_env["SPARK_LOCAL_IP"] == "127.0.0.1"
+    assert launch.env["SPARK_LOCAL_IP"] == "127.0.0.1"
     for worker in cluster.workers:
         assert worker.node.shared == (dep.store,)  # type: ignore[attr-defined]
     assert [n.name for n in dep.nodes("spark-worker")] == ["spark-worker-1", "spark-worker-2"]

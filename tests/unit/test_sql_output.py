@@ -137,7 +137,7 @@ def test_without_bindings_a_state_no_prefix_explains_is_still_caught():
 
 def test_a_batch_in_flight_keeps_the_job_from_settling(tmp_path):
     from sealcheck.core.windows import streaming_windows
-    from sealcheck.systems.job import in_flight, newest_write
+    from sealcheck.systems.job_checkpoint import in_flight, newest_write
 
     [window] = streaming_windows("checkpoint").values()
     assert not in_flight(tmp_path, window)  # no checkpoint yet
@@ -193,7 +193,7 @@ def test_a_key_column_that_is_not_there_is_one_line_at_the_first_read(tmp_path):
 
 def test_a_job_of_several_transactions_per_batch_is_seen_only_between_batches(tmp_path):
     from sealcheck.core.windows import streaming_windows
-    from sealcheck.systems.job import batch_boundary
+    from sealcheck.systems.job_checkpoint import batch_boundary
 
     windows = tuple(streaming_windows("checkpoint").values())
     cp = tmp_path / "checkpoint"

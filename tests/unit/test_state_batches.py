@@ -1,5 +1,6 @@
 """Which batches each state of an output without bindings follows (issue 48): the job's
-checkpoint read at each state the harness takes (:func:`sealcheck.systems.job.checkpoint_batches`),
+checkpoint read at each state the harness takes
+(:func:`sealcheck.systems.job_checkpoint.checkpoint_batches`),
 a state read mid-batch named by its batch once its ``commits/N`` is seen, and a state read at
 the end (Delta tables alone) named by its batch but given no moment in the run."""
 
@@ -13,7 +14,7 @@ import polars as pl
 from sealcheck.checkers import run_checkers
 from sealcheck.checkers.inputs import RunData
 from sealcheck.rundir.states import BATCHES, StateBatches, StateRecord, read_states
-from sealcheck.systems.job import checkpoint_batches, watch_checkpoint
+from sealcheck.systems.job_checkpoint import checkpoint_batches, watch_checkpoint
 from sealcheck.systems.outputs import SQLiteOutput
 from tests.runs import build_run
 from tests.unit.test_report_honesty import WINDOWS, sql_sink

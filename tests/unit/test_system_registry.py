@@ -143,12 +143,14 @@ def test_a_system_that_cannot_be_rebuilt_elsewhere_is_refused() -> None:
         reference(Local())
 
 
-def test_a_job_runs_on_host_processes_only(user_package: Path) -> None:
+def test_a_job_in_containers_needs_its_project_installed_or_an_image(user_package: Path) -> None:
+    """Its image is built from the installed project that holds its descriptor: a package
+    only on ``sys.path`` has none, and the refusal says both ways out."""
     with pytest.raises(ConfigError) as info:
         load_test(None, {"system": "user-job", "backend": "containers", "nemeses": ["kill"]})
     message = str(info.value)
-    assert "incarnations started as processes of the host" in message
-    assert "--backend local" in message
+    assert "no installed project provides" in message and "pip install ." in message
+    assert 'image = "my-job:1"' in message
     test = load_test(None, {"system": "user-job", "nemeses": ["kill", "failpoint"]})
     assert test.plan_info.failpoints.names == ("after_merge",)
     assert test.system.effect_mapping() is not None
@@ -219,6 +221,7 @@ class WindowedJob(FileJob):
 
 class StubBackend:
     bootstrap = "127.0.0.1:9092"
+    name, runs_images = "local", False
 
 
 def test_a_descriptor_for_another_sink_is_as_short(tmp_path: Path) -> None:

@@ -115,6 +115,7 @@ class _Backend:
 
     runs_images = False
     bootstrap = "b:9092"
+    name, runs_images = "local", False
     capabilities = frozenset({"broker-lazy-disk"})
 
     def __init__(self, brokers: int, work: Path, run_id: str) -> None:

@@ -4,7 +4,8 @@ MERGE as Delta's documentation shows it, the key its first batch wrote twice. Wr
 into SQLite instead (no bindings, no failpoints: judged from snapshots alone) it is VALID
 killed inside its batches (told from its checkpoint's files), and a batch's first record
 winning over its last is caught. Writing into PostgreSQL (a database in a container), it is
-VALID killed inside its batches."""
+VALID killed inside its batches. Run in containers (its driver in one, each broker in its
+own), it is VALID cut off from a broker and killed, and its lost delete clause is caught."""
 
 from __future__ import annotations
 
@@ -113,3 +114,21 @@ def test_the_postgres_job_loses_nothing_when_killed_inside_its_batches(
     job = UserJobPostgres(dsn=sealcheck_postgres)
     result = sealcheck(job, nemeses=["window"], duration=16, interval=8, **RUN)
     result.assert_valid()  # prefix: valid only after judging two states or more
+
+
+@pytest.mark.containers
+def test_in_containers_cut_off_and_killed_the_job_loses_nothing(sealcheck) -> None:
+    # `backend="containers"`: the job's driver in a container of an image Sealcheck builds
+    # from this installed project (its command as it is; run.dir at the same path), each
+    # broker in its own; the driver is cut off from a broker, then killed
+    result = sealcheck(UserJob(), backend="containers", nemeses=["partition", "kill"],
+                       duration=40, interval=20, **RUN)  # fmt: skip
+    result.assert_valid()
+
+
+@pytest.mark.containers
+def test_in_containers_a_merge_keeping_deleted_rows_is_caught(sealcheck) -> None:
+    bug = "keeps-deleted-rows"
+    result = sealcheck(UserJob(), backend="containers", broken=bug, nemeses=["partition"],
+                       duration=40, interval=20, **RUN)  # fmt: skip
+    result.assert_invalid("sealed_state")

@@ -288,6 +288,7 @@ class ContainersBackend:
             log_path,
             failpoint_file.parent,
             on_start=started,
+            entrypoint=list(launch.entrypoint) if launch.entrypoint else None,
             shared=launch.shared,
         )
 

@@ -34,6 +34,7 @@ from typing import Any
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs import delta_log
 from sealcheck.systems.outputs.base import Output
+from sealcheck.systems.outputs.rows import TableRows
 
 
 class _Seen:
@@ -46,7 +47,7 @@ class _Seen:
 
 
 @dataclass(frozen=True)
-class DeltaOutput(Output):
+class DeltaOutput(Output, TableRows):
     """Where a Structured Streaming job writes: its checkpoint and its Delta tables."""
 
     #: the query's checkpoint (``checkpointLocation``); None: judge the tables alone

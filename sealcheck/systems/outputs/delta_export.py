@@ -217,10 +217,7 @@ def asof_rows(
 
 
 def _encoders(out: DeltaOutput) -> dict[str, Encoder]:
-    return {
-        "data": Encoder(out.key, out.value, (*out.exclude, *_CDF)),
-        "errors": Encoder(out.errors_key or out.key, out.value, (*out.exclude, *_CDF)),
-    }
+    return {c: out.row_shape.encoder(c, _CDF) for c in ("data", "errors")}
 
 
 def by_batches(meta: dict[str, dict[int, dict[str, Any]]], changed: set[tuple[str, int]]) -> bool:

@@ -10,6 +10,7 @@ bytes as they are) is read as :func:`text` reads it: each invalid sequence as U+
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -96,3 +97,40 @@ class Encoder:
             return key, encode_row(str(value))
         rest = {c: v for c, v in row.items() if c not in self.key and c not in self.exclude}
         return key, encode_row(rest)
+
+
+@dataclass(frozen=True)
+class RowShape:
+    """How a job's rows are read, one value for every output of tables or topics (Delta,
+    SQLite, PostgreSQL, Kafka): the key column(s), the dead-letter table's own, a column
+    holding the row's value as it is, and columns of run metadata never compared. Each output
+    declares these as fields of its own (its constructor's order) and reads them through this
+    (:class:`TableRows`); a new output of tables does the same."""
+
+    key: str | tuple[str, ...] = "key"
+    #: the dead-letter table's key column(s) (None: ``key``)
+    errors_key: str | tuple[str, ...] | None = None
+    #: a column holding the row's value as it is (None: the other columns, as JSON)
+    value: str | None = None
+    #: columns of run metadata, never compared (a batch id, a load time)
+    exclude: tuple[str, ...] = ()
+
+    def encoder(self, collection: str, ignore: Sequence[str] = ()) -> Encoder:
+        """How the rows of ``collection`` (``data``, ``errors``) are encoded, leaving out
+        ``ignore`` too (columns the reader adds, as a change feed's own)."""
+        key = (self.errors_key or self.key) if collection == "errors" else self.key
+        return Encoder(key, self.value, (*self.exclude, *ignore))
+
+
+class TableRows:
+    """An output whose dataclass fields include :class:`RowShape`'s: read as one."""
+
+    key: str | tuple[str, ...]
+    errors_key: str | tuple[str, ...] | None
+    value: str | None
+    exclude: tuple[str, ...]
+
+    @property
+    def row_shape(self) -> RowShape:
+        """Its rows' shape (:class:`RowShape`)."""
+        return RowShape(self.key, self.errors_key, self.value, tuple(self.exclude))

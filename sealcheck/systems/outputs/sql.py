@@ -32,7 +32,7 @@ A job states where its tables are and nothing else::
   (``between_batches=True``) leaves states between them that no prefix explains; its states are
   then taken only between batches — when the job's declared crash windows show no batch in
   flight before and after the read, with no new batch planned meanwhile
-  (:func:`sealcheck.systems.job.batch_boundary`).
+  (:func:`sealcheck.systems.job_checkpoint.batch_boundary`).
 * **Under-observed.** A state the job held for less than a sample's interval may never be
   seen; every state seen is judged. A run in which fewer than two states were seen judged
   nothing of the run's course: ``prefix`` says so (unknown).
@@ -65,7 +65,7 @@ from sealcheck.rundir.files import VERSIONS, write_export
 from sealcheck.rundir.states import Checkpoint, StateBatchRecorder, write_states
 from sealcheck.systems.api import Progress, Unjudgeable
 from sealcheck.systems.outputs.base import Output
-from sealcheck.systems.outputs.rows import Encoder, text
+from sealcheck.systems.outputs.rows import Encoder, TableRows, text
 
 #: the collections a snapshot fills (a table each)
 COLLECTIONS = ("data", "errors")
@@ -93,23 +93,19 @@ class SnapshotStates:
         #: a row the encoding could not take (:class:`Unjudgeable`, raised from then on)
         self.error: str | None = None
         #: with ``between_batches``: the batch the job is between (a token), None while a
-        #: batch is in flight (:func:`sealcheck.systems.job.batch_boundary`)
+        #: batch is in flight (:func:`sealcheck.systems.job_checkpoint.batch_boundary`)
         self.boundary: Callable[[], str | None] | None = None
         #: the job's batches at each state recorded (:mod:`sealcheck.rundir.states`)
         self.batches = StateBatchRecorder()
 
 
-class Snapshots(Output):
+class Snapshots(Output, TableRows):
     """What every output of SQL tables without bindings does (a mixin of the dataclasses
     below, which say how to connect, how to tell that something was committed, and how to
     read a table): snapshots as states, uppers, progress, captures, the export."""
 
     data: str
-    key: str | tuple[str, ...]
     errors: str | None
-    errors_key: str | tuple[str, ...] | None
-    value: str | None
-    exclude: tuple[str, ...]
     settle_s: float
     between_batches: bool
     _states: SnapshotStates
@@ -125,10 +121,9 @@ class Snapshots(Output):
 
     def tables(self) -> dict[str, tuple[str, Encoder]]:
         """Each collection's table and how its rows are encoded."""
-        out = {"data": (self.data, Encoder(self.key, self.value, self.exclude))}
+        out = {"data": (self.data, self.row_shape.encoder("data"))}
         if self.errors is not None:
-            key = self.errors_key or self.key
-            out["errors"] = (self.errors, Encoder(key, self.value, self.exclude))
+            out["errors"] = (self.errors, self.row_shape.encoder("errors"))
         return out
 
     def _connect(self) -> Any:

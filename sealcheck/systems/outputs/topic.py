@@ -14,8 +14,8 @@ A job states where its topics are and nothing else::
   explains, so the harness takes the topics' log ends as a state only while the job is between
   batches — its declared crash windows (``streaming_windows("checkpoint")``) showing no batch in
   flight before and after the look, none planned meanwhile
-  (:func:`sealcheck.systems.job.batch_boundary`). The topics are read once, at the export,
-  and each state is the upsert of every record below its log ends.
+  (:func:`sealcheck.systems.job_checkpoint.batch_boundary`). The topics are read once, at the
+  export, and each state is the upsert of every record below its log ends.
 * **No bindings**: as for SQL tables (:mod:`sealcheck.systems.outputs.sql`), each state records
   the job's batches (``versions.json``: :mod:`sealcheck.rundir.states`), ``prefix`` judges
   every state, the harness calls the job caught up once the topics and its directory have
@@ -44,7 +44,7 @@ from sealcheck.rundir.files import VERSIONS, TopicRecord, write_export
 from sealcheck.rundir.states import Checkpoint, StateBatchRecorder, write_states
 from sealcheck.systems.api import Progress
 from sealcheck.systems.outputs.base import Output
-from sealcheck.systems.outputs.rows import Encoder, text
+from sealcheck.systems.outputs.rows import Encoder, RowShape, text
 from sealcheck.systems.outputs.sql import COLLECTIONS, OutputError
 
 Ends = dict[str, dict[int, int]]
@@ -159,7 +159,7 @@ class TopicOutput(Output):
         with self._marks.lock:
             marks = list(self._marks.ends)
             record = self._marks.batches.record()
-        encode = Encoder(self.key, self.value, self.exclude)
+        encode = RowShape(self.key, None, self.value, tuple(self.exclude)).encoder("data")
         rows: list[tuple[Any, ...]] = []
         for name, topic in self.topics().items():
             records = dump_topic(self.bootstrap, topic)
