@@ -399,8 +399,13 @@ class Session:
                 return self.halt.reason
             if progress is not None and progress.covers(end):
                 took = round(time.monotonic() - start, 2)
-                self.history.append("harness", "info", "caught-up", {"took_s": took})
-                self.display.log(f"caught up with the log end {end} in {took}s")
+                value: dict[str, object] = {"took_s": took}
+                how = ""
+                if progress.settle_s is not None:  # no bindings: the checkpoints proved it
+                    value["proven"] = "checkpoint"
+                    how = " (its checkpoints committed it)"
+                self.history.append("harness", "info", "caught-up", value)
+                self.display.log(f"caught up with the log end {end} in {took}s{how}")
                 return ""
             if (
                 progress is not None
@@ -408,8 +413,9 @@ class Session:
                 and progress.settled(time.monotonic(), sup.started_at)
             ):
                 took, quiet = round(time.monotonic() - start, 2), progress.settle_s
-                value = {"took_s": took, "settled_s": quiet}
-                self.history.append("harness", "info", "caught-up", value)
+                self.history.append(
+                    "harness", "info", "caught-up", {"took_s": took, "settled_s": quiet}
+                )
                 self.display.log(f"caught up: the output did not change for {quiet}s ({took}s)")
                 return ""
             refusing = sup.refusing(self.test.system.refusal_exit_codes, 3)

@@ -72,15 +72,21 @@ class Progress:
     settle_s: float | None = None
     #: when such an output last changed (``time.monotonic()``; 0: never seen to change)
     changed_at: float = 0.0
+    #: for such an output, the end offsets every query of the job has committed, read from
+    #: its checkpoints after the output (:func:`sealcheck.systems.job_checkpoint.committed_end`):
+    #: what it holds the effect of, proven rather than waited for; None: nothing proves it
+    proven: dict[int, int] | None = None
 
     def covers(self, log_end: dict[int, int]) -> bool:
         """True when data and errors are sealed through a step whose bindings reach
-        ``log_end`` (``bound``: the bindings of the step below the lower of the two uppers).
-        Never for an output without bindings (:attr:`settle_s`): see :meth:`settled`."""
-        if self.settle_s is not None:
-            return False
-        t = min(self.uppers.get("data", 0), self.uppers.get("errors", self.uppers.get("data", 0)))
+        ``log_end`` (``bound``: the bindings of the step below the lower of the two uppers) —
+        for an output without bindings (:attr:`settle_s`), when what the job's checkpoints
+        committed reaches it (:attr:`proven`; none: see :meth:`settled`)."""
         wanted = {p: o for p, o in log_end.items() if o > 0}
+        if self.settle_s is not None:
+            done = self.proven
+            return done is not None and all(done.get(p, 0) >= o for p, o in wanted.items())
+        t = min(self.uppers.get("data", 0), self.uppers.get("errors", self.uppers.get("data", 0)))
         return t > 0 and all(self.bound.get(p, 0) >= o for p, o in wanted.items())
 
     def settled(self, now: float, started_at: float) -> bool:

@@ -46,7 +46,13 @@ from sealcheck.systems.job_calls import (
     call_environment,
     call_output,
 )
-from sealcheck.systems.job_checkpoint import batch_boundary, paired, settling, watch_checkpoint
+from sealcheck.systems.job_checkpoint import (
+    batch_boundary,
+    paired,
+    proven,
+    settling,
+    watch_checkpoint,
+)
 from sealcheck.systems.job_image import in_image
 from sealcheck.systems.outputs import Output
 from sealcheck.systems.spark_cluster import SparkCluster
@@ -311,8 +317,11 @@ class JobDeployment:
         """The output's uppers and last sealed bindings — or, for an output without bindings,
         when it or anything in the job's directory (its checkpoint: a batch under way) last
         changed, *now* while one of its crash windows is open (its newest ``offsets/N`` without
-        ``commits/N``: a batch in flight) (:meth:`sealcheck.systems.api.Progress.settled`)."""
-        return settling(self.out.progress(), self.root, self.job.windows.values())
+        ``commits/N``: a batch in flight) (:meth:`sealcheck.systems.api.Progress.settled`), and
+        the end offsets every query's checkpoint under it has committed, which prove it caught
+        up without waiting (:func:`sealcheck.systems.job_checkpoint.proven`)."""
+        settled = settling(self.out.progress(), self.root, self.job.windows.values())
+        return proven(settled, self.root, self.settings.topic)
 
     def capture(self, since_captured: dict[str, int]) -> Capture | None:
         """The states an output observed from outside took since the last capture (an

@@ -152,3 +152,63 @@ def settling(
     if any(in_flight(root, w) for w in windows):
         written = time.monotonic()  # a batch opened its window and has not closed it
     return dataclasses.replace(progress, changed_at=max(progress.changed_at, written))
+
+
+#: how deep under a job's directory its queries' checkpoints are looked for
+CHECKPOINT_DEPTH = 2
+
+
+def query_checkpoints(root: Path, depth: int = CHECKPOINT_DEPTH) -> list[Path]:
+    """Every Structured Streaming checkpoint under ``root`` (a folder holding ``offsets/``
+    and ``commits/``), at most ``depth`` folders down, sorted: one per query of the job (a
+    dead-letter query may keep its own)."""
+    found, todo = [], [(root, 0)]
+    while todo:
+        folder, level = todo.pop()
+        try:
+            entries = [e for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        names = {e.name for e in entries}
+        if {"offsets", "commits"} <= names:
+            found.append(folder)
+            continue
+        if level < depth:
+            todo += [
+                (Path(e.path), level + 1) for e in entries if not e.name.startswith(("_", "."))
+            ]
+    return sorted(found)
+
+
+def committed_end(root: Path, topic: str) -> dict[int, int] | None:
+    """The end offsets of ``topic`` that every query of the job under ``root`` has committed
+    (per partition, the least over its checkpoints of the newest ``commits/N``'s
+    ``offsets/N``): Spark writes ``commits/N`` only after the batch's sink returned, so the
+    job's output holds the effect of every record below them. None when nothing proves it:
+    no checkpoint, a query that has committed nothing, or one whose offsets do not name
+    ``topic`` (a query of another topic: its progress says nothing of this one)."""
+    from sealcheck.systems.outputs.delta_log import checkpoint_batches, offsets
+
+    checkpoints = query_checkpoints(root)
+    if not checkpoints:
+        return None
+    ends: dict[int, int] | None = None
+    for checkpoint in checkpoints:
+        committed = checkpoint_batches(checkpoint, "commits")
+        if not committed:
+            return None
+        try:
+            end = offsets(checkpoint, committed[-1], topic)
+        except (OSError, ValueError):  # being written, or another topic's query
+            return None
+        ends = end if ends is None else {p: min(o, end.get(p, 0)) for p, o in ends.items()}
+    return ends
+
+
+def proven(progress: Progress | None, root: Path, topic: str) -> Progress | None:
+    """``progress`` of an output without bindings with :attr:`Progress.proven` set from the
+    job's checkpoints (:func:`committed_end`), read after the output was: any other progress
+    as it is."""
+    if progress is None or progress.settle_s is None:
+        return progress
+    return dataclasses.replace(progress, proven=committed_end(root, topic))
