@@ -80,6 +80,13 @@ def project_sources(job: SystemUnderTest) -> dict[str, Path]:
         for path in origin.parent.rglob("*"):
             if path.is_file() and "__pycache__" not in path.parts:
                 found[path.relative_to(origin.parent.parent).as_posix()] = path
+    own = module.replace(".", "/")
+    if f"{own}.py" not in found and f"{own}/__init__.py" not in found:  # a namespace package
+        raise DescriptorError(
+            f"{type(job).__name__} comes from {module!r}, whose files Sealcheck cannot find in "
+            f"the installed project {dists[0]!r} (a namespace package?), so it cannot build its "
+            'image for --backend containers: set image = "my-job:1" to an image built beforehand'
+        )
     return dict(sorted(found.items(), key=lambda item: PurePosixPath(item[0]).parts))
 
 

@@ -125,3 +125,28 @@ def test_an_incarnation_in_containers_runs_the_jobs_command_in_its_image(
     assert dep.cluster.shared == launch.shared  # executors read the jars at the driver's paths
     delta = DeltaStreaming().deploy(_Containers(), Settings("t", 100), tmp_path / "w2", tmp_path)  # type: ignore[arg-type]
     assert "SPARK_LOCAL_IP" not in delta.launch(0).env  # an address of its own network
+
+
+def test_a_descriptor_in_a_namespace_package_is_refused_not_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sealcheck.systems.job_calls import DescriptorError
+
+    site = tmp_path / "site"
+    (site / "acme" / "jobs").mkdir(parents=True)  # acme: a namespace package (no __init__)
+    (site / "acme" / "jobs" / "__init__.py").write_text("")
+    (site / "acme" / "jobs" / "shop.py").write_text(JOB_MODULE)
+    info = site / "acme_jobs-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-jobs\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("acme\n")
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    try:
+        module = importlib.import_module("acme.jobs.shop")
+        with pytest.raises(DescriptorError, match="namespace package") as info_:
+            project_sources(module.ShopJob())
+        assert "\n" not in str(info_.value) and 'image = "my-job:1"' in str(info_.value)
+    finally:
+        for name in [m for m in sys.modules if m.startswith("acme")]:
+            del sys.modules[name]
