@@ -194,12 +194,12 @@ def committed_end(root: Path, topic: str) -> dict[int, int] | None:
         return None
     ends: dict[int, int] | None = None
     for checkpoint in checkpoints:
-        committed = checkpoint_batches(checkpoint, "commits")
-        if not committed:
-            return None
         try:
+            committed = checkpoint_batches(checkpoint, "commits")
+            if not committed:
+                return None
             end = offsets(checkpoint, committed[-1], topic)
-        except (OSError, ValueError):  # being written, or another topic's query
+        except (OSError, ValueError):  # being written or removed, or another topic's query
             return None
         ends = end if ends is None else {p: min(o, end.get(p, 0)) for p, o in ends.items()}
     return ends
