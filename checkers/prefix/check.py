@@ -49,30 +49,23 @@ def _report(run: RunData, res: CheckResult, name: str, j: Judgement) -> None:
         for c in j.conflicts
     ]
     res.add_bulk("no-prefix", j.conflict_count, found)
-    invented = [
-        Anomaly(
-            "invented-key",
-            name,
-            _key(run, name, kh, None),
-            state,
-            detail="the state holds a key that no input record puts into this table",
-            context=run.context_for_step(state),
-        )
-        for state, kh in j.invented
-    ]
-    res.add_bulk("invented-key", j.invented_count, invented)
-    many = [
-        Anomaly(
-            "not-a-map",
-            name,
-            _key(run, name, kh, None),
-            state,
-            detail="several values",
-            context=run.context_for_step(state),
-        )
-        for state, kh in j.not_a_map
-    ]
-    res.add_bulk("not-a-map", j.not_a_map_count, many)
+    for kind, found_at, count, detail in (
+        ("invented-key", j.invented, j.invented_count,
+         "the state holds a key that no input record puts into this table"),
+        ("not-a-map", j.not_a_map, j.not_a_map_count, "several values"),
+    ):  # fmt: skip
+        keyed = [
+            Anomaly(
+                kind,
+                name,
+                _key(run, name, kh, None),
+                state,
+                detail=detail,
+                context=run.context_for_step(state),
+            )
+            for state, kh in found_at
+        ]
+        res.add_bulk(kind, count, keyed)
     behind = []
     for k in j.behind:
         part = j.partitions[k.partition]

@@ -32,7 +32,7 @@ from sealcheck.nemeses.registry import lacking
 from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles
 from sealcheck.systems.job import Job, JobRun, check_job
 from sealcheck.systems.job_calls import DescriptorError
-from sealcheck.systems.job_image import builds_image, project_sources
+from sealcheck.systems.job_image import project_sources
 
 #: Capabilities a descriptor offers by declaring something: what to declare, for the refusal.
 DECLARE = {
@@ -211,7 +211,7 @@ def refuse_broken_descriptor(
         run = JobRun.placeholder(TOPIC, where, spec.max_records_per_step, spec.broken, spec.backend)
         try:
             check_job(sut, run)
-            if spec.backend == "containers" and builds_image(sut):  # from its installed project
+            if spec.backend == "containers" and sut.builds_image():  # from its installed project
                 project_sources(sut)
         except DescriptorError as exc:
             raise ConfigError(str(exc)) from None

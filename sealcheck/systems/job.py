@@ -178,6 +178,11 @@ class Job(SystemUnderTest):
 
         return project_image(self)
 
+    def builds_image(self) -> bool:
+        """Whether :meth:`container_image` builds its image from the installed project: it
+        names no :attr:`image` and keeps this class's :meth:`container_image`."""
+        return not self.image and type(self).container_image is Job.container_image
+
     def images(self) -> Sequence[Callable[[], str]]:
         """:meth:`container_image` (built before a containers run starts)."""
         return (self.container_image,)

@@ -46,15 +46,6 @@ def in_image(program: Sequence[str]) -> tuple[str, ...]:
     return ("python",) if first == sys.executable or same else (first,)
 
 
-def builds_image(job: SystemUnderTest) -> bool:
-    """Whether ``job``'s image is built here from its installed project: it names none
-    (``image``) and keeps the :class:`~sealcheck.systems.job.Job`'s ``container_image``."""
-    own = getattr(type(job), "container_image", None)
-    return (
-        not getattr(job, "image", "") and getattr(own, "__module__", "") == "sealcheck.systems.job"
-    )
-
-
 def project_sources(job: SystemUnderTest) -> dict[str, Path]:
     """Every file of the top-level packages and modules of the installed distribution that
     holds ``job``'s module, keyed by its path in the image's ``src/`` (sorted); a

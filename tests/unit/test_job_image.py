@@ -15,7 +15,7 @@ import pytest
 
 from sealcheck.systems.api import Settings
 from sealcheck.systems.delta_streaming import DeltaStreaming
-from sealcheck.systems.job_image import builds_image, in_image, project_sources
+from sealcheck.systems.job_image import in_image, project_sources
 
 JOB_MODULE = """
 import sys
@@ -67,9 +67,9 @@ def test_the_image_holds_the_installed_project_and_nothing_else(installed: Path)
     sources = project_sources(module.ShopJob())
     assert sorted(sources) == ["shop_job/__init__.py", "shop_job/schema.avsc", "shop_sealcheck.py"]
     assert sources["shop_sealcheck.py"] == (installed / "shop_sealcheck.py").resolve()
-    assert builds_image(module.ShopJob()) and not builds_image(module.Imaged())
+    assert module.ShopJob().builds_image() and not module.Imaged().builds_image()
     assert module.Imaged().container_image() == "shop-job:7"
-    assert not builds_image(DeltaStreaming())  # Sealcheck's own job has its own image
+    assert not DeltaStreaming().builds_image()  # Sealcheck's own job has its own image
 
 
 def test_a_descriptor_no_installed_project_holds_is_refused_in_one_line(tmp_path: Path) -> None:
