@@ -11,7 +11,11 @@ every pytest session of that environment).
   one test case per seed x nemesis set, handed to the factory through the ``sealcheck_case``
   fixture (the factory uses it when ``seed``/``nemeses`` are not given);
 * fixture ``sealcheck_kafka``: a running local Kafka broker for the session (``.bootstrap``,
-  ``.create_topic(name, partitions)``), for a user's own tests beside the chaos runs;
+  ``.create_topic(name, partitions)``), for a user's own tests beside the chaos runs; the
+  chaos runs use it too (one broker per session, so per pytest-xdist worker), each on a
+  topic of its own, unless a run's faults act on brokers (``kill-kafka``, ``partition``,
+  ``lost-writes-kafka``), it asks for three, or its backend is ``containers``: such a run
+  starts its own (``--sealcheck-own-kafka``: every run does);
 * fixture ``sealcheck_postgres``: the DSN of an empty PostgreSQL database of the test's own,
   on one server in a container for the session (the locally built ``sealcheck-postgres``
   image; skipped, saying why, where no Docker engine can be started), for a job whose sink is
@@ -29,8 +33,9 @@ every pytest session of that environment).
   carries, so it is printed once.
 
 Options: ``--sealcheck-runs DIR`` (keep runs there; default: pytest's temporary directory),
-``--sealcheck-backend local|containers``, ``--sealcheck-seeds 1-20`` (override every marker's
-seeds: a nightly job runs more seeds of the same tests), ``--sealcheck-timeout SEC``.
+``--sealcheck-backend local|containers``, ``--sealcheck-own-kafka``, ``--sealcheck-seeds 1-20``
+(override every marker's seeds: a nightly job runs more seeds of the same tests),
+``--sealcheck-timeout SEC``.
 """
 
 from __future__ import annotations
@@ -72,6 +77,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "the system under test of every run that names none: a registered name (entry-point "
         "group sealcheck.systems) or package.module:Factory (default upsert-source)",
         default="upsert-source",
+    )
+    group.addoption(
+        "--sealcheck-own-kafka",
+        action="store_true",
+        help="every run starts brokers of its own (default: a local run whose faults leave "
+        "brokers alone uses the session's broker, on a topic of its own)",
     )
     group.addoption(
         "--sealcheck-timeout",
@@ -187,8 +198,18 @@ def sealcheck(
         faults = nemeses if nemeses is not None else sealcheck_case.nemeses
         settings.setdefault("backend", option("sealcheck_backend"))
         name = run_name(request.node.nodeid) + (f"-{len(results)}" if results else "")
+        # the session's broker, offered to a local run (which takes it unless its faults act
+        # on brokers): a broker's start saved per test
+        local = settings["backend"] in (None, "local")
+        kafka = _session_kafka(request) if local else ""
         out = run_chaos(
-            runs, name, chosen, faults, {"system": system, **settings}, option("sealcheck_timeout")
+            runs,
+            name,
+            chosen,
+            faults,
+            {"system": system, **settings},
+            option("sealcheck_timeout"),
+            kafka,
         )
         results.append(out)
         if out.unplanned:  # a nemesis the test asked for never played: a pass proves less
@@ -230,6 +251,14 @@ def sealcheck_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield cluster
     finally:
         cluster.stop()
+
+
+def _session_kafka(request: pytest.FixtureRequest) -> str:
+    """The bootstrap of the session's broker (:func:`sealcheck_kafka`, started at its first
+    use); "" when ``--sealcheck-own-kafka`` asks every run to start its own."""
+    if request.config.getoption("sealcheck_own_kafka"):
+        return ""
+    return str(request.getfixturevalue("sealcheck_kafka").bootstrap)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from typing import Any
 from sealcheck.harness.campaigns.verdicts import ChaosResult, read_result
 from sealcheck.harness.run.config import ConfigError, TestConfig
 from sealcheck.harness.run.flags import to_flags
+from sealcheck.harness.run.shared_kafka import SHARED_KAFKA
 from sealcheck.infra.sweep import sweep
 
 __all__ = ["ALIASES", "ConfigError", "child_env", "command", "config_for", "run_chaos"]
@@ -98,10 +99,13 @@ def run_chaos(
     nemeses: Sequence[str] | None,
     options: Mapping[str, Any],
     timeout_s: float,
+    kafka: str = "",
 ) -> ChaosResult:
     """Run one chaos test into the archive ``runs`` (``runs/<name>/``) and read its verdict
     back. Bad settings raise :class:`ConfigError` before anything starts; a time-out gives
-    UNKNOWN."""
+    UNKNOWN. ``kafka``: a running broker offered to the run
+    (:mod:`sealcheck.harness.run.shared_kafka`), which it borrows if none of its faults acts
+    on brokers."""
     argv = command(config_for(runs, name, seed, nemeses, options))
     runs.mkdir(parents=True, exist_ok=True)
 
@@ -110,8 +114,11 @@ def run_chaos(
         mine = sorted((runs / name).glob("*/test.json"))
         return mine[-1].parent if mine else runs / name
 
+    env = child_env()
+    if kafka:
+        env[SHARED_KAFKA] = kafka
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env()
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
     try:
         output, _ = proc.communicate(timeout=timeout_s)

@@ -30,7 +30,7 @@ from sealcheck.core.roles import role_to_json
 from sealcheck.harness.run.config import TestConfig
 from sealcheck.harness.run.flags import to_flags
 from sealcheck.harness.run.progress import Display
-from sealcheck.harness.run.session import TOPIC, Session, Teardown
+from sealcheck.harness.run.session import Session, Teardown
 from sealcheck.harness.run.test import Test
 from sealcheck.harness.run.validate import NOT_HELD, unheld_boundaries
 from sealcheck.infra import cleanup, procs
@@ -178,7 +178,7 @@ def run_test(test: Test, display: Display | None = None) -> Outcome:
         _print_coverage(run_dir, meta, test, display)
         point_latest(archive, run_dir)
         if session.kept is not None:
-            left = session.kept.leave(run_dir, test.system.name, TOPIC)
+            left = session.kept.leave(run_dir, test.system.name, session.topic)
         else:
             shutil.rmtree(run_dir / "work", ignore_errors=True)
     finally:

@@ -22,6 +22,7 @@ from sealcheck.harness.run.leave import STOP_KAFKA, STOP_SERVICES, Kept
 from sealcheck.harness.run.observer import Observer
 from sealcheck.harness.run.producers import Producers
 from sealcheck.harness.run.progress import Display
+from sealcheck.harness.run.shared_kafka import borrow_offered, borrowed
 from sealcheck.harness.run.signals import Terminated
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode, Supervisor
 from sealcheck.harness.run.target import RunTarget, heal_all
@@ -107,6 +108,8 @@ class Session:
         self.work = run_dir.absolute() / "work"
         self.logs = run_dir.absolute() / "logs"
         self.kept: Kept | None = None  # with --leave-running, once the run is over
+        #: the run's topic: ``upserts``, or ``upserts-<run id>`` on a borrowed broker
+        self.topic = TOPIC
         #: why the run stopped early, if it did (:mod:`sealcheck.harness.run.halt`)
         self.halt = RunHalt(history, display.log)
 
@@ -114,7 +117,8 @@ class Session:
         """Run every phase, in order; return why the final phase failed ("" when it caught up).
 
         1. :meth:`_start_kafka`: the backend (its images built first), Kafka and the topic,
-           provisioned for what the built nemeses require (:attr:`Test.requires`);
+           provisioned for what the built nemeses require (:attr:`Test.requires`), or a
+           shared broker borrowed (:mod:`sealcheck.harness.run.shared_kafka`);
         2. :meth:`_start_services`: the system's deployment and its long-lived services;
         3. :meth:`_start_supervisor`: incarnations of the system under the supervisor;
         4. :meth:`_start_observer`: the observer of its seals (and of its captures);
@@ -149,7 +153,8 @@ class Session:
 
     def _start_kafka(self) -> None:
         """The backend for this run, its images, and Kafka with the topic (brokers on lazy
-        disks when a built nemesis requires them)."""
+        disks when a built nemesis requires them; an offered broker borrowed when it may:
+        :func:`~sealcheck.harness.run.shared_kafka.borrow_offered`)."""
         cfg = self.cfg
         self.display.update(phase=f"starting Kafka ({cfg.backend})", duration_s=cfg.duration_s)
         run_id = f"{self.run_dir.parent.name}-{self.run_dir.name}".lower()
@@ -158,8 +163,9 @@ class Session:
             for image in self.test.system.images():
                 self.display.log(f"image: {image()}")
         self.teardown.push(STOP_KAFKA, lambda: backend.stop(self.logs))
+        self.topic = borrow_offered(self.test, backend, run_id, self.display.log)
         lazy_brokers = "broker-lazy-disk" in self.test.requires
-        backend.start(TOPIC, cfg.partitions, lazy_brokers=lazy_brokers)
+        backend.start(self.topic, cfg.partitions, lazy_brokers=lazy_brokers)
 
     def _start_services(self) -> None:
         """Deploy the system under test on the backend (its store on a lazy disk when a built
@@ -168,7 +174,7 @@ class Session:
         :class:`DescriptorRefused`, its reason recorded (:data:`NEVER_STARTED`)."""
         cfg = self.cfg
         settings = Settings(
-            TOPIC,
+            self.topic,
             cfg.max_records_per_step,
             cfg.broken,
             cfg.spark,
@@ -187,7 +193,8 @@ class Session:
             "backend": cfg.backend,
             "system": self.test.system.name,
             "bootstrap": self.backend.bootstrap,
-            "topic": TOPIC,
+            "topic": self.topic,
+            "kafka": "borrowed" if borrowed(self.backend) else "own",
             "store": deployment.store,
         }
         self.history.append("harness", "info", "setup", setup)
@@ -236,7 +243,7 @@ class Session:
         backend, deployment, observer = self.backend, self.deployment, self.observer
         self.producers = Producers(
             backend.bootstrap,
-            TOPIC,
+            self.topic,
             self.cfg.workload,
             self.test.producer_seeds,
             self.history,
@@ -302,7 +309,7 @@ class Session:
         self.display.update(phase="dumping the topic and the store")
         reasons, dumped = [reason], False
         try:
-            write_topic(read_topic(self.backend.bootstrap, TOPIC), self.run_dir / TOPIC_FILE)
+            write_topic(read_topic(self.backend.bootstrap, self.topic), self.run_dir / TOPIC_FILE)
             dumped = True
         except Exception as exc:  # Kafka cannot be read: judged UNKNOWN, not a crash
             why = f"the dump of the topic failed: {type(exc).__name__}: {exc}"
@@ -381,7 +388,7 @@ class Session:
         deadline = start + self.cfg.final_timeout_s
         while True:  # a broker healed a moment ago may not lead its partitions yet
             try:
-                end = log_end(bootstrap, TOPIC)
+                end = log_end(bootstrap, self.topic)
                 break
             except Exception as exc:
                 if time.monotonic() >= deadline:
@@ -410,7 +417,7 @@ class Session:
             if (
                 progress is not None
                 and sup.running() is not None
-                and progress.settled(time.monotonic(), sup.started_at)
+                and progress.settled(time.monotonic(), sup.started_at, start)
             ):
                 took, quiet = round(time.monotonic() - start, 2), progress.settle_s
                 self.history.append(

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from sealcheck.core.nodes import Launch, Node
 from sealcheck.core.roles import Role
 from sealcheck.infra import procs
+from sealcheck.infra.kafka_admin import create_topic
 from sealcheck.infra.kafka_local import KafkaCluster, KafkaNode
 from sealcheck.infra.lazy_disk import LazyDisk
 from sealcheck.infra.node import Database, broker_role
@@ -198,6 +199,8 @@ class LocalBackend:
         self.scratch = work.absolute() / "spark-local"
         self.brokers = [LocalBroker(self.cluster, n) for n in self.cluster.nodes]
         self._disks: dict[str, LazyDisk] = {}
+        #: the running broker this run uses instead of its own (:meth:`borrow`), if any
+        self.borrowed: str | None = None
 
     @classmethod
     def roles(cls, brokers: int) -> Mapping[str, Role]:
@@ -206,14 +209,25 @@ class LocalBackend:
 
     @property
     def bootstrap(self) -> str:
-        """The brokers' client listeners."""
-        return self.cluster.bootstrap
+        """The brokers' client listeners (the borrowed broker's, when borrowing)."""
+        return self.borrowed or self.cluster.bootstrap
+
+    def borrow(self, bootstrap: str) -> None:
+        """Use the running broker at ``bootstrap`` (a pytest session's) instead of starting
+        brokers of its own: :meth:`start` then only creates the topic, :meth:`stop` leaves the
+        broker running, and no node has the role ``broker``.
+        For a run none of whose faults acts on a broker (``harness/run/shared_kafka.py``)."""
+        self.borrowed = bootstrap
+        self.brokers = []
 
     def start(self, topic: str, partitions: int, lazy_brokers: bool = False) -> None:
-        """Start the brokers and create the topic (replicated on every broker). With
-        ``lazy_brokers`` each broker's log directory is a lazy mount over ``data-durable``
-        beside it, synced once the topic exists: a drop then loses what the run wrote, never
-        the broker's formatting."""
+        """Start the brokers and create the topic (replicated on every broker); on a borrowed
+        broker, only the topic. With ``lazy_brokers`` each broker's log directory is a lazy
+        mount over ``data-durable`` beside it, synced once the topic exists: a drop then loses
+        what the run wrote, never the broker's formatting."""
+        if self.borrowed:
+            create_topic(self.borrowed, topic, partitions, 1)
+            return
         if lazy_brokers:
             for broker in self.brokers:
                 node = broker.node
@@ -295,7 +309,10 @@ class LocalBackend:
         return None
 
     def stop(self, logs: Path) -> None:
-        """Stop the brokers and unmount their lazy disks; keep their logs."""
+        """Stop the brokers and unmount their lazy disks; keep their logs (a borrowed broker
+        is left as it runs)."""
+        if self.borrowed:
+            return
         try:
             self.cluster.stop()
         finally:

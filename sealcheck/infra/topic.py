@@ -33,7 +33,7 @@ _CHUNK = 200_000
 
 def log_end(bootstrap: str, topic: str, timeout_s: float = 10.0) -> dict[int, int]:
     """High watermark per partition."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sealcheck-dump"})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"sealcheck-dump-{topic}"})
     try:
         meta = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
         return {
@@ -98,7 +98,7 @@ def read_topic(
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": "sealcheck-dump",
+            "group.id": f"sealcheck-dump-{topic}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "auto.offset.reset": "error",  # offset 0 deleted: an error, never a silent skip

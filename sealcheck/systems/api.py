@@ -89,15 +89,17 @@ class Progress:
         t = min(self.uppers.get("data", 0), self.uppers.get("errors", self.uppers.get("data", 0)))
         return t > 0 and all(self.bound.get(p, 0) >= o for p, o in wanted.items())
 
-    def settled(self, now: float, started_at: float) -> bool:
+    def settled(self, now: float, started_at: float, healed_at: float = 0.0) -> bool:
         """For an output without bindings: nothing changed for :attr:`settle_s` since the
         running incarnation started and last changed it — or for three times that when it
-        has not changed it at all (a job that restarted slowly may not have read yet)."""
+        has not changed it at all (a job that restarted slowly may not have read yet). The
+        quiet counts from ``healed_at`` on at the earliest: before the heal a fault (a broker
+        down, the job paused) may have been what kept the output still."""
         if self.settle_s is None:
             return False
         if self.changed_at >= started_at:
-            return now - self.changed_at >= self.settle_s
-        return now - started_at >= 3 * self.settle_s
+            return now - max(self.changed_at, healed_at) >= self.settle_s
+        return now - max(started_at, healed_at) >= 3 * self.settle_s
 
 
 class Unjudgeable(RuntimeError):

@@ -22,11 +22,25 @@ import sealcheck_pytest.plugin as plugin
 from sealcheck.harness.campaigns.verdicts import AnomalySummary, ChaosResult
 
 
+class Broker:
+    """The session's broker, not started: its address is all a run is offered."""
+
+    bootstrap = "127.0.0.1:9"
+
+
+@pytest.fixture(scope="session")
+def sealcheck_kafka():
+    return Broker()
+
+
 @pytest.fixture(autouse=True)
 def stand_in(monkeypatch, tmp_path):
-    """A run that is INVALID exactly when a broken mode is asked for."""
+    """A run that is INVALID exactly when a broken mode is asked for; the broker each run is
+    offered is appended to offers.txt."""
 
-    def fake(store, name, seed, nemeses, options, timeout_s):
+    def fake(store, name, seed, nemeses, options, timeout_s, kafka=""):
+        with open("offers.txt", "a") as fh:
+            fh.write(f"{name} {options.get('backend')} {kafka or '-'}\\n")
         broken = options.get("broken")
         bad = AnomalySummary("unique_key", "key-with-two-values", "k7", 4, "batch 4: data v9")
         return ChaosResult(
@@ -228,3 +242,26 @@ def test_a_nemesis_asked_for_and_never_played_is_a_warning(pytester: pytest.Pyte
     res.assert_outcomes(passed=2)
     res.stdout.fnmatch_lines(["*::test_job", "*NemesisNotPlayed*no fault planned for pause*"])
     assert res.stdout.str().count("NemesisNotPlayed") == 1  # not for the long enough one
+
+
+def test_local_runs_are_offered_the_sessions_broker(pytester: pytest.Pytester) -> None:
+    # a local run is offered the session's broker (it borrows it unless its faults act on
+    # brokers: tests/integration/test_shared_kafka.py); a run in containers is not, and with
+    # --sealcheck-own-kafka none is
+    pytester.makeconftest(STAND_IN)
+    pytester.makepyfile(
+        """
+        def test_local(sealcheck):
+            sealcheck("upsert-source")
+
+        def test_in_containers(sealcheck):
+            sealcheck("upsert-source", backend="containers")
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=2)
+    offers = (pytester.path / "offers.txt").read_text().splitlines()
+    assert offers == ["test_local None 127.0.0.1:9", "test_in_containers containers -"]
+    (pytester.path / "offers.txt").unlink()
+    pytester.runpytest("--sealcheck-own-kafka").assert_outcomes(passed=2)
+    offers = (pytester.path / "offers.txt").read_text().splitlines()
+    assert offers == ["test_local None -", "test_in_containers containers -"]

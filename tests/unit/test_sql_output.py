@@ -83,6 +83,18 @@ def test_the_job_settles_only_after_a_quiet_spell_with_it_running():
     assert not Progress({"data": 3}, {0: 10}).settled(now=1e9, started_at=0.0)
 
 
+def test_a_quiet_spell_before_the_heal_does_not_count():
+    # the output last changed at 100 and the broker came back at 130 (the heal): quiet from
+    # 130 on, not from 100 — a job cut off from Kafka changes nothing, caught up or not
+    p = Progress({"data": 3, "errors": 3}, {}, settle_s=20.0, changed_at=100.0)
+    assert p.settled(now=131.0, started_at=50.0)  # without the heal
+    assert not p.settled(now=131.0, started_at=50.0, healed_at=130.0)
+    assert p.settled(now=150.0, started_at=50.0, healed_at=130.0)
+    # restarted after its last change, healed later still: three spells from the heal
+    assert not p.settled(now=180.0, started_at=101.0, healed_at=130.0)
+    assert p.settled(now=190.0, started_at=101.0, healed_at=130.0)
+
+
 def _without_bindings(run: RunData, caught_up: bool = True) -> RunData:
     """``run`` as an output without bindings exports it (and, if not ``caught_up``, without
     the harness's caught-up op)."""
