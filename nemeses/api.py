@@ -84,6 +84,30 @@ class Failpoints(Protocol):
         """Whether an armed failpoint has yet to fire (firing consumes it)."""
 
 
+@runtime_checkable
+class Versions(Protocol):
+    """The versions of the system under test (one that declares two or more): which one its
+    incarnations run, switched by the ``upgrade`` nemesis."""
+
+    @property
+    def current(self) -> str:
+        """The version the next incarnation starts (and the running one, unless switched
+        since it started)."""
+
+    def switch(self, version: str) -> None:
+        """Every incarnation from the next one on runs ``version``."""
+
+
+@runtime_checkable
+class Terminable(Protocol):
+    """A node that can be stopped gracefully (the supervised ``sut`` node): SIGTERM, then
+    SIGKILL if it lingers."""
+
+    def terminate(self, timeout_s: float) -> int | str | None:
+        """SIGTERM the running incarnation and wait up to ``timeout_s`` for it to exit
+        (SIGKILL after that); its id (None: none was running)."""
+
+
 class Target(Protocol):
     """What nemeses act on (the session builds it from the backend and the supervisor)."""
 
@@ -113,6 +137,9 @@ class Target(Protocol):
     def files(self) -> Path | None:
         """The directory the system writes, which its windows' paths are relative to (None:
         it has none on this host)."""
+
+    def versions(self) -> Versions | None:
+        """The system's versions (None: it declares fewer than two)."""
 
 
 #: the least time an armed failpoint is given before it is settled: when the runner falls
@@ -224,6 +251,8 @@ class PlanInfo:
     #: its store's files whose commits after a restart are boundaries too (a regular
     #: expression over its lazy disk's paths: ``SystemUnderTest.commit_files``)
     commit_files: str = ""
+    #: the system under test's versions in upgrade order (``SystemUnderTest.versions``)
+    versions: tuple[str, ...] = ()
 
     def role(self, name: str) -> Role:
         """Role ``name`` of the run; one without nodes (``count`` 0) when the run lacks it

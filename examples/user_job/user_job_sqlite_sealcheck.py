@@ -17,17 +17,24 @@ class UserJobSQLite(Job):
         "write-in-thread": "a batch's transaction is handed to a thread, not awaited",
         "marker-per-process": "the batch marker is keyed on Spark's application id",
         "swallows-disk-full": "a database error is logged and the batch let go",
+        # release 2's mistakes (`--nemesis upgrade`: v1 stopped, v2 started on its state)
+        "v2-fresh-checkpoint": "v2 starts a checkpoint of its own from the latest offsets",
+        "v2-delete-needs-tier": "v2's delete matches on its new column, NULL in v1's rows",
+        "v2-normalised-keys": "v2 upper-cases the key",
     }
     windows = sealcheck.streaming_windows("checkpoint")  # where the `window` nemesis kills it
+    versions = ("v1", "v2")  # v2 (`--release 2`) adds a column, `tier`, and resumes v1
 
     def command(self, run: JobRun) -> list[str]:
         jars = ":".join(map(str, [*sealcheck.spark_kafka_jars(), *sealcheck.delta_jars()]))
         job = [sys.executable, "-m", "user_job", "--bootstrap", run.bootstrap, "--topic", run.topic]
         job += ["--dir", str(run.dir), "--jars", jars, "--sink", "sqlite"]
+        job += ["--release", "2" if run.version == "v2" else "1"]
         return [*job, "--max-offsets", str(run.max_records_per_step), "--variant", run.broken or ""]
 
     def output(self, run: JobRun) -> SQLiteOutput:
-        metadata = ("batch_id", "updated_at", "failed_at")  # columns never compared
+        # columns never compared: v2's `tier` too (both versions share one effect)
+        metadata = ("batch_id", "updated_at", "failed_at", "tier")
         db = run.dir / "accounts.db"  # the job's tables; snapshotted while the run goes on
         return SQLiteOutput(db, "accounts", "id", errors="dead_letters", exclude=metadata)
 

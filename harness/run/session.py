@@ -29,11 +29,12 @@ from sealcheck.harness.run.target import RunTarget, heal_all
 from sealcheck.harness.run.workload import TOPIC as TOPIC  # the runner names it from here
 from sealcheck.infra.node import Backend
 from sealcheck.infra.topic import log_end, read_topic
+from sealcheck.nemeses.api import Versions
 from sealcheck.rundir.captures import CAPTURES, CaptureWriter
 from sealcheck.rundir.effects import EFFECTS, write_effects
 from sealcheck.rundir.files import TOPIC as TOPIC_FILE
 from sealcheck.rundir.files import write_topic
-from sealcheck.rundir.history import EXPORT_FAILED, NEVER_STARTED
+from sealcheck.rundir.history import EXPORT_FAILED, NEVER_STARTED, VERSION
 from sealcheck.rundir.history_writer import HistoryWriter, record_inputs
 from sealcheck.rundir.names import sut_log
 from sealcheck.systems import CapturesSteps, Deployment, Settings, Unjudgeable
@@ -202,6 +203,9 @@ class Session:
     def _incarnation(self, n: int) -> Any:
         """Incarnation ``n`` of the system under test, unstarted (the supervisor starts it)."""
         launch = self.deployment.launch(n)
+        version = self._version()
+        if version:  # which version wrote which batches: the report's version timeline
+            self.history.append("harness", "info", VERSION, {"incarnation": n, **version})
         log = self.logs / sut_log(n)
         return self.backend.incarnation(launch, f"sut-{n}", log, self.fp.path)
 
@@ -260,9 +264,20 @@ class Session:
             lambda: min(observer.last.values(), default=0),
             deployment.nodes,
             (self.test.system.windows, Path(deployment.store)),
+            self._versions(),
         )
         for n in self.test.nemeses.values():
             n.setup(self.target)
+
+    def _versions(self) -> Versions | None:
+        """The deployment as the system's versions, when it declares two or more."""
+        many = len(self.test.system.versions) > 1
+        return self.deployment if many and isinstance(self.deployment, Versions) else None
+
+    def _version(self) -> dict[str, str]:
+        """``version``: the one the next incarnation runs."""
+        versions = self._versions()
+        return {"version": versions.current} if versions is not None else {}
 
     def _fault_phase(self) -> None:
         """The schedule in real time (ended early when the run is halted); when no

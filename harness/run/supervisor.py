@@ -371,6 +371,17 @@ class SupervisedNode:
         self.last_killed = cur
         return cur.kill()
 
+    def terminate(self, timeout_s: float = 30.0) -> int | str | None:
+        """SIGTERM the running incarnation, SIGKILL it after ``timeout_s``, and return once it
+        has exited (the supervisor starts the next); its id."""
+        cur = self.supervisor.wait_running(self.wait_s)
+        if cur is None:
+            return None
+        self.last_killed = cur
+        ident = cur.ident
+        cur.stop(timeout_s)
+        return ident
+
     def pause(self) -> int | str | None:
         """Freeze the running incarnation; returns once it is frozen."""
         cur = self.supervisor.wait_running(self.wait_s)

@@ -11,6 +11,7 @@ from sealcheck.core.windows import CrashWindow
 from sealcheck.harness.run.supervisor import FailpointFile, SupervisedNode
 from sealcheck.infra.node import Backend
 from sealcheck.nemeses import Nemesis, Node
+from sealcheck.nemeses.api import Versions
 from sealcheck.nemeses.restarts import FINDINGS
 from sealcheck.rundir.history_writer import HistoryWriter
 
@@ -32,8 +33,10 @@ class RunTarget:
         sealed: Callable[[], int] = lambda: 0,
         own: Callable[[str], Sequence[Node]] = lambda role: [],
         windows: tuple[Mapping[str, CrashWindow], Path | None] = ({}, None),
+        versions: Versions | None = None,
     ) -> None:
         self.backend, self.sut, self._failpoints = backend, sut, fp
+        self._versions = versions
         self._windows, self._files = windows
         self.roles = frozenset(roles)
         self._own = own
@@ -71,6 +74,10 @@ class RunTarget:
     def files(self) -> Path | None:
         """The system's directory (its store: a job's directory)."""
         return self._files
+
+    def versions(self) -> Versions | None:
+        """The system's versions (None: it declares fewer than two)."""
+        return self._versions
 
     def disks(self) -> Mapping[str, Any]:
         """The lazy filesystems (the system's ``store``, the brokers' ``kafka-N``), when a

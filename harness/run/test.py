@@ -93,6 +93,7 @@ def plan_info(spec: TestConfig, sut: SystemUnderTest) -> PlanInfo:
         windows=tuple(sut.windows),
         boundaries=tuple(boundaries(sut.windows, sut.commit_files)),
         commit_files=sut.commit_files,
+        versions=tuple(sut.versions),
     )
 
 

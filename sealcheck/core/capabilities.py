@@ -27,6 +27,8 @@ CAPABILITIES = {
     "processes; bind-mounted at the same path into containers)",
     "broker-lazy-disk": "brokers' log directories on filesystems that can lose un-fsynced "
     "writes (FUSE; the local backend)",
+    "versions": "two or more versions of the system under test that resume each other's "
+    "state and output (declare them in Job.versions)",
     "spark-cluster": "a Spark standalone cluster (master and workers) the system under test's "
     "Spark submits to (--spark cluster)",
 }

@@ -37,6 +37,7 @@ STYLE: dict[str, tuple[str, str, str]] = {
     "outage": ("#fa4549", "broker / database down", "bar"),
     "zombie": ("#6639ba", "zombie writer stalled", "bar"),
     "storage": ("#bc4c00", "storage fault (lost commit reply, lost un-fsynced writes)", "up"),
+    "upgrade": ("#1a7f37", "upgrade (version N stopped, N+1 started; labelled N+1)", "up"),
     "anomaly": ("#bf3989", "anomaly (where its step was sealed)", "down"),
     "faults-start": ("#1f2328", "schedule zero: faults start (dashed)", "line"),
 }
@@ -49,6 +50,7 @@ LANES = {
     "brokers / database": ("outage",),
     "zombie writers": ("zombie",),
     "storage faults": ("storage",),
+    "upgrades": ("upgrade",),
     "anomalies": ("anomaly",),
 }
 ALWAYS = ("system under test", "anomalies")

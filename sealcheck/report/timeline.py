@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from sealcheck.rundir.coverage import outcomes
-from sealcheck.rundir.history import History
+from sealcheck.rundir.history import VERSION, History
 from sealcheck.rundir.marks import Mark
 from sealcheck.rundir.names import SUT_EXIT, SUT_START
 
@@ -130,14 +130,19 @@ def _faults(ops: list[dict[str, Any]], tl: Timeline, drawn: Mapping[str, Mark]) 
 
 
 def _incarnations(ops: list[dict[str, Any]], tl: Timeline) -> None:
-    """Starts, exits (a fired failpoint is drawn at its incarnation's exit) and down-time."""
+    """Starts (with the version each runs, for a job that declares several), exits (a fired
+    failpoint is drawn at its incarnation's exit) and down-time."""
     down_since: tuple[float, str, bool] | None = None  # (since, why, crashed)
+    versions: dict[Any, str] = {}  # incarnation -> the version it runs (a job with several)
     for op in ops:
         f, t, value = op.get("f"), _s(op), op.get("value") or {}
-        if f == SUT_START:
+        if f == VERSION and op.get("process") == "harness":
+            versions[value.get("incarnation")] = str(value.get("version"))
+        elif f == SUT_START:
             n = value.get("incarnation")
-            tl.restarts.append((t, f"incarnation {n}"))
-            tl.markers.append(Marker("start", t, None, f"incarnation {n} started"))
+            runs = f" ({versions[n]})" if n in versions else ""
+            tl.restarts.append((t, f"incarnation {n}{runs}"))
+            tl.markers.append(Marker("start", t, None, f"incarnation {n} started{runs}"))
             if down_since is not None:
                 since, why, _ = down_since
                 tl.markers.append(Marker("down", since, t, f"down {t - since:.1f} s: {why}"))

@@ -78,6 +78,9 @@ FINAL_OP = "inputs"
 #: harness ops that say the run cannot be judged, with their ``reason``: no incarnation of the
 #: system under test could be started; its store could not be exported
 NEVER_STARTED, EXPORT_FAILED = "never-started", "export-failed"
+#: the version an incarnation of a job that declares several runs (``harness info version``,
+#: ``{"incarnation": n, "version": "v2"}``), recorded before it starts
+VERSION = "version"
 #: the harness op that says the run was halted early (``{"reason": …}``,
 #: :mod:`sealcheck.harness.run.halt`): what was seen before is judged, but the verdict is never
 #: valid

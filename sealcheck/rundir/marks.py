@@ -13,7 +13,7 @@ from typing import Any
 MARKS = "marks"
 
 #: The report's legend groups a :class:`Mark` may name: each has its own colour and lane.
-GROUPS = ("kill", "failpoint", "pause", "partition", "outage", "zombie", "storage")
+GROUPS = ("kill", "failpoint", "pause", "partition", "outage", "zombie", "storage", "upgrade")
 
 
 @dataclass(frozen=True)

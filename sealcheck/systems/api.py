@@ -209,6 +209,10 @@ class SystemUnderTest:
     #: own (``restart:commit-k``: :func:`sealcheck.core.windows.restart_boundaries`); empty:
     #: none
     commit_files: str = ""
+    #: its versions in upgrade order (``("v1", "v2")``): each resumes the one before it from
+    #: the same state and output (the ``upgrade`` nemesis switches to the next); empty or one:
+    #: no upgrade to make
+    versions: tuple[str, ...] = ()
     #: exit codes that mean "this store cannot be resumed": after a few in a row the harness
     #: stops waiting for the system to catch up
     refusal_exit_codes: frozenset[int] = frozenset()
@@ -230,10 +234,11 @@ class SystemUnderTest:
         """Capabilities it brings itself on ``backend`` (``failpoints``, ``lazy-disk``,
         ``spark-cluster``; ``database`` where it keeps its store in the backend's database
         server, which makes that server a role of the run). By default ``failpoints``,
-        ``crash-windows`` and ``commit-boundaries`` when it has some."""
+        ``crash-windows``, ``commit-boundaries`` and ``versions`` when it has some."""
         held = boundaries(self.windows, self.commit_files)
         return (
-            (frozenset({"failpoints"}) if self.failpoints else frozenset())
+            (frozenset({"versions"}) if len(self.versions) > 1 else frozenset())
+            | (frozenset({"failpoints"}) if self.failpoints else frozenset())
             | (frozenset({"crash-windows"}) if self.windows else frozenset())
             | (frozenset({"commit-boundaries"}) if held else frozenset())
         )

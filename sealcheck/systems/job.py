@@ -28,7 +28,7 @@ dependency-free :mod:`sealcheck_failpoint`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -81,6 +81,9 @@ class JobRun:
     #: where its incarnations run: ``local`` (processes of the host) or ``containers`` (its
     #: image on the run's network, :attr:`dir` and Sealcheck's jar cache at their host paths)
     backend: str = "local"
+    #: the version this incarnation runs, one of :attr:`Job.versions` (the first, until the
+    #: ``upgrade`` nemesis switches to the next); "" for a job that declares none
+    version: str = ""
 
     @classmethod
     def placeholder(
@@ -98,6 +101,10 @@ class JobRun:
         return cls(
             PLACEHOLDER_BOOTSTRAP, topic, directory, max_records_per_step, broken, None, backend
         )
+
+    def of_version(self, version: str) -> JobRun:
+        """This run as version ``version`` sees it."""
+        return replace(self, version=version)
 
 
 class Job(SystemUnderTest):
@@ -216,11 +223,22 @@ def job_output(job: Job, run: JobRun, before: bool = False) -> Output:
 
 def check_job(job: Job, run: JobRun) -> None:
     """Call ``job``'s ``output``, ``command`` and ``environment`` with ``run`` (before the run
-    starts: :meth:`JobRun.placeholder`) and refuse, in one line (:class:`DescriptorError`), one
-    that raises or returns what the harness cannot use."""
+    starts: :meth:`JobRun.placeholder`; ``command`` and ``environment`` as each of its
+    versions) and refuse, in one line (:class:`DescriptorError`), one that raises or returns
+    what the harness cannot use."""
     job_output(job, run, before=True)
-    call_command(job, run, before=True)
-    call_environment(job, run, before=True)
+    for version in job.versions or ("",):
+        call_command(job, run.of_version(version), before=True)
+        call_environment(job, run.of_version(version), before=True)
+
+
+def commands(job: Job, run: JobRun) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """The command and environment of every version of ``job`` ("": the one of a job that
+    declares none), from the descriptor with ``run`` as each version sees it."""
+    return {
+        v: (call_command(job, run.of_version(v)), call_environment(job, run.of_version(v)))
+        for v in job.versions or ("",)
+    }
 
 
 class JobDeployment:
@@ -250,6 +268,8 @@ class JobDeployment:
             if settings.spark == "cluster"
             else None
         )
+        #: the version the next incarnation runs (:meth:`switch`)
+        self.version = job.versions[0] if job.versions else ""
         self.run = JobRun(
             backend.bootstrap,
             settings.topic,
@@ -258,11 +278,12 @@ class JobDeployment:
             settings.broken,
             self.cluster.url if self.cluster is not None else None,
             backend.name,
+            self.version,
         )
-        self.out = job_output(job, self.run)
-        #: the command and environment of every incarnation (:meth:`start` asks the
-        #: descriptor once the run's values are all known)
-        self.command: tuple[list[str], dict[str, str]] | None = None
+        self.out = job_output(job, self.run)  # one output, whichever version writes it
+        #: the command and environment of each version (:meth:`start` asks the descriptor
+        #: once the run's values are all known)
+        self.commands: dict[str, tuple[list[str], dict[str, str]]] = {}
         if self.out.between_batches:
             root, windows = self.root, tuple(job.windows.values())
             self.out.watch_batches(lambda: batch_boundary(root, windows))
@@ -283,7 +304,20 @@ class JobDeployment:
             self.disk.start()
         if self.cluster is not None:
             self.cluster.start()
-        self.command = call_command(self.job, self.run), call_environment(self.job, self.run)
+        self.commands = commands(self.job, self.run)
+
+    @property
+    def current(self) -> str:
+        """The version the next incarnation runs ("" for a job that declares none)."""
+        return self.version
+
+    def switch(self, version: str) -> None:
+        """Every incarnation from the next one on runs ``version`` (one of
+        :attr:`Job.versions`)."""
+        if version not in self.job.versions:
+            known = ", ".join(self.job.versions) or "none"
+            raise ValueError(f"{self.job.name} has no version {version!r} (its versions: {known})")
+        self.version = version
 
     def stop(self) -> None:
         """Stop the cluster (``--spark cluster``); close the output's connection (an output
@@ -299,11 +333,11 @@ class JobDeployment:
                     self.disk.stop()
 
     def launch(self, incarnation: int) -> Launch:
-        """The job's command, with its environment, as :meth:`start` had them from the
-        descriptor (the run does not change after it)."""
-        if self.command is None:  # launched without a start (a direct caller)
-            self.command = call_command(self.job, self.run), call_environment(self.job, self.run)
-        argv, env = self.command
+        """The job's command, with its environment, of the version it runs now, as
+        :meth:`start` had them from the descriptor (the run does not change after it)."""
+        if not self.commands:  # launched without a start (a direct caller)
+            self.commands = commands(self.job, self.run)
+        argv, env = self.commands[self.version]
         return Launch(
             program=tuple(argv[:1]),
             args=tuple(argv[1:]),

@@ -4,9 +4,11 @@ key, its value as text — deletes on a tombstone, and keeps its offsets in the 
 (so a restart resumes exactly). It stores a record without a key too, under a NULL key (SQLite
 allows NULL in a TEXT PRIMARY KEY): the bug the harness must tell in one line.
 
-Usage: ``python tiny_sqlite_job.py BOOTSTRAP TOPIC DB [--upper] [--fail-after N]``: with
-``--upper`` it stores values upper-cased (a state no prefix explains: INVALID); with
-``--fail-after N`` it raises once it has stored N records, and at every start after that.
+Usage: ``python tiny_sqlite_job.py BOOTSTRAP TOPIC DB [--upper] [--fail-after N]
+[--from-latest]``: with ``--upper`` it stores values upper-cased (a state no prefix explains:
+INVALID); with ``--fail-after N`` it raises once it has stored N records, and at every start
+after that; with ``--from-latest`` it ignores the offsets it stored and starts at the log's
+end (an upgrade's classic mistake: a new checkpoint and ``startingOffsets=latest``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,17 @@ from __future__ import annotations
 import argparse
 import sqlite3
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
 
-def main(bootstrap: str, topic: str, path: str, upper: bool, fail_after: int | None) -> None:
+def main(
+    bootstrap: str,
+    topic: str,
+    path: str,
+    upper: bool,
+    fail_after: int | None,
+    from_latest: bool = False,
+) -> None:
     """Consume ``topic`` from the offsets stored in ``path`` on, committing each poll's
     records as one transaction."""
     db = sqlite3.connect(path, isolation_level=None)
@@ -28,7 +37,8 @@ def main(bootstrap: str, topic: str, path: str, upper: bool, fail_after: int | N
         {"bootstrap.servers": bootstrap, "group.id": "tiny", "enable.auto.commit": False}
     )
     parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    consumer.assign([TopicPartition(topic, p, start.get(p, 0)) for p in parts])
+    at = {p: OFFSET_END if from_latest else start.get(p, 0) for p in parts}
+    consumer.assign([TopicPartition(topic, p, at[p]) for p in parts])
     stored = sum(start.values())
     while True:
         if fail_after is not None and stored >= fail_after:
@@ -62,5 +72,6 @@ if __name__ == "__main__":
         parser.add_argument(name)
     parser.add_argument("--upper", action="store_true")
     parser.add_argument("--fail-after", type=int, default=None)
+    parser.add_argument("--from-latest", action="store_true")
     args = parser.parse_args()
-    main(args.bootstrap, args.topic, args.db, args.upper, args.fail_after)
+    main(args.bootstrap, args.topic, args.db, args.upper, args.fail_after, args.from_latest)

@@ -177,3 +177,21 @@ def test_the_page_states_its_time_base_and_escapes_everything(tmp_path: Path) ->
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
     assert 'id="legend"' in page and 'href="logs/sut-1.log"' in page
     assert "UNKNOWN" in page and "Nothing was proved either way" in page  # no results.json
+
+
+def test_an_upgrade_has_its_lane_and_each_start_names_its_version(tmp_path: Path) -> None:
+    ops = [
+        _op(0, 0.5, "harness", "info", "version", {"incarnation": 0, "version": "v1"}),
+        _op(1, 1, "supervisor", "info", "sut-start", {"incarnation": 0, "pid": 10}),
+        _op(2, 10, "harness", "info", "faults-start", {"duration_s": 30}),
+        _op(3, 12, "nemesis", "invoke", "upgrade", {"from": "v1", "to": "v2", "action": 0}),
+        _op(4, 12.2, "harness", "info", "version", {"incarnation": 1, "version": "v2"}),
+        _op(5, 12.3, "supervisor", "info", "sut-start", {"incarnation": 1, "pid": 11}),
+    ]
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps(o) + "\n" for o in ops))
+    tl = build_timeline(History.load(path), nemesis_marks(BUILT_IN))
+    starts = [m.label for m in tl.markers if m.group == "start"]
+    assert starts == ["incarnation 0 started (v1)", "incarnation 1 started (v2)"]
+    [upgrade] = [m for m in tl.markers if m.group == "upgrade"]
+    assert upgrade.at == 12.0 and "v2" in upgrade.label

@@ -28,6 +28,7 @@ INFO = PlanInfo(
     ),
     windows=("after-offsets", "after-commit:data"),
     boundaries=("after-offsets:closing", "after-offsets:opened"),
+    versions=("v1", "v2"),
 )
 
 

@@ -4,8 +4,10 @@ MERGE as Delta's documentation shows it, the key its first batch wrote twice. Wr
 into SQLite instead (no bindings, no failpoints: judged from snapshots alone) it is VALID
 killed inside its batches (told from its checkpoint's files), and a batch's first record
 winning over its last is caught. Writing into PostgreSQL (a database in a container), it is
-VALID killed inside its batches. Run in containers (its driver in one, each broker in its
-own), it is VALID cut off from a broker and killed, and its lost delete clause is caught."""
+VALID killed inside its batches. Upgraded to its release 2 mid-run (a column more, the same
+checkpoint), it is VALID, and release 2's mistakes are caught. Run in containers (its driver
+in one, each broker in its own), it is VALID cut off from a broker and killed, and its lost
+delete clause is caught."""
 
 from __future__ import annotations
 
@@ -105,6 +107,21 @@ def test_a_first_record_winning_is_caught_from_the_tables_alone(sealcheck) -> No
     # a key shows a value its own later record overwrote, beside keys written after that
     first = next(a for a in result.anomalies if a.checker == "prefix")
     assert first.kind == "no-prefix" and "overwritten at offset" in first.detail
+
+
+def test_release_2_resumes_release_1_when_upgraded_and_killed(sealcheck) -> None:
+    # `upgrade`: release 1 stopped (SIGTERM or SIGKILL, from the seed), release 2 started on
+    # its checkpoint and tables; a kill in the other window
+    result = sealcheck(UserJobSQLite(), nemeses=["upgrade", "kill"], duration=45, interval=15,
+                       **RUN)  # fmt: skip
+    result.assert_valid()
+
+
+@pytest.mark.parametrize("mistake", ["v2-delete-needs-tier", "v2-normalised-keys"])
+def test_a_release_2_mistake_is_caught(sealcheck, mistake: str) -> None:
+    result = sealcheck(UserJobSQLite(), broken=mistake, nemeses=["upgrade"], duration=30,
+                       interval=15, **RUN)  # fmt: skip
+    result.assert_invalid("prefix")
 
 
 @pytest.mark.containers

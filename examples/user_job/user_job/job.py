@@ -16,6 +16,8 @@ checkpoint's ``commits/N`` — is skipped ("batch N already applied: skipped"). 
 no offsets table. With ``--sink postgres`` it writes them into the schema ``--schema`` of the
 PostgreSQL database ``--dsn``, the same way; with ``--sink kafka``, into the compacted topics
 ``accounts-out`` and ``dead-letters-out`` of the same cluster (a tombstone for a delete).
+``--release 2`` (SQLite only) is the job's next release, :mod:`user_job.release2`: a column
+more, the same checkpoint and tables.
 
 It knows nothing of any test harness: it is the job under test, as it would run in production.
 """
@@ -348,6 +350,8 @@ class WriteBatchToKafka:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run until SIGTERM."""
+    from user_job import release2  # (it builds on this module's SQLite sink)
+
     p = argparse.ArgumentParser(prog="python -m user_job")
     p.add_argument("--bootstrap", required=True)
     p.add_argument("--topic", required=True)
@@ -359,18 +363,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dsn", default="", help="--sink postgres: the database")
     p.add_argument("--schema", default="public", help="--sink postgres: the tables' schema")
     p.add_argument("--master", default=None, help="a standalone cluster (spark://HOST:PORT)")
+    p.add_argument("--release", type=int, choices=(1, 2), default=1, help="2: user_job.release2")
     args = p.parse_args(argv)
+    if args.release == 2 and args.sink != "sqlite":
+        p.error(f"--release 2 is the SQLite sink's (not --sink {args.sink}): use --sink sqlite")
     stop = {"asked": False}
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the JVM starts with SIGTERM ignored
     spark = session(args.jars, args.master)
     signal.signal(signal.SIGTERM, lambda *_: stop.update(asked=True))
     # the batch marks' application: the query's checkpoint, the same after a restart (the
     # one-line bug: Spark's application id, new in every process: a replayed batch is redone)
-    app = f"{args.dir}/checkpoint"
+    where, starting = f"{args.dir}/checkpoint", "earliest"
+    if args.release == 2:
+        where, starting = release2.checkpoint(args.dir, args.variant)
+    app = where
     if args.variant == "marker-per-process":
         app = spark.sparkContext.applicationId
     if args.sink == "sqlite":
-        write: Any = WriteBatchToSQLite(args.dir, args.variant, app)
+        release = release2.WriteBatchToSQLiteV2 if args.release == 2 else WriteBatchToSQLite
+        write: Any = release(args.dir, args.variant, app)
     elif args.sink == "postgres":
         write = WriteBatchToPostgres(args.dsn, args.schema, args.variant, app)
     elif args.sink == "kafka":
@@ -383,11 +394,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", args.bootstrap)
         .option("subscribe", args.topic)
-        .option("startingOffsets", "earliest")
+        .option("startingOffsets", starting)
         .option("maxOffsetsPerTrigger", str(args.max_offsets))
         .load()
         .writeStream.foreachBatch(write)
-        .option("checkpointLocation", f"{args.dir}/checkpoint")
+        .option("checkpointLocation", where)
         .start()
     )
     while not stop["asked"] and query.isActive:

@@ -1,0 +1,60 @@
+"""Release 2 of the job's SQLite sink (``--release 2``): it adds a column, ``tier`` (``odd`` or
+``even``, from the record's ``i``), to ``accounts`` — an ``ALTER TABLE`` at start, as teams
+ship it — and resumes release 1's checkpoint and tables.
+
+Three mistakes teams make when shipping such a release, as ``--variant``:
+
+* ``v2-fresh-checkpoint``: release 2 gets a checkpoint directory of its own and
+  ``startingOffsets=latest`` ("a clean start"): what release 1 had not read yet is never read;
+* ``v2-delete-needs-tier``: its delete also matches on the new column (``tier IS NOT NULL``),
+  which every row release 1 wrote holds as NULL: those rows are never deleted;
+* ``v2-normalised-keys``: it upper-cases the key (``K17``), so release 1's rows are never
+  updated or deleted again and each key is written twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from user_job.job import WriteBatchToSQLite
+
+#: release 2's upsert: release 1's, and the tier from ``i`` (?2)
+UPSERT = """
+INSERT INTO accounts (id, i, w, p, batch_id, updated_at, tier)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, CASE WHEN ?2 % 2 = 0 THEN 'even' ELSE 'odd' END)
+ON CONFLICT (id) DO UPDATE SET i = excluded.i, w = excluded.w, p = excluded.p,
+  batch_id = excluded.batch_id, updated_at = excluded.updated_at, tier = excluded.tier
+"""
+#: its variants' mistakes, as ``--variant`` names them
+MISTAKES = ("v2-fresh-checkpoint", "v2-delete-needs-tier", "v2-normalised-keys")
+
+
+class WriteBatchToSQLiteV2(WriteBatchToSQLite):
+    """Release 2 of :class:`WriteBatchToSQLite`: the same batches, with ``tier``."""
+
+    upsert = UPSERT
+
+    def __init__(self, root: str, variant: str | None, app: str = "") -> None:
+        super().__init__(root, variant, app)
+        if variant == "v2-delete-needs-tier":
+            self.delete = "DELETE FROM accounts WHERE id = ? AND tier IS NOT NULL"
+        if variant == "v2-normalised-keys":
+            self.upsert = UPSERT.replace("VALUES (?1,", "VALUES (upper(?1),")
+            self.delete = "DELETE FROM accounts WHERE id = upper(?)"
+
+    def connect(self, root: str) -> Any:
+        """Release 1's tables, and ``tier`` added to ``accounts`` once."""
+        db = super().connect(root)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(accounts)")}
+        if "tier" not in columns:
+            db.execute("ALTER TABLE accounts ADD COLUMN tier TEXT")
+            db.commit()
+        return db
+
+
+def checkpoint(root: str, variant: str | None) -> tuple[str, str]:
+    """Release 2's checkpoint directory and starting offsets: release 1's (it resumes them),
+    except for ``v2-fresh-checkpoint``."""
+    if variant == "v2-fresh-checkpoint":
+        return f"{root}/checkpoint-v2", "latest"
+    return f"{root}/checkpoint", "earliest"

@@ -1,0 +1,100 @@
+"""The ``upgrade`` nemesis without a run: what it plans from the seed (one upgrade per window
+given to it, in version order, until the last version), what it does to a stand-in target
+(the version switched before the running incarnation is stopped, by the planned signal) and
+the evidence it records; a system without versions cannot host it."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from sealcheck.core.roles import SUT
+from sealcheck.nemeses.api import Action, PlanInfo
+from sealcheck.nemeses.registry import requirements
+from sealcheck.nemeses.upgrade import Upgrade
+
+INFO = PlanInfo(roles={SUT.name: SUT}, versions=("v1", "v2", "v3"))
+
+
+def _plan(seed: int, windows: int = 5) -> list[Action]:
+    nemesis, rng = Upgrade(INFO), random.Random(seed)
+    return [a for w in range(windows) for a in nemesis.plan(rng, 10.0 * w, 10.0)]
+
+
+def test_it_plans_each_next_version_once_in_order_from_the_seed() -> None:
+    plan = _plan(4)
+    assert [(a.value["from"], a.value["to"]) for a in plan] == [("v1", "v2"), ("v2", "v3")]
+    assert all(a.f == "upgrade" and a.value["signal"] in ("SIGTERM", "SIGKILL") for a in plan)
+    assert plan[0].at_s < 5.0 and 10.0 <= plan[1].at_s < 15.0  # each in its window's first half
+    assert _plan(4) == plan  # the same seed, the same schedule
+    signals = {a.value["signal"] for seed in range(20) for a in _plan(seed)}
+    assert signals == {"SIGTERM", "SIGKILL"}  # both ways of stopping are planned
+
+
+def test_one_version_or_none_plans_nothing_and_it_requires_versions() -> None:
+    assert (
+        Upgrade(PlanInfo(roles={SUT.name: SUT}, versions=("v1",))).plan(random.Random(1), 0.0, 10.0)
+        == []
+    )
+    assert requirements("upgrade", {SUT.name: SUT}) == frozenset({"versions"})
+
+
+class _Sut:
+    """The supervised incarnation: stopping it starts the next one (as the supervisor does)."""
+
+    def __init__(self) -> None:
+        self.ident: int | None = 100
+        self.calls: list[str] = []
+
+    def _next(self, how: str) -> int:
+        self.calls.append(how)
+        was, self.ident = self.ident, (self.ident or 0) + 1
+        return was or 0
+
+    def kill(self) -> int:
+        return self._next("kill")
+
+    def terminate(self, timeout_s: float) -> int:
+        return self._next(f"terminate {timeout_s:g}")
+
+
+class _Versions:
+    def __init__(self) -> None:
+        self.current = "v1"
+
+    def switch(self, version: str) -> None:
+        self.current = version
+
+
+class _Target:
+    def __init__(self) -> None:
+        self.sut, self._versions = _Sut(), _Versions()
+
+    def nodes(self, role: str) -> list[Any]:
+        return [self.sut] if role == SUT.name else []
+
+    def versions(self) -> _Versions:
+        return self._versions
+
+
+@pytest.mark.parametrize(("signal", "call"), [("SIGTERM", "terminate 30"), ("SIGKILL", "kill")])
+def test_it_switches_the_version_then_stops_the_running_one(signal: str, call: str) -> None:
+    target = _Target()
+    action = Action(1.0, "upgrade", "upgrade", {"from": "v1", "to": "v2", "signal": signal})
+    done = Upgrade(INFO).invoke(action, target)  # type: ignore[arg-type]
+    assert target.sut.calls == [call] and target.versions().current == "v2"
+    assert done["outcome"] == "happened" and done["was_running"] == "v1"
+    assert (done["stopped"], done["running"]) == (100, 101)
+    assert done["effect"]["effect"] is True
+    assert done["effect"]["evidence"].startswith(f"100 (v1) stopped by {signal}; 101 runs v2")
+
+
+def test_with_nothing_running_it_is_skipped_but_the_version_is_switched() -> None:
+    target = _Target()
+    target.sut.ident = None
+    target.sut.kill = lambda: None  # type: ignore[method-assign]
+    action = Action(1.0, "upgrade", "upgrade", {"from": "v1", "to": "v2", "signal": "SIGKILL"})
+    done = Upgrade(INFO).invoke(action, target)  # type: ignore[arg-type]
+    assert done["outcome"] == "skipped" and target.versions().current == "v2"
