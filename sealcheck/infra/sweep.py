@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +60,10 @@ def _docker() -> Any:
     return client
 
 
+#: passes over the labelled containers, and the wait between two (:func:`_containers`)
+_PASSES, _LATE_S = 4, 1.5
+
+
 def _containers(archive: Path | None) -> tuple[list[Swept], list[Swept]]:
     """Containers and networks whose owning harness is gone: those of runs of ``archive``
     removed (iptables rules live in their namespaces and go with them), the others found."""
@@ -68,18 +73,26 @@ def _containers(archive: Path | None) -> tuple[list[Swept], list[Swept]]:
     from sealcheck.infra.containers.service import OWNER_LABEL, RUN_DIR_LABEL
     from sealcheck.infra.containers.topology import labelled
 
-    removed, left = [], []
+    removed: list[Swept] = []
     try:
-        for x in labelled(client):
-            owner = x.labels.get(OWNER_LABEL)
-            if owner is None or owner_alive(owner):
-                continue
-            named = x.labels.get(RUN_DIR_LABEL)
-            found = Swept(x.kind, resolved(Path(named)) if named else None, x.name)
-            if not in_archive(found.run, archive):
-                left.append(found)
-            elif x.remove():
-                removed.append(found)
+        # a harness killed during a call to the engine may have a container created after the
+        # first pass listed them: after a pass that removed something, another, a moment later
+        for _ in range(_PASSES):
+            now, left = [], []
+            for x in labelled(client):
+                owner = x.labels.get(OWNER_LABEL)
+                if owner is None or owner_alive(owner):
+                    continue
+                named = x.labels.get(RUN_DIR_LABEL)
+                found = Swept(x.kind, resolved(Path(named)) if named else None, x.name)
+                if not in_archive(found.run, archive):
+                    left.append(found)
+                elif x.remove():
+                    now.append(found)
+            removed += now
+            if not now:
+                break
+            time.sleep(_LATE_S)
     finally:
         client.close()
     return removed, left
