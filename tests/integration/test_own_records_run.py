@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,33 +19,16 @@ from sealcheck import (
     SKIP,
     Delete,
     Draw,
-    Job,
-    JobRun,
     NewRecord,
     Record,
-    SQLiteOutput,
     Upsert,
     WorkloadConfig,
 )
 from sealcheck.core.effects import Effects
 from sealcheck.harness.run.workload import writer_records
+from tests.integration.tiny_jobs import Tiny
 
 pytestmark = pytest.mark.integration
-
-JOB = Path(__file__).with_name("tiny_sqlite_job.py")
-
-
-@dataclass(frozen=True)
-class Tiny(Job):
-    """The tiny SQLite job: each record's value stored as text under its key."""
-
-    name = "tiny"
-
-    def command(self, run: JobRun) -> list[str]:
-        return [sys.executable, str(JOB), run.bootstrap, run.topic, str(run.dir / "out.db")]
-
-    def output(self, run: JobRun) -> SQLiteOutput:
-        return SQLiteOutput(run.dir / "out.db", "accounts", "id", value="v")
 
 
 @dataclass(frozen=True)

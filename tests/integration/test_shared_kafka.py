@@ -6,38 +6,17 @@ sees it. Real Kafka, the tiny SQLite job (:mod:`tests.integration.tiny_sqlite_jo
 from __future__ import annotations
 
 import json
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from sealcheck import Job, JobRun, SQLiteOutput
 from sealcheck.infra.kafka_admin import admin_client
 from sealcheck.infra.topic import log_end
+from tests.integration.tiny_jobs import NO_KEYLESS, RUN, Tiny
 
 pytestmark = pytest.mark.integration
-
-JOB = Path(__file__).with_name("tiny_sqlite_job.py")
-#: short runs of a job that restarts in a second; no keyless records (the tiny job keeps
-#: them under NULL)
-RUN: dict[str, Any] = {"duration": 12, "interval": 6, "keys": 50, "rate": 50}
-NO_KEYLESS = {"workload.bad_ratio": 0}
-
-
-@dataclass(frozen=True)
-class Tiny(Job):
-    """The tiny SQLite job, correct for keyed records."""
-
-    name = "tiny-shared"
-
-    def command(self, run: JobRun) -> list[str]:
-        return [sys.executable, str(JOB), run.bootstrap, run.topic, str(run.dir / "out.db")]
-
-    def output(self, run: JobRun) -> SQLiteOutput:
-        return SQLiteOutput(run.dir / "out.db", "accounts", "id", value="v", settle_s=10)
 
 
 def _setup(run_dir: Path) -> dict[str, Any]:

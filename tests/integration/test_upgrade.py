@@ -8,26 +8,20 @@ tiny SQLite job (:mod:`tests.integration.tiny_sqlite_job`)."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sealcheck import Job, JobRun, SQLiteOutput
+from sealcheck import JobRun
+from tests.integration.tiny_jobs import NO_KEYLESS, RUN, Tiny
 
 pytestmark = pytest.mark.integration
 
-JOB = Path(__file__).with_name("tiny_sqlite_job.py")
-#: two windows of 6 s: one upgrade (two versions), planned from the seed; no keyless records
-#: (the tiny job keeps them under NULL)
-RUN: dict[str, Any] = {"duration": 12, "interval": 6, "keys": 50, "rate": 50}
-NO_KEYLESS = {"workload.bad_ratio": 0}
-
 
 @dataclass(frozen=True)
-class TwoVersions(Job):
+class TwoVersions(Tiny):
     """The tiny SQLite job in two versions; ``v2-from-latest``: v2 starts at the log's end."""
 
     name = "tiny-two-versions"
@@ -35,12 +29,8 @@ class TwoVersions(Job):
     broken_modes = {"v2-from-latest": "v2 ignores the stored offsets and reads from the end"}  # noqa: RUF012
 
     def command(self, run: JobRun) -> list[str]:
-        argv = [sys.executable, str(JOB), run.bootstrap, run.topic, str(run.dir / "out.db")]
         wrong = run.version == "v2" and run.broken == "v2-from-latest"
-        return argv + (["--from-latest"] if wrong else [])
-
-    def output(self, run: JobRun) -> SQLiteOutput:
-        return SQLiteOutput(run.dir / "out.db", "accounts", "id", value="v", settle_s=10)
+        return super().command(run) + (["--from-latest"] if wrong else [])
 
 
 def _ops(run_dir: Path) -> list[dict[str, Any]]:
