@@ -131,6 +131,9 @@ class Supervisor:
         self._codes: list[int] = []  # exit codes of incarnations that were not zombies
         self.zombies: list[Incarnation] = []  # given up, not yet let go
         self._zombie_ids: set[int] = set()  # every incarnation ever given up
+        #: every incarnation a nemesis stopped (an upgrade's SIGTERM), kept so that no later
+        #: one is taken for it
+        self._stopped: list[Incarnation] = []
         #: consecutive failures to start an incarnation (the backend refused, an image is
         #: missing) before the supervisor gives up and says why in :attr:`start_error`
         self.start_attempts = 3
@@ -227,7 +230,7 @@ class Supervisor:
         with self._lock:
             zombie = id(proc) in self._zombie_ids
             current = proc is self.current
-        stopping = self._stopping.is_set()
+        stopping = self._stopping.is_set() or any(p is proc for p in self._stopped)
         events.finish()  # every event it logged is in the history before its exit
         log = proc.log_text()
         evidence = exit_evidence(code, log)
@@ -278,6 +281,12 @@ class Supervisor:
         if len(last) < n or not codes or not all(c in codes for c in last):
             return ""
         return "exit codes " + ", ".join(map(str, last))
+
+    def stopping(self, proc: Incarnation) -> None:
+        """``proc`` is being stopped at the harness's request (an upgrade's SIGTERM): however
+        it exits — 0 once it has finished its batch — it did not exit by itself."""
+        with self._lock:
+            self._stopped.append(proc)
 
     def give_up(self, proc: Incarnation) -> None:
         """Treat ``proc`` (frozen by the caller) as a zombie and start the next incarnation
@@ -379,6 +388,7 @@ class SupervisedNode:
             return None
         self.last_killed = cur
         ident = cur.ident
+        self.supervisor.stopping(cur)
         cur.stop(timeout_s)
         return ident
 

@@ -336,3 +336,22 @@ class _Display:
 
     def update(self, **changes: Any) -> None:
         pass
+
+
+def test_an_incarnation_stopped_for_an_upgrade_did_not_exit_by_itself(tmp_path: Path) -> None:
+    # the upgrade nemesis's SIGTERM: the job finishes its batch and exits 0, as a job stopped
+    # for a deployment does; that exit is the harness's doing, never the job's own
+    from sealcheck.harness.run.supervisor import SupervisedNode
+
+    sup, halt, history, said = _supervise(tmp_path, FakeIncarnation)
+    sup.start()
+    node = SupervisedNode(sup, wait_s=5)
+    assert node.terminate(5) == 1000  # incarnation 0
+    deadline = time.monotonic() + 10
+    while node.ident in (None, 1000) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert node.ident == 1001  # the next one runs
+    sup.stop(1)
+    exits = [o["value"] for o in _ops(tmp_path, history) if o["f"] == "sut-exit"]
+    assert exits[0]["code"] == 0 and "by_itself" not in exits[0], exits[0]
+    assert not said and halt.reason is None
