@@ -103,9 +103,9 @@ class Terminable(Protocol):
     """A node that can be stopped gracefully (the supervised ``sut`` node): SIGTERM, then
     SIGKILL if it lingers."""
 
-    def terminate(self, timeout_s: float) -> int | str | None:
+    def terminate(self, timeout_s: float) -> tuple[int | str, int | None] | None:
         """SIGTERM the running incarnation and wait up to ``timeout_s`` for it to exit
-        (SIGKILL after that); its id (None: none was running)."""
+        (SIGKILL after that); its id and exit code (None: none was running)."""
 
 
 class Target(Protocol):

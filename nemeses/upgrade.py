@@ -73,20 +73,21 @@ class Upgrade(Nemesis):
         running = versions.current
         versions.switch(str(value["to"]))
         value["was_running"] = running
-        began = time.monotonic()
-        if value.get("signal") == "SIGTERM" and isinstance(node, Terminable):
-            value["stopped"] = node.terminate(GRACE_S)
+        how = str(value.get("signal"))
+        if how == "SIGTERM" and isinstance(node, Terminable):
+            stopped = node.terminate(GRACE_S)
+            value["stopped"], code = stopped if stopped is not None else (None, None)
+            how += f", exit {code}" if code is not None else ""  # -9: it outlived its grace
         else:
             value["stopped"] = node.kill()
         done = settled(value, "stopped", "no incarnation was running (even after waiting)")
         if done["outcome"] != "happened":
             return done  # the next incarnation starts as the new version all the same
-        deadline = time.monotonic() + GRACE_S + NEXT_WAIT_S
-        while node.ident in (None, done["stopped"]) and time.monotonic() < deadline:
+        exited = time.monotonic()
+        while node.ident in (None, done["stopped"]) and time.monotonic() < exited + NEXT_WAIT_S:
             time.sleep(0.05)
-        now, took = node.ident, time.monotonic() - began
+        now, took = node.ident, time.monotonic() - exited
         started = now is not None and now != done["stopped"]
-        what = f"{done['stopped']} ({running}) stopped by {value.get('signal')}; " + (
-            f"{now} runs {value['to']} {took:.1f}s later" if started else "no next incarnation"
-        )
+        after = f"{now} runs {value['to']} {took:.1f}s later" if started else "no next incarnation"
+        what = f"{done['stopped']} ({running}) stopped by {how}; {after}"
         return {**done, "running": now if started else None, "effect": effect(started, what)}

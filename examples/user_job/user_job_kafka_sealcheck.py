@@ -11,6 +11,7 @@ from sealcheck import JobRun, TopicOutput
 class UserJobKafka(UserJobSQLite):
     name = "user-job-kafka"
     broken_modes = {"first-record-wins": "a batch's first record of a key wins"}  # noqa: RUF012
+    versions = ()  # release 2 is the SQLite sink's
 
     def command(self, run: JobRun) -> list[str]:
         return [*super().command(run), "--sink", "kafka"]

@@ -380,17 +380,16 @@ class SupervisedNode:
         self.last_killed = cur
         return cur.kill()
 
-    def terminate(self, timeout_s: float = 30.0) -> int | str | None:
+    def terminate(self, timeout_s: float = 30.0) -> tuple[int | str, int | None] | None:
         """SIGTERM the running incarnation, SIGKILL it after ``timeout_s``, and return once it
-        has exited (the supervisor starts the next); its id."""
+        has exited (the supervisor starts the next); its id and exit code."""
         cur = self.supervisor.wait_running(self.wait_s)
-        if cur is None:
+        if cur is None or cur.ident is None:
             return None
         self.last_killed = cur
         ident = cur.ident
         self.supervisor.stopping(cur)
-        cur.stop(timeout_s)
-        return ident
+        return ident, cur.stop(timeout_s)
 
     def pause(self) -> int | str | None:
         """Freeze the running incarnation; returns once it is frozen."""

@@ -346,7 +346,7 @@ def test_an_incarnation_stopped_for_an_upgrade_did_not_exit_by_itself(tmp_path: 
     sup, halt, history, said = _supervise(tmp_path, FakeIncarnation)
     sup.start()
     node = SupervisedNode(sup, wait_s=5)
-    assert node.terminate(5) == 1000  # incarnation 0
+    assert node.terminate(5) == (1000, 0)  # incarnation 0, which finished and exited 0
     deadline = time.monotonic() + 10
     while node.ident in (None, 1000) and time.monotonic() < deadline:
         time.sleep(0.01)

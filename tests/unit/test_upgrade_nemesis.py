@@ -56,8 +56,8 @@ class _Sut:
     def kill(self) -> int:
         return self._next("kill")
 
-    def terminate(self, timeout_s: float) -> int:
-        return self._next(f"terminate {timeout_s:g}")
+    def terminate(self, timeout_s: float) -> tuple[int, int]:
+        return self._next(f"terminate {timeout_s:g}"), 0  # it finished its batch: exit 0
 
 
 class _Versions:
@@ -79,8 +79,13 @@ class _Target:
         return self._versions
 
 
-@pytest.mark.parametrize(("signal", "call"), [("SIGTERM", "terminate 30"), ("SIGKILL", "kill")])
-def test_it_switches_the_version_then_stops_the_running_one(signal: str, call: str) -> None:
+@pytest.mark.parametrize(
+    ("signal", "call", "said"),
+    [("SIGTERM", "terminate 30", "SIGTERM, exit 0"), ("SIGKILL", "kill", "SIGKILL")],
+)
+def test_it_switches_the_version_then_stops_the_running_one(
+    signal: str, call: str, said: str
+) -> None:
     target = _Target()
     action = Action(1.0, "upgrade", "upgrade", {"from": "v1", "to": "v2", "signal": signal})
     done = Upgrade(INFO).invoke(action, target)  # type: ignore[arg-type]
@@ -88,7 +93,7 @@ def test_it_switches_the_version_then_stops_the_running_one(signal: str, call: s
     assert done["outcome"] == "happened" and done["was_running"] == "v1"
     assert (done["stopped"], done["running"]) == (100, 101)
     assert done["effect"]["effect"] is True
-    assert done["effect"]["evidence"].startswith(f"100 (v1) stopped by {signal}; 101 runs v2")
+    assert done["effect"]["evidence"].startswith(f"100 (v1) stopped by {said}; 101 runs v2")
 
 
 def test_with_nothing_running_it_is_skipped_but_the_version_is_switched() -> None:
