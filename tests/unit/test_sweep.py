@@ -36,12 +36,18 @@ class _Box:
 
 
 class _List:
-    def __init__(self, boxes: list[_Box]) -> None:
-        self.boxes = boxes
+    """The engine's list: what is not removed, and ``late`` from the second listing on (a
+    container whose creation a killed harness had asked for)."""
+
+    def __init__(self, boxes: list[_Box], late: tuple[_Box, ...] = ()) -> None:
+        self.boxes, self.late, self.listed = boxes, late, 0
 
     def list(self, **kw: Any) -> list[_Box]:
         assert kw["filters"] == {"label": RUN_LABEL}
-        return self.boxes
+        self.listed += 1
+        if self.listed == 2:
+            self.boxes.extend(self.late)
+        return [b for b in self.boxes if not b.removed]
 
 
 class _Client:
@@ -82,6 +88,7 @@ def test_only_this_archive_s_containers_mounts_and_processes_are_removed(
     nets = [_Box("net-mine", _labels(mine))]
     client = _Client(boxes, nets)
     monkeypatch.setattr(sweeping, "_docker", lambda: client)
+    monkeypatch.setattr(sweeping, "_LATE_S", 0.0)
     mounts = [
         lazy_disk.StaleMount(str(mine / "work" / "store"), DEAD),
         lazy_disk.StaleMount(str(theirs / "work" / "store"), DEAD),
@@ -195,3 +202,22 @@ def test_counting_nothing_says_nothing_and_cleanup_of_a_clean_archive_succeeds(
     assert sweeping.counted([]) == ""
     assert main(["cleanup", "--runs", str(tmp_path)]) == 0
     assert "0 left-running runs ended, nothing else removed" in capsys.readouterr().out
+
+
+def test_a_container_created_after_the_first_listing_is_removed_too(
+    archives: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs, _ = archives
+    mine = runs / "chaos" / "20261129T101500"
+    (mine / "work").mkdir(parents=True)
+    (mine / "test.json").write_text("{}")
+    late = _Box("sut-late", _labels(mine))
+    client = _Client([_Box("kafka-mine", _labels(mine))], [])
+    client.containers = _List(client.containers.boxes, late=(late,))
+    monkeypatch.setattr(sweeping, "_docker", lambda: client)
+    monkeypatch.setattr(sweeping, "_LATE_S", 0.0)
+    monkeypatch.setattr(lazy_disk, "stale_mounts", lambda: [])
+    monkeypatch.setattr(sweeping, "leftovers", lambda: [])
+    swept = sweep(runs)
+    assert [x.what for x in swept.removed] == ["kafka-mine", "sut-late"] and late.removed
+    assert client.containers.listed == 3  # a third pass found nothing more
