@@ -227,18 +227,20 @@ def check_job(job: Job, run: JobRun) -> None:
     versions) and refuse, in one line (:class:`DescriptorError`), one that raises or returns
     what the harness cannot use."""
     job_output(job, run, before=True)
-    for version in job.versions or ("",):
-        call_command(job, run.of_version(version), before=True)
-        call_environment(job, run.of_version(version), before=True)
+    commands(job, run, before=True)
 
 
-def commands(job: Job, run: JobRun) -> dict[str, tuple[list[str], dict[str, str]]]:
+def commands(
+    job: Job, run: JobRun, before: bool = False
+) -> dict[str, tuple[list[str], dict[str, str]]]:
     """The command and environment of every version of ``job`` ("": the one of a job that
-    declares none), from the descriptor with ``run`` as each version sees it."""
-    return {
-        v: (call_command(job, run.of_version(v)), call_environment(job, run.of_version(v)))
-        for v in job.versions or ("",)
-    }
+    declares none), from the descriptor with ``run`` as each version sees it (``before``: the
+    run's placeholder values, :func:`check_job`)."""
+    out = {}
+    for v in job.versions or ("",):
+        seen = run.of_version(v)
+        out[v] = call_command(job, seen, before), call_environment(job, seen, before)
+    return out
 
 
 class JobDeployment:
