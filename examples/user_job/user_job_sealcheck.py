@@ -14,17 +14,24 @@ class UserJob(Job):
     broken_modes = {  # noqa: RUF012
         "keeps-deleted-rows": "the MERGE lost its delete clause",
         "merge-as-documented": "Delta's documented upsertToDelta: no de-duplication in a batch",
+        # release 2's mistakes (`--nemesis upgrade`: v1 stopped, v2 started on its state)
+        "v2-fresh-checkpoint": "v2 starts a checkpoint of its own from the latest offsets",
+        "v2-delete-needs-tier": "v2's MERGE deletes only rows whose new column is set",
+        "v2-normalised-keys": "v2 upper-cases the key",
     }
+    versions = ("v1", "v2")  # v2 (`--release 2`) adds a column, `tier`, and resumes v1
 
     def command(self, run: JobRun) -> list[str]:
         jars = [*sealcheck.spark_kafka_jars(), *sealcheck.delta_jars()]
         job = [sys.executable, "-m", "user_job", "--bootstrap", run.bootstrap, "--topic", run.topic]
         job += ["--dir", str(run.dir), "--jars", ":".join(map(str, jars))]
         job += ["--master", run.master] if run.master else []  # --spark cluster
+        job += ["--release", "2" if run.version == "v2" else "1"]
         return [*job, "--max-offsets", str(run.max_records_per_step), "--variant", run.broken or ""]
 
     def output(self, run: JobRun) -> DeltaOutput:
-        metadata = ("batch_id", "updated_at", "failed_at")  # columns never compared
+        # columns never compared: v2's `tier` too (both versions share one effect)
+        metadata = ("batch_id", "updated_at", "failed_at", "tier")
         accounts, dead_letters = run.dir / "accounts", run.dir / "dead_letters"
         return DeltaOutput(run.dir / "checkpoint", accounts, "id", dead_letters, exclude=metadata)
 

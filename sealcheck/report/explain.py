@@ -20,7 +20,11 @@ def _what(value: Any) -> str:
     if not isinstance(value, dict):
         return "" if value is None else str(value)
     skip = ("action", "outcome")
-    return " ".join(f"{k}={v}" for k, v in value.items() if k not in skip and v not in (None, ""))
+    words = [f"{k}={v}" for k, v in value.items() if k not in skip and v not in (None, "")]
+    effect = value.get("effect")
+    if isinstance(effect, dict) and effect.get("evidence"):  # what it did, as a person reads it
+        words = [w for w in words if not w.startswith("effect=")] + [f"({effect['evidence']})"]
+    return " ".join(words)
 
 
 def context_lines(context: dict[str, Any], states: bool = False) -> list[str]:
@@ -56,6 +60,8 @@ def context_lines(context: dict[str, Any], states: bool = False) -> list[str]:
             if isinstance(value, dict) and "incarnation" in value
             else ""
         )
+        if who and value.get("version"):  # a job with versions: which one ran from here
+            who += f" ({value['version']})"
         what = {
             "last_nemesis": f"{op.get('f')} {_what(value)}".strip(),
             LAST_EXIT: f"{who} exited {value.get('code') if who else ''}"

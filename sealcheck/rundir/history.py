@@ -327,16 +327,26 @@ class History:
     def context_at(self, when: int | None) -> dict[str, Any]:
         """The last nemesis op and the system's last start and exit at or before ``when`` (ns
         on the history's clock; None: the end of the history): ``last_nemesis``,
-        :data:`~sealcheck.rundir.names.LAST_START`, :data:`~sealcheck.rundir.names.LAST_EXIT`."""
+        :data:`~sealcheck.rundir.names.LAST_START`, :data:`~sealcheck.rundir.names.LAST_EXIT`;
+        a start's or exit's value names the incarnation's ``version`` when the job has
+        versions (the version behind the states read after it)."""
         out: dict[str, Any] = {}
+        versions: dict[Any, Any] = {}  # incarnation -> its version (a job with versions)
         limit = when if when is not None else 1 << 62
         for op in self.ops:
             if int(op.get("time", 0)) > limit:
                 break
+            value = op.get("value")
             if op.get("process") == "nemesis":
                 out["last_nemesis"] = _brief(op)
+            elif op.get("f") == VERSION and isinstance(value, dict):
+                versions[value.get("incarnation")] = value.get("version")
             elif op.get("f") in (SUT_START, SUT_EXIT):
-                out[LAST_START if op["f"] == SUT_START else LAST_EXIT] = _brief(op)
+                brief = _brief(op)
+                n = value.get("incarnation") if isinstance(value, dict) else None
+                if isinstance(value, dict) and versions.get(n):
+                    brief["value"] = {**value, "version": versions[n]}
+                out[LAST_START if op["f"] == SUT_START else LAST_EXIT] = brief
         return out
 
 

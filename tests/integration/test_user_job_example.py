@@ -130,17 +130,24 @@ def test_the_examples_sqlite_job_is_judged_from_its_tables_alone(
 
 @pytest.mark.nightly  # three more runs of the example's SQLite job
 def test_the_examples_release_2_is_judged_across_the_upgrade(venv: Path, tmp_path: Path) -> None:
-    """Release 1 stopped and release 2 started on its state, from the installed wheel: VALID;
-    release 2 deleting only rows that have its new column, or upper-casing keys: INVALID."""
-    runs, _ = run_suite(venv, tmp_path, "release_2", 3)
-    verdicts: dict[str | None, bool] = {}
+    """Release 1 stopped and release 2 started on its state, from the installed wheel, into
+    Delta and into SQLite: VALID; release 2's MERGE deleting only rows that have its new
+    column, or upper-casing keys: INVALID."""
+    runs, _ = run_suite(venv, tmp_path, "release_2", 4)
+    verdicts: dict[tuple[str, str | None], bool] = {}
     for results in runs.glob("*/*/results.json"):
         config = json.loads((results.parent / "test.json").read_text())["config"]
-        verdicts[config["broken"]] = json.loads(results.read_text())["valid"]
+        verdicts[config["system"], config["broken"]] = json.loads(results.read_text())["valid"]
         ops = [json.loads(line) for line in (results.parent / "history.jsonl").open()]
         ran = [o["value"]["version"] for o in ops if o["f"] == "version"]
         assert ran[0] == "v1" and ran[-1] == "v2", ran
-    assert verdicts == {None: True, "v2-delete-needs-tier": False, "v2-normalised-keys": False}
+    delta, sqlite = "user_job_sealcheck:UserJob", "user_job_sqlite_sealcheck:UserJobSQLite"
+    assert verdicts == {
+        (delta, None): True,
+        (sqlite, None): True,
+        (delta, "v2-delete-needs-tier"): False,
+        (delta, "v2-normalised-keys"): False,
+    }
 
 
 @pytest.mark.nightly  # two runs on a Spark standalone cluster (~2.5 min each here)

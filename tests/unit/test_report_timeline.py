@@ -195,3 +195,16 @@ def test_an_upgrade_has_its_lane_and_each_start_names_its_version(tmp_path: Path
     assert starts == ["incarnation 0 started (v1)", "incarnation 1 started (v2)"]
     [upgrade] = [m for m in tl.markers if m.group == "upgrade"]
     assert upgrade.at == 12.0 and "v2" in upgrade.label
+    # an anomaly's context names the version that ran from each start and exit on
+    history = History.load(path)
+    lines = context_lines({"sealed_by_ns": 14_000_000_000, **history.context_at(13_000_000_000)})
+    assert any(line.startswith("1.7 s after incarnation 1 (v2) started") for line in lines), lines
+    before = context_lines(history.context_at(5_000_000_000))
+    assert before == [
+        "step never seen sealed",
+        "the last start before: incarnation 0 (v1) started at 1.0 s",
+    ], before
+    # a fault's evidence reads as the sentence it is, not as a dict
+    done = {"to": "v2", "effect": {"effect": True, "evidence": "9 (v1) stopped by SIGKILL"}}
+    [line] = context_lines({"last_nemesis": {"f": "upgrade", "value": done}}, states=True)
+    assert line == "the last fault before: upgrade to=v2 (9 (v1) stopped by SIGKILL)", line

@@ -5,9 +5,9 @@ into SQLite instead (no bindings, no failpoints: judged from snapshots alone) it
 killed inside its batches (told from its checkpoint's files), and a batch's first record
 winning over its last is caught. Writing into PostgreSQL (a database in a container), it is
 VALID killed inside its batches. Upgraded to its release 2 mid-run (a column more, the same
-checkpoint), it is VALID, and release 2's mistakes are caught. Run in containers (its driver
-in one, each broker in its own), it is VALID cut off from a broker and killed, and its lost
-delete clause is caught."""
+checkpoint), into Delta or SQLite, it is VALID, and release 2's MERGE mistakes are caught. Run
+in containers (its driver in one, each broker in its own), it is VALID cut off from a broker
+and killed, and its lost delete clause is caught."""
 
 from __future__ import annotations
 
@@ -109,17 +109,17 @@ def test_a_first_record_winning_is_caught_from_the_tables_alone(sealcheck) -> No
     assert first.kind == "no-prefix" and "overwritten at offset" in first.detail
 
 
-def test_release_2_resumes_release_1_when_upgraded_and_killed(sealcheck) -> None:
+@pytest.mark.parametrize("job", [UserJob(), UserJobSQLite()], ids=["delta", "sqlite"])
+def test_release_2_resumes_release_1_when_upgraded_and_killed(sealcheck, job) -> None:
     # `upgrade`: release 1 stopped (SIGTERM or SIGKILL, from the seed), release 2 started on
     # its checkpoint and tables; a kill in the other window
-    result = sealcheck(UserJobSQLite(), nemeses=["upgrade", "kill"], duration=45, interval=15,
-                       **RUN)  # fmt: skip
+    result = sealcheck(job, nemeses=["upgrade", "kill"], duration=45, interval=15, **RUN)
     result.assert_valid()
 
 
 @pytest.mark.parametrize("mistake", ["v2-delete-needs-tier", "v2-normalised-keys"])
 def test_a_release_2_mistake_is_caught(sealcheck, mistake: str) -> None:
-    result = sealcheck(UserJobSQLite(), broken=mistake, nemeses=["upgrade"], duration=30,
+    result = sealcheck(UserJob(), broken=mistake, nemeses=["upgrade"], duration=30,
                        interval=15, **RUN)  # fmt: skip
     result.assert_invalid("prefix")
 

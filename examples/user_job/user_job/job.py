@@ -16,7 +16,7 @@ checkpoint's ``commits/N`` — is skipped ("batch N already applied: skipped"). 
 no offsets table. With ``--sink postgres`` it writes them into the schema ``--schema`` of the
 PostgreSQL database ``--dsn``, the same way; with ``--sink kafka``, into the compacted topics
 ``accounts-out`` and ``dead-letters-out`` of the same cluster (a tombstone for a delete).
-``--release 2`` (SQLite only) is the job's next release, :mod:`user_job.release2`: a column
+``--release 2`` (Delta and SQLite) is the job's next release, :mod:`user_job.release2`: a column
 more, the same checkpoint and tables.
 
 It knows nothing of any test harness: it is the job under test, as it would run in production.
@@ -350,7 +350,7 @@ class WriteBatchToKafka:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run until SIGTERM."""
-    from user_job import release2  # (it builds on this module's SQLite sink)
+    from user_job import release2  # (it builds on this module's sinks)
 
     p = argparse.ArgumentParser(prog="python -m user_job")
     p.add_argument("--bootstrap", required=True)
@@ -365,8 +365,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--master", default=None, help="a standalone cluster (spark://HOST:PORT)")
     p.add_argument("--release", type=int, choices=(1, 2), default=1, help="2: user_job.release2")
     args = p.parse_args(argv)
-    if args.release == 2 and args.sink != "sqlite":
-        p.error(f"--release 2 is the SQLite sink's (not --sink {args.sink}): use --sink sqlite")
+    if args.release == 2 and args.sink not in ("delta", "sqlite"):
+        p.error(f"--release 2 is the Delta and SQLite sinks' (not --sink {args.sink})")
     stop = {"asked": False}
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the JVM starts with SIGTERM ignored
     spark = session(args.jars, args.master)
@@ -390,6 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark.sql(ACCOUNTS.format(path=f"{args.dir}/accounts"))
         spark.sql(DEAD_LETTERS.format(path=f"{args.dir}/dead_letters"))
         write = WriteBatch(args.dir, args.variant)
+        if args.release == 2:
+            write = release2.WriteBatchV2(args.dir, args.variant)
+            write.prepare(spark)
     query = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", args.bootstrap)
