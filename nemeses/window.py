@@ -270,34 +270,15 @@ class CrashInWindow(Nemesis):
             return {"outcome": "skipped", "why": f"the system declares no window {name!r}"}
         self._sealed_at_arm = target.sealed()
         delay_s = float(action.value.get("delay_ms", 0.0)) / 1000
-        skip = int(action.value.get("skip", 0))
-        disk, root = target.disks().get("store"), target.files()
-        if disk is not None and root is not None and window.opens_in is not None and not delay_s:
-            self._watch = FromBelow(name, window, root, disk, skip, running_group(target))
-            return {"watching": f"renames into {window.opens_in} (in the filesystem)",
-                    "outcome": "pending"}  # fmt: skip
-        self._watch = Watch(name, window, root, target, skip, delay_s)
-        self._watch.start()
-        return {"watching": window.opens_in or "the log", "outcome": "pending"}
+        self._watch, watching = arm(name, window, target, int(action.value.get("skip", 0)), delay_s)
+        return {"watching": watching, "outcome": "pending"}
 
     def resolve(self, action: Action, target: Target, waited_s: float) -> dict[str, Any]:
-        """The kill and its evidence; a plain kill if the window did not open in time."""
+        """The kill and its evidence; nobody killed if the window did not open in time."""
         watch, self._watch = self._watch, None
         if watch is None:
             return {"outcome": "skipped", "why": "nothing was watched"}
-        start = time.monotonic() - waited_s
-        skip = int(action.value.get("skip", 0))
-        wait_fired(target, waited_s, self._sealed_at_arm, action.value.get("chance_s"),
-                   watch.is_alive, skip)  # fmt: skip
-        if isinstance(watch, Watch) and watch.killing.is_set():
-            watch.join(30)  # the kill is under way (it may wait for an incarnation to start)
-        watch.stop.set()
-        watch.join(5)
-        if watch.result is not None:
-            return {**watch.result, "outcome": "happened"}
-        # never a kill outside the window counted as an attempt (issue 49): not reached
-        why = f"{action.value['window']} did not open in {time.monotonic() - start:.1f}s"
-        return {"outcome": "skipped", "why": f"not reached: {why} (nobody was killed)"}
+        return settle(watch, action, target, waited_s, self._sealed_at_arm)
 
     def heal(self, target: Target) -> list[str]:
         """Stop a watcher still waiting."""
@@ -307,3 +288,40 @@ class CrashInWindow(Nemesis):
         self._watch.join(5)
         self._watch, done = None, ["stopped watching for a window"]
         return done
+
+
+def arm(
+    name: str, window: CrashWindow, target: Target, skip: int, delay_s: float
+) -> tuple[Watch | FromBelow, str]:
+    """Start waiting for the ``skip + 1``-th opening of ``window`` to kill the running
+    incarnation ``delay_s`` after it — in the filesystem when the job's directory is on a lazy
+    disk and the kill is "now" (:class:`FromBelow`), else by polling (:class:`Watch`) — and
+    say what is watched. Every nemesis that kills inside a crash window arms it here."""
+    disk, root = target.disks().get("store"), target.files()
+    if disk is not None and root is not None and window.opens_in is not None and not delay_s:
+        below = FromBelow(name, window, root, disk, skip, running_group(target))
+        return below, f"renames into {window.opens_in} (in the filesystem)"
+    watch = Watch(name, window, root, target, skip, delay_s)
+    watch.start()
+    return watch, window.opens_in or "the log"
+
+
+def settle(
+    watch: Watch | FromBelow, action: Action, target: Target, waited_s: float, sealed_at_arm: int
+) -> dict[str, Any]:
+    """Wait for a window :func:`arm` armed, by :func:`~sealcheck.nemeses.api.wait_fired`'s rule
+    (``action.value``: its ``window``, ``skip`` and ``chance_s``): the kill and its evidence,
+    ``happened``; or ``skipped``, not reached, when it did not open in time — never a kill
+    outside the window counted as an attempt (issue 49): nobody is killed then."""
+    start = time.monotonic() - waited_s
+    skip = int(action.value.get("skip", 0))
+    wait_fired(target, waited_s, sealed_at_arm, action.value.get("chance_s"), watch.is_alive,
+               skip)  # fmt: skip
+    if isinstance(watch, Watch) and watch.killing.is_set():
+        watch.join(30)  # the kill is under way (it may wait for an incarnation to start)
+    watch.stop.set()
+    watch.join(5)
+    if watch.result is not None:
+        return {**watch.result, "outcome": "happened"}
+    why = f"{action.value['window']} did not open in {time.monotonic() - start:.1f}s"
+    return {"outcome": "skipped", "why": f"not reached: {why} (nobody was killed)"}

@@ -3,7 +3,8 @@
 directory, topic and output. A correct second version is VALID, with the version of every
 incarnation in the history; a second version that starts from the log's end instead of its
 stored offsets (a new checkpoint and ``startingOffsets=latest``) is INVALID. Real Kafka, the
-tiny SQLite job (:mod:`tests.integration.tiny_sqlite_job`)."""
+tiny SQLite job (:mod:`tests.integration.tiny_sqlite_job`); declaring a crash window, it is
+killed inside it for the upgrade."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from sealcheck import JobRun
+from sealcheck import CrashWindow, JobRun
+from sealcheck.rundir.coverage import outcomes
 from tests.integration.tiny_jobs import NO_KEYLESS, RUN, Tiny
 
 pytestmark = pytest.mark.integration
@@ -31,6 +33,14 @@ class TwoVersions(Tiny):
     def command(self, run: JobRun) -> list[str]:
         wrong = run.version == "v2" and run.broken == "v2-from-latest"
         return super().command(run) + (["--from-latest"] if wrong else [])
+
+
+@dataclass(frozen=True)
+class WithAWindow(TwoVersions):
+    """The same, with a crash window: just after a batch's commit (told by its log line)."""
+
+    name = "tiny-two-versions-window"
+    windows = {"after-commit": CrashWindow(r"batch (\d+) committed", what="after a commit")}  # noqa: RUF012
 
 
 def _ops(run_dir: Path) -> list[dict[str, Any]]:
@@ -68,3 +78,19 @@ def test_a_second_version_that_starts_from_the_end_is_caught(sealcheck: Any) -> 
     )
     result.assert_invalid()
     assert {"prefix", "completeness"} & set(result.failing_checkers), result.failing_checkers
+
+
+def test_an_upgrade_at_a_crash_window_kills_the_first_version_there(sealcheck: Any) -> None:
+    # seed 10 plans the upgrade as a kill inside `after-commit` (one opening let pass)
+    result = sealcheck(WithAWindow(), seed=10, nemeses=["upgrade"], **RUN, **NO_KEYLESS)
+    result.assert_valid()
+    ops = _ops(result.run_dir)
+    [upgrade] = outcomes(ops).values()  # pending until the window opened, then settled
+    assert (upgrade["signal"], upgrade["window"], upgrade["outcome"]) == (
+        "window", "after-commit", "happened"), upgrade  # fmt: skip
+    said = upgrade["effect"]["evidence"]
+    assert upgrade["effect"]["effect"] is True and "(v1) killed " in said, said
+    assert "before the window closed (after-commit)" in said, said
+    assert f"{upgrade['running']} runs v2" in said and upgrade["opened_by"].startswith("batch ")
+    exits = _values(ops, "sut-exit")
+    assert [e["code"] for e in exits if e["pid"] == upgrade["stopped"]] == [-9]  # SIGKILLed

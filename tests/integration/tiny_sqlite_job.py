@@ -1,8 +1,9 @@
 """A tiny job for the integration tests: a confluent-kafka consumer that upserts every record of
 a topic into a SQLite table ``accounts (id TEXT PRIMARY KEY, v TEXT)`` — its key as the row's
 key, its value as text — deletes on a tombstone, and keeps its offsets in the same transaction
-(so a restart resumes exactly). It stores a record without a key too, under a NULL key (SQLite
-allows NULL in a TEXT PRIMARY KEY): the bug the harness must tell in one line.
+(so a restart resumes exactly), saying ``batch N committed`` after each. It stores a record
+without a key too, under a NULL key (SQLite allows NULL in a TEXT PRIMARY KEY): the bug the
+harness must tell in one line.
 
 Usage: ``python tiny_sqlite_job.py BOOTSTRAP TOPIC DB [--upper] [--fail-after N]
 [--from-latest]``: with ``--upper`` it stores values upper-cased (a state no prefix explains:
@@ -39,7 +40,7 @@ def main(
     parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     at = {p: OFFSET_END if from_latest else start.get(p, 0) for p in parts}
     consumer.assign([TopicPartition(topic, p, at[p]) for p in parts])
-    stored = sum(start.values())
+    stored, batches = sum(start.values()), 0
     while True:
         if fail_after is not None and stored >= fail_after:
             raise RuntimeError(f"poison: the job cannot go past {stored} records")
@@ -64,6 +65,8 @@ def main(
             )
         db.execute("COMMIT")
         stored += len(batch)
+        batches += 1
+        print(f"batch {batches} committed", flush=True)  # a crash window's opening (its log)
 
 
 if __name__ == "__main__":

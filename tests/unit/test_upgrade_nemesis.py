@@ -1,19 +1,24 @@
 """The ``upgrade`` nemesis without a run: what it plans from the seed (one upgrade per window
 given to it, in version order, until the last version), what it does to a stand-in target
 (the version switched before the running incarnation is stopped, by the planned signal) and
-the evidence it records; a system without versions cannot host it."""
+the evidence it records; with crash windows, a kill inside one (against a real process
+writing a checkpoint), or nobody killed when it does not open; a system without versions
+cannot host it."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sealcheck.core.roles import SUT
+from sealcheck.core.windows import CrashWindow, streaming_windows
 from sealcheck.nemeses.api import Action, PlanInfo
 from sealcheck.nemeses.registry import requirements
 from sealcheck.nemeses.upgrade import Upgrade
+from tests.unit.test_window_nemesis import _Process
 
 INFO = PlanInfo(roles={SUT.name: SUT}, versions=("v1", "v2", "v3"))
 
@@ -103,3 +108,91 @@ def test_with_nothing_running_it_is_skipped_but_the_version_is_switched() -> Non
     action = Action(1.0, "upgrade", "upgrade", {"from": "v1", "to": "v2", "signal": "SIGKILL"})
     done = Upgrade(INFO).invoke(action, target)  # type: ignore[arg-type]
     assert done["outcome"] == "skipped" and target.versions().current == "v2"
+
+
+def test_with_crash_windows_it_also_plans_a_kill_inside_one() -> None:
+    info = PlanInfo(roles={SUT.name: SUT}, versions=("v1", "v2"), windows=("a", "b"))
+    plans = [Upgrade(info).plan(random.Random(seed), 0.0, 10.0)[0].value for seed in range(30)]
+    windowed = [v for v in plans if v["signal"] == "window"]
+    assert windowed and len(windowed) < len(plans)  # one of three ways, from the seed
+    assert {v["window"] for v in windowed} == {"a", "b"} and {v["skip"] for v in windowed} == {0, 1}
+
+
+class _Restarting(_Process):
+    """A real process writing a checkpoint (offsets/N, work, commits/N): killing it "starts"
+    the next incarnation, as the supervisor does."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root, work=2.0, rest=0.05)
+        self.ident: int | None = self.proc.pid
+
+    def kill(self) -> int | None:
+        was = super().kill()
+        self.ident = None if was is None else was + 1
+        return was
+
+
+class _WindowTarget(_Target):
+    def __init__(self, root: Path, windows: dict[str, CrashWindow]) -> None:
+        super().__init__()
+        self.root, self._windows = root, windows
+        self.sut = _Restarting(root)  # type: ignore[assignment]
+
+    def windows(self) -> dict[str, CrashWindow]:
+        return self._windows
+
+    def files(self) -> Path:
+        return self.root
+
+    def disks(self) -> dict[str, Any]:
+        return {}
+
+    def sealed(self) -> int:
+        return len(list((self.root / "checkpoint" / "commits").glob("*")))
+
+
+def _upgrade_in(target: _WindowTarget, window: str) -> tuple[dict[str, Any], dict[str, Any], bool]:
+    """The upgrade armed and settled against the real process: the invoke's answer, the
+    resolve's, and whether the process still ran after it."""
+    info = PlanInfo(roles={SUT.name: SUT}, versions=("v1", "v2"), windows=tuple(target.windows()))
+    nemesis = Upgrade(info)
+    value = {"from": "v1", "to": "v2", "signal": "window", "window": window, "skip": 1}
+    action = Action(1.0, "upgrade", "upgrade", {**value, "chance_s": 3.0})
+    started = nemesis.invoke(action, target)  # type: ignore[arg-type]
+    assert target.versions().current == "v2"  # switched before the kill it waits for
+    node = target.sut
+    assert isinstance(node, _Restarting)
+    node.go()
+    try:
+        done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
+        return started, done, node.proc.poll() is None
+    finally:
+        node.proc.kill()  # the test's own process: never left behind
+        node.proc.wait(10)
+
+
+def test_a_kill_inside_a_crash_window_stops_the_version_and_the_next_runs_the_new_one(
+    tmp_path: Path,
+) -> None:
+    target = _WindowTarget(tmp_path, dict(streaming_windows()))
+    pid = target.sut.ident
+    started, done, alive = _upgrade_in(target, "after-offsets")
+    assert started["outcome"] == "pending"
+    assert not alive and isinstance(target.sut, _Restarting)
+    assert target.sut.proc.wait(10) == -9  # SIGKILLed by the upgrade: it bit
+    assert done["outcome"] == "happened" and (done["stopped"], done["running"]) == (pid, pid + 1)
+    assert done["opened_by"] == "1" and target.versions().current == "v2"
+    said = done["effect"]["evidence"]
+    assert done["effect"]["effect"] is True and said.startswith(f"{pid} (v1) killed "), said
+    assert "before the window closed (after-offsets)" in said and f"{pid + 1} runs v2" in said
+
+
+def test_a_crash_window_not_reached_kills_nobody_and_the_old_version_runs_on(
+    tmp_path: Path,
+) -> None:
+    target = _WindowTarget(tmp_path, {"never": CrashWindow(r"never-(\d+)", "checkpoint/offsets")})
+    started, done, alive = _upgrade_in(target, "never")
+    assert started["outcome"] == "pending"
+    assert done["outcome"] == "skipped" and done["why"].startswith("not reached: never")
+    assert done["why"].endswith("; v1 runs on") and target.versions().current == "v1"
+    assert alive  # nobody was killed
