@@ -10,6 +10,7 @@ from sealcheck.core.roles import BUILT_IN
 from sealcheck.nemeses.registry import marks as nemesis_marks
 from sealcheck.report import chart
 from sealcheck.report.explain import context_lines, schedule_rows
+from sealcheck.report.job_versions import version_of, version_rows
 from sealcheck.report.report import render
 from sealcheck.report.timeline import Marker, build_timeline
 from sealcheck.rundir.history import History
@@ -208,3 +209,23 @@ def test_an_upgrade_has_its_lane_and_each_start_names_its_version(tmp_path: Path
     done = {"to": "v2", "effect": {"effect": True, "evidence": "9 (v1) stopped by SIGKILL"}}
     [line] = context_lines({"last_nemesis": {"f": "upgrade", "value": done}}, states=True)
     assert line == "the last fault before: upgrade to=v2 (9 (v1) stopped by SIGKILL)", line
+
+
+def test_each_version_has_its_incarnations_and_the_steps_sealed_while_it_ran() -> None:
+    ops = [
+        _op(0, 0.5, "harness", "info", "version", {"incarnation": 0, "version": "v1"}),
+        _op(1, 1, "supervisor", "info", "sut-start", {"incarnation": 0, "pid": 10}),
+        _op(2, 5, "observer", "info", "uppers", {"data": 4}),
+        _op(3, 6, "harness", "info", "version", {"incarnation": 1, "version": "v1"}),
+        _op(4, 6.1, "supervisor", "info", "sut-start", {"incarnation": 1, "pid": 11}),
+        _op(5, 9, "observer", "info", "uppers", {"data": 6}),
+        _op(6, 12.2, "harness", "info", "version", {"incarnation": 2, "version": "v2"}),
+        _op(7, 12.3, "supervisor", "info", "sut-start", {"incarnation": 2, "pid": 12}),
+        _op(8, 20, "observer", "info", "uppers", {"data": 9}),
+    ]
+    assert version_of(ops) == {0: "v1", 1: "v1", 2: "v2"}
+    v1, v2 = version_rows(ops)
+    assert (v1.version, v1.incarnations, v1.first, v1.last) == ("v1", (0, 1), 0, 5)
+    assert (v2.version, v2.incarnations, v2.first, v2.last) == ("v2", (2,), 6, 8)
+    assert (v1.from_s, v1.to_s, v2.to_s) == (1.0, 12.3, 20.0)
+    assert version_rows(ops[1:3]) == []  # a system without versions: no section
