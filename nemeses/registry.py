@@ -22,6 +22,7 @@ from sealcheck.nemeses.kill import Kill
 from sealcheck.nemeses.lost_writes import LostBrokerWrites, LostWrites
 from sealcheck.nemeses.partition import Partition
 from sealcheck.nemeses.pause import Pause
+from sealcheck.nemeses.rollback import Rollback
 from sealcheck.nemeses.upgrade import Upgrade
 from sealcheck.nemeses.window import CrashInWindow
 from sealcheck.nemeses.zombie import Zombie
@@ -46,6 +47,7 @@ NEMESES: dict[str, Callable[[PlanInfo], Nemesis]] = {
     "kill-executor": lambda info: Kill("kill-executor", "spark-executor", info),
     "pause-spark-worker": lambda info: Pause("pause-spark-worker", "spark-worker", info),
     "upgrade": Upgrade,
+    "rollback": Rollback,
 }
 
 

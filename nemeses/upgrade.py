@@ -75,9 +75,10 @@ class Upgrade(Nemesis):
         """The next upgrade (version N to N+1, by SIGTERM, SIGKILL or, with crash windows, a
         kill inside one: which, and which of its next two openings) in the window's first
         half; nothing once the last version is reached."""
-        if self.planned + 1 >= len(self.versions):
+        pair = self.next_pair()
+        if pair is None:
             return []
-        old, new = self.versions[self.planned], self.versions[self.planned + 1]
+        old, new = pair
         self.planned += 1
         at = start_s + rng.uniform(0, window_s / 2)
         how = rng.choice(SIGNALS + ((WINDOW,) if self.windows else ()))
@@ -85,7 +86,17 @@ class Upgrade(Nemesis):
         if how == WINDOW:
             value |= {"window": rng.choice(self.windows), "skip": rng.randint(0, 1)}
             value |= {"chance_s": c} if (c := chance_s(window_s)) is not None else {}
-        return [self._act(at, "upgrade", **value)]
+        return [self._act(at, self.verb(old, new), **value)]
+
+    def next_pair(self) -> tuple[str, str] | None:
+        """The versions the next planned action goes from and to (None: no more): here each
+        next version once, in order."""
+        n = self.planned
+        return (self.versions[n], self.versions[n + 1]) if n + 1 < len(self.versions) else None
+
+    def verb(self, old: str, new: str) -> str:
+        """The action's name for a change from ``old`` to ``new``."""
+        return "upgrade"
 
     def invoke(self, action: Action, target: Target) -> dict[str, Any]:
         """Switch the next incarnation's version, stop the running one by the planned signal,

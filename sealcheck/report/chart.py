@@ -37,7 +37,11 @@ STYLE: dict[str, tuple[str, str, str]] = {
     "outage": ("#fa4549", "broker / database down", "bar"),
     "zombie": ("#6639ba", "zombie writer stalled", "bar"),
     "storage": ("#bc4c00", "storage fault (lost commit reply, lost un-fsynced writes)", "up"),
-    "upgrade": ("#1a7f37", "upgrade (version N stopped, N+1 started; labelled N+1)", "up"),
+    "upgrade": (
+        "#1a7f37",
+        "upgrade or rollback (a version stopped, another started; labelled with it)",
+        "up",
+    ),
     "anomaly": ("#bf3989", "anomaly (where its step was sealed)", "down"),
     "faults-start": ("#1f2328", "schedule zero: faults start (dashed)", "line"),
 }
@@ -50,7 +54,7 @@ LANES = {
     "brokers / database": ("outage",),
     "zombie writers": ("zombie",),
     "storage faults": ("storage",),
-    "upgrades": ("upgrade",),
+    "upgrades, rollbacks": ("upgrade",),
     "anomalies": ("anomaly",),
 }
 ALWAYS = ("system under test", "anomalies")

@@ -94,3 +94,15 @@ def test_an_upgrade_at_a_crash_window_kills_the_first_version_there(sealcheck: A
     assert f"{upgrade['running']} runs v2" in said and upgrade["opened_by"].startswith("batch ")
     exits = _values(ops, "sut-exit")
     assert [e["code"] for e in exits if e["pid"] == upgrade["stopped"]] == [-9]  # SIGKILLed
+
+
+def test_a_rollback_runs_the_first_version_again_on_what_the_second_wrote(sealcheck: Any) -> None:
+    # two windows: the upgrade to v2, then the rollback to v1 (on v2's offsets and rows)
+    run = {**RUN, "duration": 18}
+    result = sealcheck(TwoVersions(), nemeses=["rollback"], **run, **NO_KEYLESS)
+    result.assert_valid()
+    ops = _ops(result.run_dir)
+    changes = [(v["from"], v["to"], v["outcome"]) for v in outcomes(ops).values()]
+    assert changes == [("v1", "v2", "happened"), ("v2", "v1", "happened")], changes
+    ran = [o["value"]["version"] for o in ops if o["f"] == "version"]
+    assert ran[0] == "v1" and "v2" in ran and ran[-1] == "v1", ran

@@ -17,6 +17,7 @@ from sealcheck.core.roles import SUT
 from sealcheck.core.windows import CrashWindow, streaming_windows
 from sealcheck.nemeses.api import Action, PlanInfo
 from sealcheck.nemeses.registry import requirements
+from sealcheck.nemeses.rollback import Rollback
 from sealcheck.nemeses.upgrade import Upgrade
 from tests.unit.test_window_nemesis import _Process
 
@@ -196,3 +197,22 @@ def test_a_crash_window_not_reached_kills_nobody_and_the_old_version_runs_on(
     assert done["outcome"] == "skipped" and done["why"].startswith("not reached: never")
     assert done["why"].endswith("; v1 runs on") and target.versions().current == "v1"
     assert alive  # nobody was killed
+
+
+def test_rollback_plans_the_upgrade_and_the_way_back_in_turn() -> None:
+    nemesis, rng = Rollback(INFO), random.Random(2)
+    plan = [a for w in range(3) for a in nemesis.plan(rng, 10.0 * w, 10.0)]
+    assert [(a.f, a.value["from"], a.value["to"]) for a in plan] == [
+        ("upgrade", "v1", "v2"),
+        ("rollback", "v2", "v1"),
+        ("upgrade", "v1", "v2"),
+    ]
+    assert set(nemesis.marks) == {"upgrade", "rollback"}
+    assert requirements("rollback", {SUT.name: SUT}) == frozenset({"versions"})
+    target = _Target()
+    target.versions().switch("v2")
+    back = plan[1]
+    done = nemesis.invoke(back, target)  # type: ignore[arg-type]
+    assert target.versions().current == "v1" and done["was_running"] == "v2"
+    assert done["effect"]["evidence"].startswith("100 (v2) stopped by SIG"), done
+    assert "101 runs v1" in done["effect"]["evidence"]
