@@ -266,7 +266,7 @@ def render(run_dir: Path, marks: Mapping[str, Mark] | None = None) -> str:
         steps_assigned=steps_rows(facts.steps),
         steps_why=facts.steps_why,
         schedule=schedule_rows(meta.get("schedule", []), ops, tl.faults_start_s),
-        exits=[{**_exit(run_dir, o), "version": ran.get(_n(o))} for o in exits],
+        exits=[_exit(run_dir, o, ran) for o in exits],
         job_versions=version_rows(ops),
         fired=", ".join(
             sorted(
@@ -310,15 +310,12 @@ def _more(results: dict[str, Any]) -> str:
     )
 
 
-def _n(op: dict[str, Any]) -> int | None:
-    """The incarnation an op is about (None: none named)."""
-    n = (op.get("value") or {}).get("incarnation")
-    return n if type(n) is int else None
-
-
-def _exit(run_dir: Path, op: dict[str, Any]) -> dict[str, Any]:
+def _exit(run_dir: Path, op: dict[str, Any], ran: Mapping[int, str]) -> dict[str, Any]:
+    """An exit's row (``ran``: the version each incarnation ran, for a system with versions)."""
     v = op.get("value") or {}
+    n = v.get("incarnation")
     return {
+        "version": ran.get(n) if type(n) is int else None,
         "incarnation": v.get("incarnation"),
         "pid": v.get("pid"),
         "at": f"{int(op.get('time', 0)) / 1e9:.1f} s",
