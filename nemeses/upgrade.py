@@ -109,6 +109,9 @@ class Upgrade(Nemesis):
         [node] = target.nodes(SUT.name)
         running = versions.current
         value["was_running"] = running
+        if running != value["from"]:  # an earlier change planned before it was not made
+            why = f"{running} runs, not {value['from']}: an earlier change was not made"
+            return {**value, "outcome": "skipped", "why": why}
         how = str(value.get("signal"))
         if how == WINDOW:
             window = target.windows().get(str(value["window"]))
@@ -150,11 +153,17 @@ class Upgrade(Nemesis):
             return {**value, **done, "why": f"{done['why']}; it restarted as {value['to']}"}
         crashed = done.get("crashed")
         stopped = done.get("killed") or (crashed.get("pgid") if isinstance(crashed, dict) else None)
-        said = str((done.get("effect") or {}).get("evidence", ""))  # the window's own evidence
+        inside = done.get("effect") or {}  # the window's own evidence: inside it, or not
+        said = str(inside.get("evidence", ""))
         own = f"{stopped} "
         said = said[len(own) :] if said.startswith(own) else said
-        how = f"{stopped} ({running}) {said} ({value['window']})"
-        return _next_runs(node, {**value, **done, "stopped": stopped}, how)
+        # the incarnation armed on, or (it restarted meanwhile, as the new version) its successor
+        was = running if stopped == ident else (versions.current if versions else "?")
+        how = f"{stopped} ({was}) {said} ({value['window']})"
+        out = _next_runs(node, {**value, **done, "stopped": stopped}, how)
+        if inside.get("effect") is not True:  # killed after the window closed: no effect there
+            out["effect"] = effect(False, out["effect"]["evidence"])
+        return out
 
     def heal(self, target: Target) -> list[str]:
         """Stop watching a crash window still armed (the version switch stays: an upgrade is

@@ -223,10 +223,11 @@ def job_output(job: Job, run: JobRun, before: bool = False) -> Output:
 
 def check_job(job: Job, run: JobRun) -> None:
     """Call ``job``'s ``output``, ``command`` and ``environment`` with ``run`` (before the run
-    starts: :meth:`JobRun.placeholder`; ``command`` and ``environment`` as each of its
-    versions) and refuse, in one line (:class:`DescriptorError`), one that raises or returns
-    what the harness cannot use."""
-    job_output(job, run, before=True)
+    starts: :meth:`JobRun.placeholder`; ``output`` as the first of its versions sees it, as at
+    the run's start; ``command`` and ``environment`` as each of them) and refuse, in one line
+    (:class:`DescriptorError`), one that raises or returns what the harness cannot use."""
+    first = run.of_version(job.versions[0]) if job.versions else run
+    job_output(job, first, before=True)  # as at the run's start: the first version's
     commands(job, run, before=True)
 
 

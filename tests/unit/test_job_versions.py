@@ -68,3 +68,18 @@ def test_only_two_versions_or_more_offer_upgrades() -> None:
     assert "versions" in TwoVersions().offers("local")
     one = dataclass(frozen=True)(type("One", (TwoVersions,), {"versions": ("v1",)}))
     assert "versions" not in one().offers("local")
+
+
+@dataclass(frozen=True)
+class OutputPerVersion(TwoVersions):
+    """An output looked up by version (one table per release), as at the run's start."""
+
+    def output(self, run: JobRun) -> DeltaOutput:
+        table = {"v1": "accounts", "v2": "accounts_v2"}[run.version]
+        return DeltaOutput(run.dir / "checkpoint", run.dir / table, key="id")
+
+
+def test_the_check_before_the_run_calls_output_as_the_first_version_sees_it(
+    tmp_path: Path,
+) -> None:
+    check_job(OutputPerVersion(), JobRun.placeholder("t", tmp_path / "job", 500, None))

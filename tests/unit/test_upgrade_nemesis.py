@@ -216,3 +216,45 @@ def test_rollback_plans_the_upgrade_and_the_way_back_in_turn() -> None:
     assert target.versions().current == "v1" and done["was_running"] == "v2"
     assert done["effect"]["evidence"].startswith("100 (v2) stopped by SIG"), done
     assert "101 runs v1" in done["effect"]["evidence"]
+
+
+def test_a_change_planned_after_one_not_made_is_skipped_and_stops_nobody() -> None:
+    target = _Target()  # v1 runs: the upgrade to v2 was not reached
+    back = Action(1.0, "rollback", "rollback", {"from": "v2", "to": "v1", "signal": "SIGKILL"})
+    done = Rollback(PlanInfo(roles={SUT.name: SUT}, versions=("v1", "v2"))).invoke(back, target)  # type: ignore[arg-type]
+    assert done["outcome"] == "skipped" and done["why"].startswith("v1 runs, not v2")
+    assert target.sut.calls == [] and target.versions().current == "v1"
+
+
+class _Windowed(_Target):
+    def windows(self) -> dict[str, CrashWindow]:
+        return dict(streaming_windows())
+
+    def sealed(self) -> int:
+        return 0
+
+
+def test_a_kill_after_the_window_closed_upgrades_but_counts_no_effect_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sealcheck.nemeses import upgrade
+
+    late = "100 killed 5.0 ms after checkpoint/offsets/3: checkpoint/commits/3 was already there"
+    settled_late = {
+        "killed": 100,
+        "effect": {"effect": False, "evidence": late + " (after the window)"},
+    }
+    monkeypatch.setattr(upgrade, "arm", lambda *a: (None, "checkpoint/offsets"))
+    monkeypatch.setattr(upgrade, "settle", lambda *a: {**settled_late, "outcome": "happened"})
+    target = _Windowed()
+    value = {"from": "v1", "to": "v2", "signal": "window", "window": "after-offsets", "skip": 0}
+    action = Action(1.0, "upgrade", "upgrade", value)
+    nemesis = Upgrade(
+        PlanInfo(roles={SUT.name: SUT}, versions=("v1", "v2"), windows=("after-offsets",))
+    )
+    assert nemesis.invoke(action, target)["outcome"] == "pending"  # type: ignore[arg-type]
+    target.sut.ident = 101  # the supervisor started the next incarnation
+    done = nemesis.resolve(action, target, 0.0)  # type: ignore[arg-type]
+    assert done["outcome"] == "happened" and target.versions().current == "v2"
+    assert done["effect"]["effect"] is False, done  # the upgrade happened, not inside the window
+    assert done["effect"]["evidence"].startswith("100 (v1) killed 5.0 ms after"), done

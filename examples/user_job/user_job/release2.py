@@ -66,11 +66,15 @@ class WriteBatchToSQLiteV2(WriteBatchToSQLite):
 
 class WriteBatchV2(WriteBatch):
     """Release 2 of :class:`~user_job.job.WriteBatch`: the same MERGE into Delta, with
-    ``tier``."""
+    ``tier``; release 1's mistakes (``--variant``) carried over, as the SQLite sink's are."""
 
     def __init__(self, root: str, variant: str | None) -> None:
         super().__init__(root, variant)
+        if self.as_documented:  # release 1's mistake, kept as it was (no tier)
+            return
         self.upsert = MERGE.format(path=self.accounts)
+        if variant == "keeps-deleted-rows":  # release 1's mistake, kept
+            self.upsert = self.upsert.replace("WHEN MATCHED AND s.deleted THEN DELETE\n", "")
         if variant == "v2-delete-needs-tier":
             clause = "s.deleted THEN DELETE"
             self.upsert = self.upsert.replace(
@@ -83,6 +87,8 @@ class WriteBatchV2(WriteBatch):
     def prepare(self, spark: Any) -> None:
         """Release 1's table, and ``tier`` added to ``accounts`` once."""
         table = f"delta.`{self.accounts}`"
+        if self.as_documented:  # release 1's documented MERGE (UPDATE SET *): its columns only
+            return
         if "tier" not in spark.table(table).columns:
             spark.sql(f"ALTER TABLE {table} ADD COLUMNS (tier STRING)")
 
