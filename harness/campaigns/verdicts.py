@@ -4,6 +4,7 @@ the caller sees exactly what a person sees in the report."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from sealcheck.rundir.judged import (
     report_verdict,
     step_order,
 )
+from sealcheck.rundir.names import LAST_START, current_context
 from sealcheck.rundir.regular import read_text
 
 
@@ -38,15 +40,20 @@ class AnomalySummary:
     #: ``state`` (an output without bindings: the harness's state index, ``where`` naming the
     #: batches)
     unit: str = "step"
+    #: for a system with versions: the version the system ran when the step was first seen
+    #: sealed (or the state read), "" otherwise
+    version: str = ""
 
     def line(self) -> str:
-        """``checker: kind at step S (batch …) key K: detail``."""
+        """``checker: kind at step S (batch …) key K (V running): detail``."""
         parts = [f"{self.checker}: {self.kind}"]
         if self.step is not None:
             where = f" ({self.where})" if self.where else ""
             parts.append(f"at {self.unit} {self.step}{where}")
         if self.key is not None:
             parts.append(f"key {self.key}")
+        if self.version:
+            parts.append(f"({self.version} running)")
         return " ".join(parts) + (f": {self.detail}" if self.detail else "")
 
 
@@ -165,12 +172,12 @@ def read_result(run_dir: Path, seed: int, exit_code: int, output: str) -> ChaosR
         if r.get("valid") is not True and not is_not_applicable(r):
             failing.append(name)
         for a in r.get("anomalies", []):
-            where = str((a.get("context") or {}).get("batch", ""))
-            examples.append(
-                AnomalySummary(
-                    name, a["kind"], a.get("key"), a.get("step"), where, a.get("detail") or "", unit
-                )
+            context = current_context(a.get("context") or {})
+            where = str(context.get("batch", ""))
+            summary = AnomalySummary(
+                name, a["kind"], a.get("key"), a.get("step"), where, a.get("detail") or "", unit
             )
+            examples.append(dataclasses.replace(summary, version=_version(context)))
     examples.sort(key=lambda a: step_order(a.step, a.checker))  # the first wrong step first
     inputs = results.get("inputs", {})
     shown = proven(results, report_verdict(run_dir / "report.html"))  # never the flag alone
@@ -193,3 +200,12 @@ def read_result(run_dir: Path, seed: int, exit_code: int, output: str) -> ChaosR
         output,
         str(meta.get(UNPLANNED) or ""),
     )
+
+
+def _version(context: dict[str, Any]) -> str:
+    """The version of the incarnation that started last before an anomaly's step was sealed
+    (:meth:`sealcheck.rundir.history.History.context_at`), "" for a system without versions."""
+    start = context.get(LAST_START)
+    value = start.get("value") if isinstance(start, dict) else None
+    version = value.get("version") if isinstance(value, dict) else None
+    return version if isinstance(version, str) else ""

@@ -83,6 +83,18 @@ def test_chaos_result_and_its_summary_lead_with_the_first_wrong_step(run_dir: Pa
     assert lines[2].strip() == "bindings: offset-went-back at step 3 key 0"
 
 
+def test_an_anomaly_line_names_the_version_that_ran_when_its_step_was_sealed(
+    run_dir: Path,
+) -> None:
+    results = json.loads((run_dir / "results.json").read_text())
+    [wrong] = results["checkers"]["unique_key"]["anomalies"]
+    start = {"time": 1, "f": "sut-start", "value": {"incarnation": 2, "version": "v2"}}
+    wrong["context"] = {"batch": "batch 7", "last_sut_start": start}
+    (run_dir / "results.json").write_text(json.dumps(results))
+    [line] = [a.line() for a in read_result(run_dir, 4, 1, "").anomalies if a.step == 7]
+    assert line == "unique_key: key-with-two-values at step 7 (batch 7) key k1 (v2 running)"
+
+
 def test_the_failure_message_is_printed_once(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(STAND_IN)
     pytester.makepyfile(
