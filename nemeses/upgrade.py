@@ -160,7 +160,7 @@ class Upgrade(Nemesis):
         # the incarnation armed on, or (it restarted meanwhile, as the new version) its successor
         was = running if stopped == ident else (versions.current if versions else "?")
         how = f"{stopped} ({was}) {said} ({value['window']})"
-        out = _next_runs(node, {**value, **done, "stopped": stopped}, how)
+        out = _next_runs(node, {**value, **done, "stopped": stopped}, how, timed=False)
         if inside.get("effect") is not True:  # killed after the window closed: no effect there
             out["effect"] = effect(False, out["effect"]["evidence"])
         return out
@@ -180,16 +180,18 @@ class Upgrade(Nemesis):
         return [f"stopped watching for a window to upgrade in ({running} runs on)"]
 
 
-def _next_runs(node: Any, done: dict[str, Any], stopped: str) -> dict[str, Any]:
+def _next_runs(node: Any, done: dict[str, Any], stopped: str, timed: bool = True) -> dict[str, Any]:
     """``done`` once the incarnation after the stopped one started (or
     :data:`NEXT_WAIT_S` passed), with the evidence: which stopped how, which runs the new
-    version how soon after."""
+    version (``timed``: how soon after; not for a kill in a window, settled later than it
+    happened)."""
     exited = time.monotonic()
     while node.ident in (None, done["stopped"]) and time.monotonic() < exited + NEXT_WAIT_S:
         time.sleep(0.05)
     now, took = node.ident, time.monotonic() - exited
     started = now is not None and now != done["stopped"]
-    after = f"{now} runs {done['to']} {took:.1f}s later" if started else "no next incarnation"
+    after = f"{now} runs {done['to']}" + (f" {took:.1f}s later" if timed else "")
+    after = after if started else "no next incarnation"
     return {
         **done,
         "running": now if started else None,
