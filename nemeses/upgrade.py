@@ -166,8 +166,9 @@ class Upgrade(Nemesis):
         return out
 
     def heal(self, target: Target) -> list[str]:
-        """Stop watching a crash window still armed (the version switch stays: an upgrade is
-        never undone; version N runs on only when its window was not reached)."""
+        """Stop watching a crash window still armed: if it never opened, nobody was killed
+        for the upgrade, so version N runs on (the switch is taken back); if it did, the
+        upgrade stands, as every upgrade does."""
         if self._armed is None:
             return []
         watch, _ident, running, _sealed = self._armed
@@ -175,8 +176,9 @@ class Upgrade(Nemesis):
         watch.stop.set()
         watch.join(5)
         versions = target.versions()
-        if versions is not None:
-            versions.switch(running)
+        if watch.result is not None or versions is None:
+            return ["stopped watching for a window to upgrade in (the upgrade was made)"]
+        versions.switch(running)
         return [f"stopped watching for a window to upgrade in ({running} runs on)"]
 
 
