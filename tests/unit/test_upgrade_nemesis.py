@@ -258,3 +258,32 @@ def test_a_kill_after_the_window_closed_upgrades_but_counts_no_effect_there(
     assert done["outcome"] == "happened" and target.versions().current == "v2"
     assert done["effect"]["effect"] is False, done  # the upgrade happened, not inside the window
     assert done["effect"]["evidence"].startswith("100 (v1) killed 5.0 ms after"), done
+
+
+class _FakeWatch:
+    """A watch that either never fired or killed (``result``)."""
+
+    def __init__(self, result: dict[str, Any] | None) -> None:
+        import threading
+
+        self.stop, self.result = threading.Event(), result
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("result", "after"), [(None, "v1"), ({"killed": 100}, "v2")])
+def test_the_heal_takes_the_switch_back_only_when_the_window_never_opened(
+    monkeypatch: pytest.MonkeyPatch, result: dict[str, Any] | None, after: str
+) -> None:
+    from sealcheck.nemeses import upgrade
+
+    monkeypatch.setattr(upgrade, "arm", lambda *a: (_FakeWatch(result), "checkpoint/offsets"))
+    target = _Windowed()
+    value = {"from": "v1", "to": "v2", "signal": "window", "window": "after-offsets", "skip": 0}
+    info = PlanInfo(roles={SUT.name: SUT}, versions=("v1", "v2"), windows=("after-offsets",))
+    nemesis = Upgrade(info)
+    nemesis.invoke(Action(1.0, "upgrade", "upgrade", value), target)  # type: ignore[arg-type]
+    assert target.versions().current == "v2"
+    [said] = nemesis.heal(target)  # type: ignore[arg-type]
+    assert target.versions().current == after, said
