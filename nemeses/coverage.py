@@ -116,7 +116,11 @@ def coverage(meta: dict[str, Any], ops: list[dict[str, Any]]) -> list[Window]:
         if action.get("f") == "arm-failpoint" and point:
             points.setdefault(point, _Tally()).add(happened, bit, why)
         elif aim := _aim(action.get("value", {})):  # per window or boundary, as failpoints
-            tally = others.setdefault(f"{action['nemesis']}: {aim}", _Tally())
+            # a crash aimed there is named by the aim alone; another action made there (an
+            # upgrade stopping a version in a window) by what it did and where
+            f = str(action.get("f"))
+            what = aim if f.startswith("crash-") else f"{f} in {aim}"
+            tally = others.setdefault(f"{action['nemesis']}: {what}", _Tally())
             tally.add(happened, bit, why)
             if happened:
                 tally.replayed(replay_of(done, replayed))

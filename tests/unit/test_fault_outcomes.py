@@ -371,3 +371,28 @@ def test_coverage_is_judged_into_results_json_and_the_report_renders_what_is_the
     (run / "results.json").write_text(json.dumps(doc))
     page = render(run)
     assert "as the judge recorded it" in page and "missed: not reached: no before" in page
+
+
+def test_a_crash_aimed_at_a_window_is_named_by_it_and_an_upgrade_made_there_by_both() -> None:
+    from sealcheck.nemeses.coverage import coverage
+    from sealcheck.rundir.coverage import summary
+
+    crash = {"nemesis": "window", "f": "crash-in-window", "value": {"window": "after-offsets"}}
+    back = {"from": "v2", "to": "v1", "signal": "window", "window": "after-offsets"}
+    meta = {"schedule": [crash, {"nemesis": "rollback", "f": "rollback", "value": back}]}
+    inside = {"effect": True, "evidence": "killed inside"}
+    ops = [
+        {
+            "process": "nemesis",
+            "f": "x",
+            "value": {"action": i, "outcome": "happened", "effect": inside},
+        }
+        for i in (0, 1)
+    ]
+    windows = coverage(meta, ops)
+    assert [w.name for w in windows] == [
+        "rollback: rollback in after-offsets",
+        "window: after-offsets",
+    ]
+    [line] = summary(windows, {})
+    assert line.endswith("evidence: rollback in after-offsets 1/1, after-offsets 1/1"), line
