@@ -208,10 +208,9 @@ def run_selftest(args: argparse.Namespace) -> int:
             word = {True: "valid", False: "INVALID", None: "unknown"}[verdict]
             print(f"  seed {seed} {variant:<30} {word:<8} {', '.join(failed)}{again}", flush=True)
             out.write_text(json.dumps([asdict(c) for c in cells.values()], indent=1))
-    print(
-        f"\ndetection matrix ({args.seeds} seeds, default run configuration, "
-        f"{time.monotonic() - started:.0f}s):"
-    )
+    # the claim is the default run's only when no run flag was given: say which it is
+    config = "default run configuration" if not args.run_flags else " ".join(args.run_flags)
+    print(f"\ndetection matrix ({args.seeds} seeds, {config}, {time.monotonic() - started:.0f}s):")
     print(f"{'variant':<30} caught           median  by checker (runs)")
     for cell in cells.values():
         print(cell.row())

@@ -64,13 +64,15 @@ def test_a_second_selftest_takes_finished_runs_from_the_ledger(
 
 
 def test_other_run_flags_or_fresh_run_everything_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     calls = _fake_runs(monkeypatch)
     selftest.run_selftest(_args(tmp_path, seeds=1))
+    assert "(1 seeds, default run configuration, " in capsys.readouterr().out
     calls.clear()
     selftest.run_selftest(_args(tmp_path, seeds=1, flags=["--duration", "30"]))
     assert len(calls) == 2  # a different configuration is a different matrix
+    assert "(1 seeds, --duration 30, " in capsys.readouterr().out  # not the default run's
     calls.clear()
     selftest.run_selftest(_args(tmp_path, seeds=1, fresh=True))
     assert len(calls) == 2
