@@ -11,12 +11,11 @@ the rows say "first seen sealed while it ran", never "written by".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from sealcheck.rundir.history import VERSION
+from sealcheck.rundir.history import History
 from sealcheck.rundir.names import SUT_START
 
-__all__ = ["VersionRow", "version_of", "version_rows"]
+__all__ = ["VersionRow", "version_rows"]
 
 
 @dataclass(frozen=True)
@@ -35,22 +34,10 @@ class VersionRow:
     last: int | None
 
 
-def version_of(ops: list[dict[str, Any]]) -> dict[int, str]:
-    """Incarnation -> the version it ran (empty for a system without versions)."""
-    out: dict[int, str] = {}
-    for op in ops:
-        value = op.get("value")
-        if op.get("f") == VERSION and isinstance(value, dict):
-            n, version = value.get("incarnation"), value.get("version")
-            if type(n) is int and isinstance(version, str):
-                out[n] = version
-    return out
-
-
-def version_rows(ops: list[dict[str, Any]]) -> list[VersionRow]:
+def version_rows(history: History) -> list[VersionRow]:
     """One row per stretch of one version, in run order (a version that comes back after a
     rollback gets a row per stretch); empty for a system without versions."""
-    versions = version_of(ops)
+    ops, versions = history.ops, history.versions()
     if not versions:
         return []
     stretches: list[tuple[str, list[int], int]] = []  # version, incarnations, started (ns)

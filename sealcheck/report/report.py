@@ -36,7 +36,7 @@ from sealcheck.report.headline import (
     meaning,
     steps_judged,
 )
-from sealcheck.report.job_versions import version_of, version_rows
+from sealcheck.report.job_versions import version_rows
 from sealcheck.report.story import stories
 from sealcheck.report.templating import render as render_template
 from sealcheck.report.timeline import build_timeline
@@ -206,7 +206,7 @@ def render(run_dir: Path, marks: Mapping[str, Mark] | None = None) -> str:
         charts.append(chart.series(tl, title, "seconds", lagging, SERIES, step=False))
     told, story_why = stories(facts, drawn, kept)
     exits = [o for o in ops if o.get("f") == SUT_EXIT]
-    ran = version_of(ops)  # incarnation -> its version (a system that declares versions)
+    ran = history.versions()  # incarnation -> its version (a system that declares versions)
     batches = batch_rows(run_dir, ops)
     states = state_rows(run_dir) if not kept else None
     return render_template(
@@ -267,7 +267,7 @@ def render(run_dir: Path, marks: Mapping[str, Mark] | None = None) -> str:
         steps_why=facts.steps_why,
         schedule=schedule_rows(meta.get("schedule", []), ops, tl.faults_start_s),
         exits=[_exit(run_dir, o, ran) for o in exits],
-        job_versions=version_rows(ops),
+        job_versions=version_rows(history),
         fired=", ".join(
             sorted(
                 {str(o["value"]["failpoint"]) for o in exits if o.get("value", {}).get("failpoint")}

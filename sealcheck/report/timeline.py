@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from sealcheck.rundir.coverage import outcomes
-from sealcheck.rundir.history import VERSION, History
+from sealcheck.rundir.history import History
 from sealcheck.rundir.marks import Mark
 from sealcheck.rundir.names import SUT_EXIT, SUT_START
 
@@ -84,7 +84,7 @@ def build_timeline(history: History, marks: Mapping[str, Mark] | None = None) ->
         tl.rate = [(float(i), int(c)) for i, c in enumerate(counts)]
     tl.faults_start_s = faults_start(ops)
     _faults(ops, tl, marks or {})
-    _incarnations(ops, tl)
+    _incarnations(ops, history.versions(), tl)
     return tl
 
 
@@ -129,16 +129,13 @@ def _faults(ops: list[dict[str, Any]], tl: Timeline, drawn: Mapping[str, Mark]) 
         tl.markers.append(Marker(group, since, tl.end_s, f"{text} (healed at the end)"))
 
 
-def _incarnations(ops: list[dict[str, Any]], tl: Timeline) -> None:
-    """Starts (with the version each runs, for a job that declares several), exits (a fired
-    failpoint is drawn at its incarnation's exit) and down-time."""
+def _incarnations(ops: list[dict[str, Any]], versions: dict[int, str], tl: Timeline) -> None:
+    """Starts (with the version each runs, ``versions``, for a job that declares several),
+    exits (a fired failpoint is drawn at its incarnation's exit) and down-time."""
     down_since: tuple[float, str, bool] | None = None  # (since, why, crashed)
-    versions: dict[Any, str] = {}  # incarnation -> the version it runs (a job with several)
     for op in ops:
         f, t, value = op.get("f"), _s(op), op.get("value") or {}
-        if f == VERSION and op.get("process") == "harness":
-            versions[value.get("incarnation")] = str(value.get("version"))
-        elif f == SUT_START:
+        if f == SUT_START:
             n = value.get("incarnation")
             runs = f" ({versions[n]})" if n in versions else ""
             tl.restarts.append((t, f"incarnation {n}{runs}"))

@@ -324,6 +324,18 @@ class History:
             out["sealed_by_ns"] = when
         return {**out, **self.context_at(when)}
 
+    def versions(self) -> dict[int, str]:
+        """Incarnation -> the version it ran, from the ``version`` op written before each start
+        of a system that declares versions (empty for any other)."""
+        out: dict[int, str] = {}
+        for op in self.ops:
+            value = op.get("value")
+            if op.get("f") == VERSION and isinstance(value, dict):
+                n, version = value.get("incarnation"), value.get("version")
+                if type(n) is int and isinstance(version, str):
+                    out[n] = version
+        return out
+
     def context_at(self, when: int | None) -> dict[str, Any]:
         """The last nemesis op and the system's last start and exit at or before ``when`` (ns
         on the history's clock; None: the end of the history): ``last_nemesis``,
@@ -331,7 +343,7 @@ class History:
         a start's or exit's value names the incarnation's ``version`` when the job has
         versions (the version behind the states read after it)."""
         out: dict[str, Any] = {}
-        versions: dict[Any, Any] = {}  # incarnation -> its version (a job with versions)
+        versions = self.versions()  # each written before its incarnation starts
         limit = when if when is not None else 1 << 62
         for op in self.ops:
             if int(op.get("time", 0)) > limit:
@@ -339,12 +351,10 @@ class History:
             value = op.get("value")
             if op.get("process") == "nemesis":
                 out["last_nemesis"] = _brief(op)
-            elif op.get("f") == VERSION and isinstance(value, dict):
-                versions[value.get("incarnation")] = value.get("version")
             elif op.get("f") in (SUT_START, SUT_EXIT):
                 brief = _brief(op)
                 n = value.get("incarnation") if isinstance(value, dict) else None
-                if isinstance(value, dict) and versions.get(n):
+                if isinstance(value, dict) and type(n) is int and n in versions:
                     brief["value"] = {**value, "version": versions[n]}
                 out[LAST_START if op["f"] == SUT_START else LAST_EXIT] = brief
         return out

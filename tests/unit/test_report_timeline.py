@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from sealcheck.core.roles import BUILT_IN
 from sealcheck.nemeses.registry import marks as nemesis_marks
 from sealcheck.report import chart
 from sealcheck.report.explain import context_lines, schedule_rows
-from sealcheck.report.job_versions import version_of, version_rows
+from sealcheck.report.job_versions import version_rows
 from sealcheck.report.report import render
 from sealcheck.report.timeline import Marker, build_timeline
 from sealcheck.rundir.history import History
@@ -223,9 +224,11 @@ def test_each_version_has_its_incarnations_and_the_steps_sealed_while_it_ran() -
         _op(7, 12.3, "supervisor", "info", "sut-start", {"incarnation": 2, "pid": 12}),
         _op(8, 20, "observer", "info", "uppers", {"data": 9}),
     ]
-    assert version_of(ops) == {0: "v1", 1: "v1", 2: "v2"}
-    v1, v2 = version_rows(ops)
+    history = dataclasses.replace(History.empty(), ops=ops)
+    assert history.versions() == {0: "v1", 1: "v1", 2: "v2"}
+    v1, v2 = version_rows(history)
     assert (v1.version, v1.incarnations, v1.first, v1.last) == ("v1", (0, 1), 0, 5)
     assert (v2.version, v2.incarnations, v2.first, v2.last) == ("v2", (2,), 6, 8)
     assert (v1.from_s, v1.to_s, v2.to_s) == (1.0, 12.3, 20.0)
-    assert version_rows(ops[1:3]) == []  # a system without versions: no section
+    without = dataclasses.replace(history, ops=ops[1:3])
+    assert version_rows(without) == []  # a system without versions: no section
