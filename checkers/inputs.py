@@ -95,6 +95,12 @@ class RunData:
     #: the states of an output without bindings and the batches each follows, when its
     #: export records them (:mod:`sealcheck.rundir.states`); None: not recorded
     states: StateRecord | None = None
+    #: per record and version, the columns a system's versions do not all write
+    #: (``effects-versions.parquet``: ``row, partition, offset, version, key, value``); None:
+    #: its versions (if any) write rows of one shape
+    version_effects: Frame | None = None
+    #: the updates of those columns (``export/versioned.parquet``: ``key, value, ts, diff``)
+    versioned: Frame | None = None
 
     # derived state, not inputs (``init=False``: a ``dataclasses.replace`` copy starts afresh)
     _memo: dict[str, pl.DataFrame] = field(

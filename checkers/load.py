@@ -19,6 +19,7 @@ from sealcheck.checkers.steps import load as load_steps
 from sealcheck.rundir import files, runid
 from sealcheck.rundir.captures import CAPTURES
 from sealcheck.rundir.effects import EFFECTS
+from sealcheck.rundir.files import VERSION_EFFECTS
 from sealcheck.rundir.history import History, HistoryError
 from sealcheck.rundir.regular import RESTORE, NotRegularFile
 from sealcheck.rundir.states import StateRecord, read_states
@@ -178,7 +179,8 @@ def _owned(
     line for each that cannot be proven to be this run's by the run id stamped into it —
     that carries none, or another than the history's first op, ``test.json``, or (with
     neither) the other inputs."""
-    optional = (export.asof, export.versions, EFFECTS, CAPTURES, files.ACKS)
+    optional: tuple[str, ...] = (export.asof, export.versions, EFFECTS, VERSION_EFFECTS)
+    optional += (export.versioned, CAPTURES, files.ACKS)
     present = [r for r in (*export.inputs, *optional) if os.path.lexists(run_dir / r)]
     refusals: list[str] = []
     claims: list[tuple[str, str | None]] = []  # who says which run this is
@@ -274,6 +276,9 @@ def _read(
             files.check_parquet(run_dir / export.asof)
         if EFFECTS in recorded:
             files.check_parquet(run_dir / EFFECTS, EFFECTS_SCHEMA.names())
+        for rel in (VERSION_EFFECTS, export.versioned):
+            if rel in recorded:
+                files.check_parquet(run_dir / rel)
         frontiers = files.read_frontiers(run_dir / export.frontiers)
     except files.InputFileError as exc:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None
@@ -303,7 +308,14 @@ def _read(
         frontiers.unkept,
         frontiers.unaligned,
         states,
+        _scan(run_dir, VERSION_EFFECTS, recorded),
+        _scan(run_dir, export.versioned, recorded),
     )
+
+
+def _scan(run_dir: Path, rel: str, recorded: dict[str, object]) -> pl.LazyFrame | None:
+    """An optional Parquet input, when the manifest lists it."""
+    return pl.scan_parquet(run_dir / rel) if rel in recorded else None
 
 
 def _labels(run_dir: Path, states: StateRecord | None) -> dict[int, str]:

@@ -29,6 +29,7 @@ from sealcheck.checkers import (
     seal_monotonic,
     sealed_state,
     unique_key,
+    versions,
 )
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.prefix import check as prefix_check
@@ -49,6 +50,7 @@ CHECKERS: dict[str, Checker] = {
     "seal_monotonic": seal_monotonic.check,
     "as_of": as_of.check,
     "prefix": prefix_check.check,
+    "versions": versions.check,
 }
 
 

@@ -18,6 +18,7 @@ class UserJob(Job):
         "v2-fresh-checkpoint": "v2 starts a checkpoint of its own from the latest offsets",
         "v2-delete-needs-tier": "v2's MERGE deletes only rows whose new column is set",
         "v2-normalised-keys": "v2 upper-cases the key",
+        "v2-tier-on-insert-only": "v2's MERGE sets tier on insert, not on update",
     }
     versions = ("v1", "v2")  # v2 (`--release 2`) adds a column, `tier`, and resumes v1
 
@@ -30,12 +31,11 @@ class UserJob(Job):
         return [*job, "--max-offsets", str(run.max_records_per_step), "--variant", run.broken or ""]
 
     def output(self, run: JobRun) -> DeltaOutput:
-        # columns never compared: v2's `tier` too (both versions share one effect)
-        metadata = ("batch_id", "updated_at", "failed_at", "tier")
+        metadata = ("batch_id", "updated_at", "failed_at")  # columns never compared
         accounts, dead_letters = run.dir / "accounts", run.dir / "dead_letters"
         return DeltaOutput(run.dir / "checkpoint", accounts, "id", dead_letters, exclude=metadata)
 
-    def effect(self, record: Record) -> Upsert | Delete:
+    def effect(self, record: Record, version: str = "v1") -> Upsert | Delete:
         """What one record should do to the tables: upsert, delete or a dead letter."""
         try:
             doc = json.loads(record.value) if record.value is not None else None
@@ -47,4 +47,7 @@ class UserJob(Job):
             return DeadLetter(f"{record.partition}:{record.offset}", where)
         if doc is None:
             return Delete(record.key.decode())
-        return Upsert(record.key.decode(), {k: doc.get(k) for k in ("i", "w", "p")})
+        row = {k: doc.get(k) for k in ("i", "w", "p")}
+        if version == "v2":  # v2's new column; v1's rows hold it as NULL
+            row["tier"] = "even" if type(row["i"]) is int and row["i"] % 2 == 0 else "odd"
+        return Upsert(record.key.decode(), row)

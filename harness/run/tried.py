@@ -59,12 +59,13 @@ def refuse_broken_effect(
     raises, or returns what is not effects (:func:`sealcheck.core.effects.checked_effects`),
     on one of the run's records (:func:`sample_records`) — rather than after the whole run."""
     tried, changing, returned = 0, False, set[str]()
+    call = name if name.endswith(")") else f"{name}(record)"  # a call named whole as it is
     for record in sample_records(spec.workload, producer_seeds, spec.partitions, make):
         try:
             result = mapping(record)
         except Exception as exc:
             raise ConfigError(
-                f"{name}(record) raised {raised(exc)} for the record {describe(record)}: fix the "
+                f"{call} raised {raised(exc)} for the record {describe(record)}: fix the "
                 "descriptor's effect (it is tried on a sample of the run's records before the run "
                 "starts)"
             ) from None
@@ -73,7 +74,7 @@ def refuse_broken_effect(
         except EffectError as exc:  # the whole result no effect: say what to return instead
             why = exc.fix if isinstance(exc, NotAnEffect) and exc.value is result else str(exc)
             raise ConfigError(
-                f"{name}(record) returned {named(result)} for the record {describe(record)}: {why}"
+                f"{call} returned {named(result)} for the record {describe(record)}: {why}"
             ) from None
         tried += 1
         changing = changing or bool(effects)
@@ -81,7 +82,7 @@ def refuse_broken_effect(
             returned.add(named(result))
     if tried and not changing:  # not one record changes anything: nothing would be judged
         raise ConfigError(
-            f"{name}(record) changed nothing for any of the {tried:,} records tried (it returned "
+            f"{call} changed nothing for any of the {tried:,} records tried (it returned "
             f"{' or '.join(sorted(returned))}): a mapping that skips every record says the output "
             "stays empty; did effect() forget to return its Upsert, Delete or DeadLetter?"
         )

@@ -204,8 +204,8 @@ def refuse_broken_descriptor(
     before anything starts: a :class:`~sealcheck.systems.job.Job`'s ``output``, ``command``
     and ``environment`` called with :meth:`JobRun.placeholder` values (the run's topic, batch
     size and broken mode; a bootstrap nobody serves, a ``dir`` not created yet), and the
-    system's mapping of records to effects on a sample of the run's own records
-    (:func:`refuse_broken_effect`)."""
+    system's mapping of records to effects on a sample of the run's own records — each
+    version's, when they differ (:func:`refuse_broken_effect`)."""
     if isinstance(sut, Job):
         where = Path(spec.runs_dir).absolute() / spec.name / "not-started" / "work" / "job"
         run = JobRun.placeholder(TOPIC, where, spec.max_records_per_step, spec.broken, spec.backend)
@@ -226,6 +226,10 @@ def refuse_broken_descriptor(
         refuse_broken_records(f"{name}.record", make, spec, producer_seeds)
     if mapping is not None:
         refuse_broken_effect(f"{name}.effect", mapping, spec, producer_seeds, make)
+    versions = sut.version_effects()
+    for version, each in versions.mappings[1:] if versions is not None else ():
+        said = f"{name}.effect(record, version={version!r})"
+        refuse_broken_effect(said, each, spec, producer_seeds, make)
 
 
 #: ``test.json``'s line naming the system's commit boundaries its run cannot hold (None: none)

@@ -11,6 +11,7 @@ against the built-in record encoding of ``docs/formats.md`` ("Record encoding").
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,7 +30,7 @@ from sealcheck.core.effects import (
 from sealcheck.rundir.files import EFFECTS, headers_of
 from sealcheck.rundir.runid import stamp_schema
 
-__all__ = ["EFFECTS", "SCHEMA", "write_effects"]
+__all__ = ["EFFECTS", "SCHEMA", "apply_mapping", "record_batches", "write_effects"]
 
 SCHEMA = pa.schema(
     [
@@ -54,15 +55,10 @@ def write_effects(topic: Path, mapping: EffectMapping, out: Path) -> int:
     count, row = 0, 0
     try:
         with pq.ParquetWriter(tmp, stamp_schema(SCHEMA, out.parent)) as writer:
-            for batch in pq.ParquetFile(topic).iter_batches(batch_size=_BATCH):
+            for batch in record_batches(topic):
                 cols: dict[str, list[object]] = {n: [] for n in SCHEMA.names}
-                d = batch.to_pydict()
-                heads = d.get("headers") or [None] * len(d["offset"])  # none in old dumps
-                for p, o, k, v, h in zip(
-                    d["partition"], d["offset"], d["key"], d["value"], heads, strict=True
-                ):
-                    rec = Record(int(p), int(o), k, v, headers_of(h))
-                    for e in _apply(mapping, rec):
+                for rec in batch:
+                    for e in apply_mapping(mapping, rec):
                         cols["row"].append(row)
                         cols["partition"].append(rec.partition)
                         cols["offset"].append(rec.offset)
@@ -79,7 +75,20 @@ def write_effects(topic: Path, mapping: EffectMapping, out: Path) -> int:
     return count
 
 
-def _apply(mapping: EffectMapping, rec: Record) -> tuple[Effect, ...]:
+def record_batches(topic: Path) -> Iterator[list[Record]]:
+    """The records of the dumped ``topic``, in order, a batch at a time."""
+    for batch in pq.ParquetFile(topic).iter_batches(batch_size=_BATCH):
+        d = batch.to_pydict()
+        heads = d.get("headers") or [None] * len(d["offset"])  # none in old dumps
+        yield [
+            Record(int(p), int(o), k, v, headers_of(h))
+            for p, o, k, v, h in zip(
+                d["partition"], d["offset"], d["key"], d["value"], heads, strict=True
+            )
+        ]
+
+
+def apply_mapping(mapping: EffectMapping, rec: Record) -> tuple[Effect, ...]:
     """The checked effects of one record (:class:`EffectError` naming it otherwise)."""
     where = f"record partition {rec.partition} offset {rec.offset} (key {rec.key!r})"
     try:

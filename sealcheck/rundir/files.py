@@ -41,6 +41,9 @@ ACKS = "acks.arrows"
 #: what each record should do to the output, by the system's own mapping
 #: (:mod:`sealcheck.rundir.effects`)
 EFFECTS = "effects.parquet"
+#: per record and version, the columns the versions of a system do not all write
+#: (:mod:`sealcheck.rundir.version_effects`)
+VERSION_EFFECTS = "effects-versions.parquet"
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,13 @@ class Export:
         return f"{self.folder}/asof.parquet"
 
     @property
+    def versioned(self) -> str:
+        """Optional: the updates of the ``data`` columns a system's versions do not all write
+        (``key, value, ts, diff``), split off :attr:`updates`
+        (:mod:`sealcheck.rundir.version_effects`)."""
+        return f"{self.folder}/versioned.parquet"
+
+    @property
     def versions(self) -> str:
         """Optional: a micro-batch system's table versions per batch, or the batches each state
         of an output without bindings follows (:mod:`sealcheck.rundir.states`)
@@ -90,6 +100,7 @@ class Export:
 _NEW = Export()
 #: the export's files as a run writes them now (a reader asks :meth:`Export.of` instead)
 UPDATES, FRONTIERS, ASOF, VERSIONS = _NEW.updates, _NEW.frontiers, _NEW.asof, _NEW.versions
+VERSIONED = _NEW.versioned
 
 
 @dataclass(frozen=True, order=True)
@@ -269,7 +280,8 @@ def describe(run_dir: Path) -> dict[str, dict[str, Any]]:
     :mod:`sealcheck.rundir.acks`) and every file of the export in ``run_dir`` (the manifest
     the history's final op records)."""
     folder = run_dir / Export.of(run_dir).folder
-    paths = [run_dir / TOPIC, run_dir / EFFECTS, run_dir / CAPTURES, run_dir / ACKS]
+    paths = [run_dir / TOPIC, run_dir / EFFECTS, run_dir / VERSION_EFFECTS]
+    paths += [run_dir / CAPTURES, run_dir / ACKS]
     paths += sorted(folder.glob("*"))
     out: dict[str, dict[str, Any]] = {}
     for path in paths:

@@ -38,6 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 from sealcheck.core.effects import EffectMapping
 from sealcheck.core.nodes import Disk, Launch, Node
 from sealcheck.core.records import Draw, NewRecord
+from sealcheck.core.version_effects import VersionEffects
 from sealcheck.core.windows import CrashWindow, boundaries
 from sealcheck.infra.node import Backend
 from sealcheck.rundir.captures import Capture
@@ -273,6 +274,12 @@ class SystemUnderTest:
     def effect_mapping(self) -> EffectMapping | None:
         """What one input record should do to its output (:mod:`sealcheck.core.effects`),
         when it is not the built-in record encoding (None: the built-in one)."""
+        return None
+
+    def version_effects(self) -> VersionEffects | None:
+        """Each of its :attr:`versions`' own mapping, when their rows differ in a column
+        (:mod:`sealcheck.core.version_effects`); None: every version maps records as
+        :meth:`effect_mapping` does."""
         return None
 
     def options(self) -> dict[str, Any]:

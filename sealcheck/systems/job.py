@@ -27,6 +27,8 @@ dependency-free :mod:`sealcheck_failpoint`).
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,6 +37,7 @@ from typing import Any
 
 from sealcheck.core.effects import EffectMapping, Effects, Record
 from sealcheck.core.nodes import Disk, Launch, Node
+from sealcheck.core.version_effects import VersionEffects
 from sealcheck.infra.jars import jars_dir
 from sealcheck.infra.lazy_disk import LazyDisk
 from sealcheck.infra.node import Backend
@@ -168,12 +171,39 @@ class Job(SystemUnderTest):
 
     def effect(self, record: Record) -> Effects:
         """What ``record`` should do to the output (:mod:`sealcheck.core.effects`); not
-        defined: the built-in record encoding (``docs/formats.md``)."""
+        defined: the built-in record encoding (``docs/formats.md``). One that also takes a
+        ``version`` parameter (``effect(self, record, version="v1")``) is asked for each of
+        :attr:`versions` in turn: versions whose rows differ in a column
+        (:mod:`sealcheck.core.version_effects`)."""
+        raise NotImplementedError
+
+    def migrate(self, row: Mapping[str, Any], version: str) -> Mapping[str, Any]:
+        """A row the version before ``version`` wrote, as it reads once ``version`` runs; not
+        defined: with ``version``'s new columns null (what ``ADD COLUMNS`` gives old rows)."""
         raise NotImplementedError
 
     def effect_mapping(self) -> EffectMapping | None:
-        """:meth:`effect` when the descriptor defines it."""
-        return None if type(self).effect is Job.effect else self.effect
+        """:meth:`effect` when the descriptor defines it (the first version's, when it takes a
+        version)."""
+        if type(self).effect is Job.effect:
+            return None
+        effect: Callable[..., Effects] = self.effect  # it may take a version
+        if self.versions and _takes_version(effect):
+            return functools.partial(effect, version=self.versions[0])
+        return self.effect
+
+    def version_effects(self) -> VersionEffects | None:
+        """Each version's :meth:`effect` and the descriptor's :meth:`migrate`, when its
+        ``effect`` takes a version and it declares two or more (None otherwise: every version
+        maps records alike)."""
+        if type(self).effect is Job.effect or len(self.versions) < 2:
+            return None
+        effect: Callable[..., Effects] = self.effect  # it takes a version
+        if not _takes_version(effect):
+            return None
+        mappings = tuple((v, functools.partial(effect, version=v)) for v in self.versions)
+        migrate = None if type(self).migrate is Job.migrate else self.migrate
+        return VersionEffects(mappings, migrate)
 
     def container_image(self) -> str:
         """The tag its containers run (``--backend containers``): :attr:`image`, or one built
@@ -205,6 +235,14 @@ class Job(SystemUnderTest):
     def deploy(self, backend: Backend, settings: Settings, work: Path, logs: Path) -> JobDeployment:
         """The job's directory under ``work`` (and the cluster, with ``--spark cluster``)."""
         return JobDeployment(self, backend, settings, work, logs)
+
+
+def _takes_version(effect: Callable[..., Effects]) -> bool:
+    """Whether a descriptor's ``effect`` has a ``version`` parameter."""
+    try:
+        return "version" in inspect.signature(effect).parameters
+    except (TypeError, ValueError):  # a callable without a signature Python can read
+        return False
 
 
 def job_output(job: Job, run: JobRun, before: bool = False) -> Output:

@@ -2,7 +2,9 @@
 ``upgrade`` nemesis stops it (SIGTERM or SIGKILL, seeded) and starts the second on the same
 directory, topic and output. A correct second version is VALID, with the version of every
 incarnation in the history; a second version that starts from the log's end instead of its
-stored offsets (a new checkpoint and ``startingOffsets=latest``) is INVALID. Real Kafka, the
+stored offsets (a new checkpoint and ``startingOffsets=latest``) is INVALID; a second version
+that adds a column is judged on it by the version that wrote each row, and caught when it
+writes it only on insert. Real Kafka, the
 tiny SQLite job (:mod:`tests.integration.tiny_sqlite_job`); declaring a crash window, it is
 killed inside it for the upgrade."""
 
@@ -15,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from sealcheck import CrashWindow, JobRun
+from sealcheck import CrashWindow, Delete, JobRun, Record, SQLiteOutput, Upsert
 from sealcheck.rundir.coverage import outcomes
 from tests.integration.tiny_jobs import NO_KEYLESS, RUN, Tiny
 
@@ -41,6 +43,30 @@ class WithAWindow(TwoVersions):
 
     name = "tiny-two-versions-window"
     windows = {"after-commit": CrashWindow(r"batch (\d+) committed", what="after a commit")}  # noqa: RUF012
+
+
+@dataclass(frozen=True)
+class ANewColumn(TwoVersions):
+    """The same, whose v2 adds a column, ``size`` (the value's length): each version's rows
+    stated by ``effect(record, version)``; ``v2-size-on-insert``: v2 writes ``size`` when it
+    inserts a row, not when it updates one."""
+
+    name = "tiny-a-new-column"
+    broken_modes = {"v2-size-on-insert": "v2 sets size on insert, not on update"}  # noqa: RUF012
+
+    def command(self, run: JobRun) -> list[str]:
+        flag = "--size-on-insert" if run.broken == "v2-size-on-insert" else "--size"
+        return super().command(run) + ([flag] if run.version == "v2" else [])
+
+    def output(self, run: JobRun) -> SQLiteOutput:
+        return SQLiteOutput(run.dir / "out.db", "accounts", "id", settle_s=10)
+
+    def effect(self, record: Record, version: str = "v1") -> Upsert | Delete:
+        key = (record.key or b"").decode("utf-8", "replace")
+        if record.value is None:
+            return Delete(key)
+        text = record.value.decode("utf-8", "replace")
+        return Upsert(key, {"v": text, **({"size": len(text)} if version == "v2" else {})})
 
 
 def _ops(run_dir: Path) -> list[dict[str, Any]]:
@@ -78,6 +104,23 @@ def test_a_second_version_that_starts_from_the_end_is_caught(sealcheck: Any) -> 
     )
     result.assert_invalid()
     assert {"prefix", "completeness"} & set(result.failing_checkers), result.failing_checkers
+
+
+def test_a_new_column_is_judged_by_the_version_that_wrote_each_row(sealcheck: Any) -> None:
+    result = sealcheck(ANewColumn(), nemeses=["upgrade"], **RUN, **NO_KEYLESS)
+    result.assert_valid()
+    judged = json.loads((result.run_dir / "results.json").read_text())["checkers"]["versions"]
+    assert judged["valid"] is True and judged["counts"]["keys_after_cut"] > 0, judged
+
+
+def test_a_new_column_written_on_insert_only_is_caught(sealcheck: Any) -> None:
+    result = sealcheck(
+        ANewColumn(), broken="v2-size-on-insert", nemeses=["upgrade"], **RUN, **NO_KEYLESS
+    )
+    result.assert_invalid("versions")
+    assert result.failing_checkers == ("versions",), result.failing_checkers  # the rest is right
+    first = next(a for a in result.anomalies if a.checker == "versions")
+    assert "v2 wrote it" in first.detail and 'the row holds {"size":null}' in first.detail, first
 
 
 def test_an_upgrade_at_a_crash_window_kills_the_first_version_there(sealcheck: Any) -> None:

@@ -6,10 +6,13 @@ without a key too, under a NULL key (SQLite allows NULL in a TEXT PRIMARY KEY): 
 harness must tell in one line.
 
 Usage: ``python tiny_sqlite_job.py BOOTSTRAP TOPIC DB [--upper] [--fail-after N]
-[--from-latest]``: with ``--upper`` it stores values upper-cased (a state no prefix explains:
-INVALID); with ``--fail-after N`` it raises once it has stored N records, and at every start
-after that; with ``--from-latest`` it ignores the offsets it stored and starts at the log's
-end (an upgrade's classic mistake: a new checkpoint and ``startingOffsets=latest``).
+[--from-latest] [--size | --size-on-insert]``: with ``--upper`` it stores values upper-cased (a
+state no prefix explains: INVALID); with ``--fail-after N`` it raises once it has stored N
+records, and at every start after that; with ``--from-latest`` it ignores the offsets it stored
+and starts at the log's end (an upgrade's classic mistake: a new checkpoint and
+``startingOffsets=latest``); with ``--size`` (a release 2) it adds a column ``size`` (the
+value's length) to the table once and writes it; ``--size-on-insert`` writes it only when it
+inserts a row, not when it updates one (a release 2's mistake).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ def main(
     upper: bool,
     fail_after: int | None,
     from_latest: bool = False,
+    size: str = "",
 ) -> None:
     """Consume ``topic`` from the offsets stored in ``path`` on, committing each poll's
     records as one transaction."""
@@ -34,6 +38,15 @@ def main(
     db.execute("CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, v TEXT)")
     db.execute("CREATE TABLE IF NOT EXISTS offsets (p INTEGER PRIMARY KEY, next INTEGER)")
     start = dict(db.execute("SELECT p, next FROM offsets").fetchall())
+    upsert = "INSERT INTO accounts (id, v) VALUES (?1, ?2) ON CONFLICT(id) DO UPDATE SET v = ?2"
+    if size:  # release 2: the column, once, and its value
+        if "size" not in {row[1] for row in db.execute("PRAGMA table_info(accounts)")}:
+            db.execute("ALTER TABLE accounts ADD COLUMN size INTEGER")
+        upsert = (
+            "INSERT INTO accounts (id, v, size) VALUES (?1, ?2, length(?2)) "
+            "ON CONFLICT(id) DO UPDATE SET v = ?2"
+            + (", size = length(?2)" if size == "always" else "")
+        )
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "tiny", "enable.auto.commit": False}
     )
@@ -56,10 +69,7 @@ def main(
             else:
                 text = value.decode("utf-8", "replace")
                 text = text.upper() if upper else text
-                db.execute(
-                    "INSERT INTO accounts VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET v = ?",
-                    (key, text, text),
-                )
+                db.execute(upsert, (key, text))
             db.execute(
                 "INSERT OR REPLACE INTO offsets VALUES (?, ?)", (m.partition(), m.offset() + 1)
             )
@@ -76,5 +86,15 @@ if __name__ == "__main__":
     parser.add_argument("--upper", action="store_true")
     parser.add_argument("--fail-after", type=int, default=None)
     parser.add_argument("--from-latest", action="store_true")
+    parser.add_argument("--size", action="store_const", const="always", default="")
+    parser.add_argument("--size-on-insert", dest="size", action="store_const", const="insert")
     args = parser.parse_args()
-    main(args.bootstrap, args.topic, args.db, args.upper, args.fail_after, args.from_latest)
+    main(
+        args.bootstrap,
+        args.topic,
+        args.db,
+        args.upper,
+        args.fail_after,
+        args.from_latest,
+        args.size,
+    )

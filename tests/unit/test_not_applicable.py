@@ -42,8 +42,8 @@ def test_zero_snapshots_is_not_applicable_in_results_json(judged: Path) -> None:
     assert as_of["applicable"] is False and as_of["counts"]["snapshots_judged"] == 0
     assert "asof.parquet" in as_of["error"]
     # the composed verdict of an otherwise valid run stays valid, and says what was left out
-    assert doc["valid"] is True and doc["not_applicable"] == ["as_of"]
-    others = {n: c["valid"] for n, c in doc["checkers"].items() if n != "as_of"}
+    assert doc["valid"] is True and doc["not_applicable"] == ["as_of", "versions"]
+    others = {n: c["valid"] for n, c in doc["checkers"].items() if n not in ("as_of", "versions")}
     assert others == dict.fromkeys(others, True)
 
 
@@ -62,7 +62,7 @@ def test_the_report_says_not_applicable_never_valid(judged: Path) -> None:
     page = render(judged)
     assert "<td>as_of</td><td>NOT APPLICABLE</td>" in page
     assert "<td>as_of</td><td>VALID</td>" not in page
-    assert 'id="not-applicable"' in page and "<b>as_of</b>" in page
+    assert 'id="not-applicable"' in page and "<b>as_of, versions</b>" in page
     assert "Not valid:" not in page  # not a failure either
 
 

@@ -10,7 +10,9 @@ Three mistakes teams make when shipping such a release, as ``--variant``:
   the Delta MERGE, the ``WHEN MATCHED … THEN DELETE`` clause's condition), which every row
   release 1 wrote holds as NULL: those rows are never deleted;
 * ``v2-normalised-keys``: it upper-cases the key (``K17``), so release 1's rows are never
-  updated or deleted again and each key is written twice.
+  updated or deleted again and each key is written twice;
+* ``v2-tier-on-insert-only``: ``tier`` is in its INSERT but was forgotten in its UPDATE SET, so
+  a row release 1 wrote keeps ``tier`` NULL however often release 2 updates it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,12 @@ WHEN NOT MATCHED AND NOT s.deleted THEN INSERT (id, i, w, p, batch_id, updated_a
   VALUES (s.id, s.i, s.w, s.p, s.batch_id, s.at, s.tier)
 """
 #: its variants' mistakes, as ``--variant`` names them
-MISTAKES = ("v2-fresh-checkpoint", "v2-delete-needs-tier", "v2-normalised-keys")
+MISTAKES = (
+    "v2-fresh-checkpoint",
+    "v2-delete-needs-tier",
+    "v2-normalised-keys",
+    "v2-tier-on-insert-only",
+)
 
 
 class WriteBatchToSQLiteV2(WriteBatchToSQLite):
@@ -53,6 +60,8 @@ class WriteBatchToSQLiteV2(WriteBatchToSQLite):
         if variant == "v2-normalised-keys":
             self.upsert = UPSERT.replace("VALUES (?1,", "VALUES (upper(?1),")
             self.delete = "DELETE FROM accounts WHERE id = upper(?)"
+        if variant == "v2-tier-on-insert-only":
+            self.upsert = UPSERT.replace(", tier = excluded.tier", "")
 
     def connect(self, root: str) -> Any:
         """Release 1's tables, and ``tier`` added to ``accounts`` once."""
@@ -83,6 +92,8 @@ class WriteBatchV2(WriteBatch):
         if variant == "v2-normalised-keys":
             upper = self.upsert.replace("ON t.id = s.id", "ON t.id = upper(s.id)")
             self.upsert = upper.replace("VALUES (s.id,", "VALUES (upper(s.id),")
+        if variant == "v2-tier-on-insert-only":
+            self.upsert = self.upsert.replace(", tier = s.tier", "")
 
     def prepare(self, spark: Any) -> None:
         """Release 1's table, and ``tier`` added to ``accounts`` once."""

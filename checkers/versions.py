@@ -1,0 +1,242 @@
+"""versions: the columns a system's versions do not all write — the column release 2 adds —
+hold, in the last state, what the version that wrote each row says (issue 53).
+
+The other checkers judge every other column (the harness splits these off the export:
+:mod:`sealcheck.rundir.version_effects`). Here, each key of the last state (of a run that
+caught up) is judged by its last record: its row's versioned columns must be the ones some
+version writes for that record (``effects-versions.parquet``: a row of an earlier version as
+the last version reads it — by default, the new columns null). Which versions may have
+written the row follows from the step (or, for an output without bindings, the state) its
+row last changed at, in any column, and the history:
+
+* a row that last changed at the *cut* or later — the data upper of the second ``uppers`` op
+  after the last incarnation of another version exited, so read after that exit — was
+  written by the last version: it must hold that version's columns;
+* a row that last changed before the cut may have been written by any version that ran —
+  unless a rollback happened (an earlier version ran after a later one): that version leaves
+  the later one's columns as they were, which no mapping says, so those keys are not judged;
+* a run that ended on an earlier version than one that ran judges nothing here (not
+  applicable, saying why).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import polars as pl
+
+from sealcheck.checkers.frames import h
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
+from sealcheck.rundir.history import History
+from sealcheck.rundir.names import SUT_EXIT, SUT_START
+
+NAME = "versions"
+
+
+@dataclass(frozen=True)
+class Handover:
+    """What the history says of the versions that ran."""
+
+    #: the versions that ran, in the order their stretches started (a rollback repeats one)
+    ran: tuple[str, ...]
+    #: the version of the last incarnation
+    last: str
+    #: records bound at this step or later were written by :attr:`last`; None: no cut known
+    cut: int | None
+    #: an earlier version ran after a later one
+    rolled_back: bool
+
+
+def handover(history: History, order: tuple[str, ...]) -> Handover | None:
+    """The versions that ran and the cut (the module's docstring); None: no incarnation
+    recorded its version. ``order``: the versions in upgrade order."""
+    versions = history.versions()
+    if not versions:
+        return None
+    ran: list[str] = []
+    for n in sorted(versions):
+        if not ran or ran[-1] != versions[n]:
+            ran.append(versions[n])
+    last = versions[max(versions)]
+    others = {n for n, v in versions.items() if v != last}
+    gone: int | None = None  # when the last incarnation of another version exited
+    seen: list[int] = []  # the data uppers recorded since
+    for op in history.ops:
+        value, f = op.get("value"), op.get("f")
+        inc = value.get("incarnation") if isinstance(value, dict) else None
+        if f in (SUT_START, SUT_EXIT) and inc in others:  # another version ran until now
+            gone, seen = (int(op.get("time", 0)) if f == SUT_EXIT else None), []
+        elif f == "uppers" and gone is not None and isinstance(value, dict):
+            seen.append(int(value.get("data", 0) or 0))
+    # the second reading after it was *read* after it (the first may have been before)
+    cut = 0 if not others else seen[1] if len(seen) > 1 else None
+    ranks = [order.index(v) for v in ran if v in order]
+    rolled = any(b < a for a, b in itertools.pairwise(ranks))
+    return Handover(tuple(ran), last, cut, rolled)
+
+
+def _final(run: RunData) -> pl.DataFrame:
+    """The last state's versioned columns per key: ``kh, key, found``."""
+    assert run.versioned is not None
+    upper = run.uppers.get("data", 0)
+    live = (
+        run.versioned.lazy()
+        .filter(pl.col("ts") < upper)
+        .group_by("key", "value")
+        .agg(pl.col("diff").sum())
+        .filter(pl.col("diff") > 0)
+        .collect()
+    )
+    single = live.group_by("key").agg(pl.len().alias("n"), pl.col("value").first())
+    return single.filter(pl.col("n") == 1).select(
+        h("key").alias("kh"), "key", pl.col("value").alias("found")
+    )
+
+
+def _last_records(run: RunData) -> pl.DataFrame:
+    """Per key of ``data``, its last record, when it upserts: ``kh, row`` (the records bound
+    at sealed steps; for an output without bindings, every record: the run caught up)."""
+    if run.keeps_bindings:
+        w = run.winners("data").sort("slot", "step").group_by("slot").agg(pl.all().last())
+        return w.filter(pl.col("dvh").is_not_null()).select(pl.col("slot").alias("kh"), "row")
+    eff = run.effects("data").sort("kh", "offset", "partition").group_by("kh").agg(pl.all().last())
+    return eff.filter(pl.col("vh").is_not_null()).select("kh", "row")
+
+
+def _last_changes(run: RunData) -> pl.DataFrame:
+    """Per key, the step (or state) its row last changed at, in any column: ``kh, step``."""
+    assert run.versioned is not None
+    upper = run.uppers.get("data", 0)
+    both = pl.concat(
+        [
+            run.updates.lazy().filter(pl.col("collection") == "data").select("key", "ts"),
+            run.versioned.lazy().select("key", "ts"),
+        ]
+    )
+    return (
+        both.filter(pl.col("ts") < upper)
+        .group_by("key")
+        .agg(pl.col("ts").max().alias("step"))
+        .select(h("key").alias("kh"), pl.col("step").cast(pl.Int64))
+        .collect()
+    )
+
+
+def check(run: RunData) -> CheckResult:
+    """Judge the last state's versioned columns against the versions' mappings."""
+    if run.version_effects is None:
+        return CheckResult.not_applicable(
+            NAME,
+            "no versions of the system write rows of different shapes (no "
+            "effects-versions.parquet): no column of one version's own to judge",
+        )
+    if run.versioned is None:
+        return CheckResult(
+            NAME, None, error="the export has no export/versioned.parquet: nothing was judged"
+        )
+    if not run.uppers.get("data", 0):
+        return CheckResult(NAME, None, error=NOTHING_SEALED)
+    wanted = run.version_effects.lazy().collect()
+    order = tuple(dict.fromkeys(wanted["version"].to_list()))
+    ho = handover(run.history, order)
+    if ho is None:
+        return CheckResult(NAME, None, error="no incarnation recorded its version: no cut")
+    if ho.rolled_back and order.index(ho.last) < max(order.index(v) for v in ho.ran):
+        return CheckResult.not_applicable(
+            NAME,
+            f"the run ended on {ho.last} after {', '.join(ho.ran)} ran (a rollback): {ho.last} "
+            "leaves the columns only a later version writes as that version left them, which "
+            "no version's mapping says",
+        )
+    if not run.history.caught_up():
+        return CheckResult(
+            NAME, None, error="the run did not catch up: its last state is not the whole input's"
+        )
+    res = CheckResult(NAME, True)
+    keys = _last_records(run).join(_final(run), on="kh").join(_last_changes(run), on="kh")
+    after = pl.col("step") >= ho.cut if ho.cut is not None else pl.lit(False)
+    keys = keys.with_columns(after.fill_null(False).alias("after"))
+    if ho.rolled_back:  # before the cut, a rolled-back version may have left anything
+        res.counts["keys_not_judged_rollback"] = keys.filter(~pl.col("after")).height
+        keys = keys.filter(pl.col("after"))
+    cands = wanted.select("row", "version", pl.col("value").alias("want"))
+    ran = set(ho.ran)
+    bad: list[Anomaly] = []
+    total = 0
+    held = {c for raw in keys["found"].to_list() if raw for c in orjson.loads(raw)}
+    columns = {c for raw in wanted["value"].head(1).to_list() for c in orjson.loads(raw)}
+    absent = sorted(columns - held) if keys.height else []
+    by_row: dict[int, list[tuple[str, bytes]]] = {}
+    for r, v, w in cands.iter_rows():
+        by_row.setdefault(r, []).append((v, w))
+    for k in keys.iter_rows(named=True):
+        options = [(v, w) for v, w in by_row.get(k["row"], []) if v in ran]
+        if k["after"]:
+            options = [(v, w) for v, w in options if v == ho.last]
+        if not options:  # no version that ran maps that record to a row of ``data``
+            res.counts["keys_not_mapped"] = res.counts.get("keys_not_mapped", 0) + 1
+            continue
+        found = _columns(k["found"], options)
+        if any(_columns(w, options) == found for _, w in options):
+            continue
+        total += 1
+        if len(bad) < MAX_EXAMPLES:
+            bad.append(_anomaly(run, k, options, found, ho, absent))
+    res.counts["keys_judged"] = keys.height
+    res.counts["keys_after_cut"] = keys.filter(pl.col("after")).height
+    res.add_bulk("versioned-column-mismatch", total, bad)
+    return res
+
+
+def _columns(raw: bytes | None, options: list[tuple[str, bytes]]) -> dict[str, object]:
+    """A row's versioned columns: each one the ``options`` name, read as null where the row
+    lacks it (a table without the column yet holds null there)."""
+    names = {c for _, w in options for c in orjson.loads(w)}
+    row = orjson.loads(raw) if raw else {}
+    return {c: row.get(c) for c in sorted(names | set(row))}
+
+
+def _anomaly(
+    run: RunData,
+    k: dict[str, Any],
+    options: list[tuple[str, bytes]],
+    found: dict[str, Any],
+    ho: Handover,
+    absent: list[str],
+) -> Anomaly:
+    """One key whose versioned columns no version that may have written it writes."""
+    step = k["step"] if isinstance(k["step"], int) else None
+    unit = "step" if run.keeps_bindings else "state"
+    rec = run.topic_row(int(k["row"]))
+    where = f"partition {rec['partition']} offset {rec['offset']}"
+    if k["after"]:
+        why = (
+            f"its row last changed at {unit} {step} (its last record: {where}), sealed after "
+            f"every other version's incarnation had exited: {ho.last} wrote it"
+        )
+    else:
+        why = (
+            f"its row last changed at {unit} {step} (its last record: {where}), which "
+            f"{' or '.join(ho.ran)} may have written"
+        )
+    said = " or ".join(f"{v} writes {w.decode()}" for v, w in options)
+    hint = (
+        f"; no row of the last state holds a column {', '.join(absent)} at all (if the "
+        "output's exclude names it, remove it from exclude)"
+        if absent
+        else ""
+    )
+    return Anomaly(
+        "versioned-column-mismatch",
+        "data",
+        show(k["key"]),
+        step,
+        expected=" or ".join(f"{v}: {w.decode()}" for v, w in options),
+        found=orjson.dumps(found).decode(),
+        detail=f"{why}; {said} for it, but the row holds {orjson.dumps(found).decode()}{hint}",
+        context=run.context_for_step(step),
+    )

@@ -1,0 +1,311 @@
+"""Versions whose rows differ in a column (issue 53): a release 2 that adds ``tier``. The column
+every version writes is judged by every checker as in any run (the harness splits the new one
+off the export); the new one by the ``versions`` checker, against the version that wrote each
+row: valid for a correct release 2, each seeded mistake caught at its key, nothing judged that
+no mapping says (a rollback), and versions that differ elsewhere refused before judging."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from sealcheck import Delete, DeltaOutput, Job, JobRun, Record, Upsert
+from sealcheck.checkers import CHECKERS, run_checkers
+from sealcheck.checkers.inputs import RunData
+from sealcheck.checkers.schemas import EFFECTS_SCHEMA, TOPIC_SCHEMA, UPDATES_SCHEMA
+from sealcheck.checkers.versions import handover
+from sealcheck.core.effects import EffectError, encode_key, encode_row
+from sealcheck.core.version_effects import VersionEffects
+from sealcheck.rundir.files import (
+    UPDATES,
+    VERSION_EFFECTS,
+    VERSIONED,
+    TopicRecord,
+    write_export,
+    write_topic,
+)
+from sealcheck.rundir.history import VERSION, History
+from sealcheck.rundir.names import SUT_EXIT, SUT_START
+from sealcheck.rundir.version_effects import split_export, write_version_effects
+from sealcheck_upsert_source.loop import choose_range, diff_bindings
+from tests.runs import final_ops
+
+
+def tier(n: int) -> str:
+    return "even" if n % 2 == 0 else "odd"
+
+
+@dataclass(frozen=True)
+class Accounts(Job):
+    """The descriptor of a job whose release 2 adds ``tier``."""
+
+    name = "accounts"
+    versions = ("v1", "v2")
+
+    def command(self, run: JobRun) -> list[str]:
+        return ["job"]
+
+    def output(self, run: JobRun) -> DeltaOutput:
+        return DeltaOutput(run.dir / "checkpoint", run.dir / "accounts", "id")
+
+    def effect(self, record: Record, version: str = "v1") -> Upsert | Delete:
+        key = (record.key or b"").decode()
+        if record.value is None:
+            return Delete(key)
+        n = json.loads(record.value)["v"]
+        row: dict[str, Any] = {"amount": n}
+        if version == "v2":
+            row["tier"] = tier(n)
+        return Upsert(key, row)
+
+
+KEYS = [b"a", b"b", b"c", b"d", b"e", b"f"]
+#: values written per step; a tombstone now and then
+PAIRS = [(KEYS[i % 6], None if i % 11 == 10 else json.dumps({"v": i}).encode()) for i in range(72)]
+
+#: how one version writes a record into the table's row (None: the row as it was, a delete)
+Writer = Callable[[dict[str, Any] | None, int], dict[str, Any]]
+
+
+def v1_writes(old: dict[str, Any] | None, n: int) -> dict[str, Any]:
+    """Release 1's MERGE: ``UPDATE SET amount`` (a column it does not know stays as it was)."""
+    return {**(old or {}), "amount": n}
+
+
+def v2_writes(old: dict[str, Any] | None, n: int) -> dict[str, Any]:
+    return {**(old or {}), "amount": n, "tier": tier(n)}
+
+
+def v2_tier_on_insert_only(old: dict[str, Any] | None, n: int) -> dict[str, Any]:
+    """The mistake: ``tier`` in the INSERT, forgotten in the UPDATE SET."""
+    return {**old, "amount": n} if old is not None else {"amount": n, "tier": tier(n)}
+
+
+def v2_tier_inverted(old: dict[str, Any] | None, n: int) -> dict[str, Any]:
+    return {**(old or {}), "amount": n, "tier": tier(n + 1)}
+
+
+def run_of(
+    tmp: Path,
+    plan: list[tuple[str, Writer]],
+    steps_each: int = 4,
+    step: int = 3,
+    bindings: bool = True,
+) -> RunData:
+    """A run of the job whose incarnations run ``plan`` (version, writer) in turn, each for
+    ``steps_each`` steps, written and exported as the harness does (effects, export, split);
+    without ``bindings``, as an output observed from outside exports it (its states only)."""
+    logs: list[list[TopicRecord]] = [[], []]
+    for k, v in PAIRS:
+        p = zlib.crc32(k) % 2
+        logs[p].append(TopicRecord(p, len(logs[p]), k, v))
+    records = [r for log in logs for r in log]
+    write_topic(records, tmp / "topic.parquet")
+    job = Accounts()
+    versions = job.version_effects()
+    assert versions is not None
+    cols = write_version_effects(
+        tmp / "topic.parquet", versions, tmp / "effects.parquet", tmp / VERSION_EFFECTS
+    )
+    assert cols == ("tier",)
+    end = {p: len(log) for p, log in enumerate(logs)}
+    rows: list[tuple[str, bytes, bytes | None, int, int]] = []
+    table: dict[bytes, dict[str, Any]] = {}
+    bound: dict[int, int] = {}
+    ops: list[dict[str, Any]] = []
+
+    def op(f: str, value: Any, process: str = "harness") -> None:
+        t = (len(ops) + 1) * 1000
+        ops.append({"index": len(ops), "time": t, "process": process, "type": "info", "f": f,
+                    "value": value})  # fmt: skip
+
+    t = 0
+    for inc in range(10_000):
+        version, writes = plan[min(inc, len(plan) - 1)]
+        op(VERSION, {"incarnation": inc, "version": version})
+        op(SUT_START, {"incarnation": inc})
+        for _ in range(steps_each):
+            nxt = choose_range(bound, end, step)
+            if all(o == bound.get(p, 0) for p, o in nxt.items()):
+                break
+            rows += [
+                ("bindings", u.key, u.value, u.ts, u.diff) for u in diff_bindings(bound, nxt, t)
+            ]
+            for r in records:
+                if bound.get(r.partition, 0) <= r.offset < nxt[r.partition]:
+                    old = table.get(r.key or b"")
+                    if old is not None:
+                        rows.append(("data", r.key or b"", encode_row(old), t, -1))
+                    if r.value is None:
+                        table.pop(r.key or b"", None)
+                        continue
+                    new = writes(old, json.loads(r.value)["v"])
+                    table[r.key or b""] = new
+                    rows.append(("data", r.key or b"", encode_row(new), t, 1))
+            bound, t = nxt, t + 1
+            op("uppers", {"bindings": t, "data": t, "errors": t}, "observer")
+        op(SUT_EXIT, {"incarnation": inc, "code": -9})
+        if all(bound.get(p, 0) == e for p, e in end.items()):
+            break
+    uppers = {"bindings": t, "data": t, "errors": t}
+    frontiers: dict[str, dict[str, Any]] = {c: {"upper": u, "since": 0} for c, u in uppers.items()}
+    if not bindings:
+        rows = [r for r in rows if r[0] != "bindings"]
+        frontiers["bindings"] = {"upper": 0, "since": 0, "kept": False}
+    write_export(tmp, frontiers, [rows])
+    split_export(tmp, cols)
+    topic = pl.DataFrame(
+        [(r.partition, r.offset, r.key, r.value) for r in records],
+        schema=TOPIC_SCHEMA,
+        orient="row",
+    )
+    acked = topic.select(pl.lit(0, pl.Int64).alias("time"), "partition", "offset", "key", "value")
+    ops += final_ops(len(ops), (len(ops) + 1) * 1000, end, acked.height)
+    return RunData(
+        topic,
+        pl.read_parquet(tmp / UPDATES).cast(UPDATES_SCHEMA),
+        uppers,
+        dict.fromkeys(uppers, 0),
+        History(acked, ops),
+        stated=pl.read_parquet(tmp / "effects.parquet").cast(EFFECTS_SCHEMA),
+        version_effects=pl.read_parquet(tmp / VERSION_EFFECTS),
+        versioned=pl.read_parquet(tmp / VERSIONED),
+        unkept=frozenset() if bindings else frozenset({"bindings"}),
+    )
+
+
+def verdicts(run: RunData) -> dict[str, object]:
+    out = run_checkers(run).checkers
+    return {n: r.valid if r.applicable else r.word() for n, r in out.items()}
+
+
+ALL_VALID = {**dict.fromkeys(CHECKERS, True), "as_of": "not applicable"}
+
+
+def test_a_correct_release_2_is_valid_by_every_checker(tmp_path: Path) -> None:
+    run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_writes)])
+    assert verdicts(run) == ALL_VALID
+    res = run_checkers(run).checkers["versions"]
+    assert res.counts["keys_judged"] > 0 and res.counts["keys_after_cut"] > 0
+
+
+def test_a_run_that_never_upgraded_is_valid_with_the_new_column_absent(tmp_path: Path) -> None:
+    assert verdicts(run_of(tmp_path, [("v1", v1_writes)])) == ALL_VALID
+
+
+def test_a_release_2_that_forgets_the_column_in_its_update_is_caught(tmp_path: Path) -> None:
+    run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_tier_on_insert_only)])
+    found = verdicts(run)
+    assert found == {**ALL_VALID, "versions": False}  # every other column is right
+    bad = run_checkers(run).checkers["versions"].anomalies[0]
+    assert bad.kind == "versioned-column-mismatch" and bad.key in {k.decode() for k in KEYS}
+    assert json.loads(bad.found)["tier"] is None and '"tier":"' in bad.expected
+    assert "v2 wrote it" in bad.detail
+
+
+def test_without_bindings_the_states_tell_who_wrote_a_row(tmp_path: Path) -> None:
+    """An output observed from outside (SQLite) keeps no bindings: the state a row last
+    changed in, seen after release 1's exit, says release 2 wrote it."""
+    good = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_writes)], bindings=False)
+    assert verdicts(good)["versions"] is True
+    bad = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_tier_on_insert_only)], bindings=False)
+    assert verdicts(bad)["versions"] is False
+
+
+def test_a_release_2_that_writes_the_wrong_value_is_caught(tmp_path: Path) -> None:
+    run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_tier_inverted)])
+    assert verdicts(run) == {**ALL_VALID, "versions": False}
+
+
+def test_a_run_that_rolled_back_and_ended_on_release_1_judges_no_new_column(
+    tmp_path: Path,
+) -> None:
+    """Release 1 after release 2 leaves ``tier`` as release 2 wrote it for an older record:
+    no mapping says that, so nothing of it is judged, and the run says so."""
+    plan = [("v1", v1_writes), ("v2", v2_writes), ("v1", v1_writes)]
+    run = run_of(tmp_path, plan, steps_each=2)
+    res = run_checkers(run).checkers["versions"]
+    assert not res.applicable and "rollback" in (res.error or "")
+    assert verdicts(run) == {**ALL_VALID, "versions": "not applicable"}
+
+
+def test_the_cut_is_the_second_reading_after_the_last_exit_of_another_version(
+    tmp_path: Path,
+) -> None:
+    run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_writes)])
+    ho = handover(run.history, ("v1", "v2"))
+    assert ho is not None and ho.ran == ("v1", "v2") and ho.last == "v2"
+    assert ho.cut == 6 and not ho.rolled_back  # v1 sealed steps 0-3; readings 5, 6 after
+
+
+def test_versions_that_differ_outside_the_new_columns_are_refused(tmp_path: Path) -> None:
+    @dataclass(frozen=True)
+    class Renamed(Accounts):
+        def effect(self, record: Record, version: str = "v1") -> Upsert | Delete:
+            e = super().effect(record, version)
+            if version == "v2" and isinstance(e, Upsert):
+                return Upsert(str(e.key).upper(), e.row)  # release 2 upper-cases keys
+            return e
+
+    write_topic([TopicRecord(0, 0, b"a", b'{"v": 1}')], tmp_path / "topic.parquet")
+    versions = Renamed().version_effects()
+    assert versions is not None
+    with pytest.raises(EffectError, match=r"offset 0: v2's effect differs from v1's"):
+        write_version_effects(
+            tmp_path / "topic.parquet", versions, tmp_path / "e.parquet", tmp_path / "v.parquet"
+        )
+    assert not (tmp_path / "v.parquet").exists()
+
+
+def test_a_descriptor_without_a_version_parameter_maps_every_version_alike() -> None:
+    @dataclass(frozen=True)
+    class OneShape(Accounts):
+        def effect(self, record: Record) -> Upsert | Delete:  # type: ignore[override]
+            return super().effect(record)
+
+    assert OneShape().version_effects() is None
+    assert OneShape().effect_mapping() is not None
+    first = Accounts().effect_mapping()
+    assert first is not None and first(Record(0, 0, b"a", b'{"v": 2}')) == Upsert(
+        "a", {"amount": 2}
+    )
+
+
+def test_migrate_says_how_an_old_row_reads(tmp_path: Path) -> None:
+    """A release 2 that backfills ``tier`` for old rows states it with ``migrate``."""
+
+    @dataclass(frozen=True)
+    class Backfilled(Accounts):
+        def migrate(self, row: Any, version: str) -> dict[str, Any]:
+            return {**row, "tier": tier(row["amount"])}
+
+    write_topic([TopicRecord(0, 0, b"a", b'{"v": 3}')], tmp_path / "topic.parquet")
+    versions = Backfilled().version_effects()
+    assert isinstance(versions, VersionEffects) and versions.migrate is not None
+    write_version_effects(
+        tmp_path / "topic.parquet", versions, tmp_path / "e.parquet", tmp_path / "v.parquet"
+    )
+    got = pl.read_parquet(tmp_path / "v.parquet").select("version", "value").rows()
+    assert got == [("v1", b'{"tier":"odd"}'), ("v2", b'{"tier":"odd"}')]
+    meta = pq.read_schema(tmp_path / "v.parquet").metadata or {}
+    assert json.loads(meta[b"sealcheck.versioned_columns"]) == ["tier"]
+
+
+def test_an_update_of_the_new_column_alone_leaves_the_shared_updates(tmp_path: Path) -> None:
+    old, new = encode_row({"amount": 1, "tier": None}), encode_row({"amount": 1, "tier": "odd"})
+    key = encode_key("a")
+    rows = [("data", key, old, 0, 1), ("data", key, old, 1, -1), ("data", key, new, 1, 1)]
+    write_export(tmp_path, {"data": {"upper": 2, "since": 0}}, [rows])
+    split_export(tmp_path, ("tier",))
+    shared = pl.read_parquet(tmp_path / UPDATES).select("value", "ts", "diff").rows()
+    assert shared == [(b'{"amount":1}', 0, 1)]  # the -1/+1 of step 1 cancel out
+    extra = sorted(pl.read_parquet(tmp_path / VERSIONED).select("value", "ts", "diff").rows())
+    assert extra == [(b'{"tier":"odd"}', 1, 1), (b'{"tier":null}', 0, 1), (b'{"tier":null}', 1, -1)]
