@@ -124,6 +124,13 @@ def test_a_release_2_mistake_is_caught(sealcheck, mistake: str) -> None:
     result.assert_invalid("prefix")
 
 
+def test_a_release_2_that_sets_its_new_column_on_insert_only_is_caught(sealcheck) -> None:
+    # every other column is right: only the `versions` checker sees the NULL tier
+    result = sealcheck(UserJob(), broken="v2-tier-on-insert-only", nemeses=["upgrade"],
+                       duration=30, interval=15, **RUN)  # fmt: skip
+    result.assert_invalid("versions")
+
+
 @pytest.mark.containers
 def test_the_postgres_job_loses_nothing_when_killed_inside_its_batches(
     sealcheck, sealcheck_postgres
