@@ -31,13 +31,12 @@ from sealcheck.infra.node import Backend
 from sealcheck.infra.topic import log_end, read_topic
 from sealcheck.nemeses.api import Versions
 from sealcheck.rundir.captures import CAPTURES, CaptureWriter
-from sealcheck.rundir.effects import EFFECTS, write_effects
 from sealcheck.rundir.files import TOPIC as TOPIC_FILE
-from sealcheck.rundir.files import VERSION_EFFECTS, write_topic
+from sealcheck.rundir.files import UPDATES, write_topic
 from sealcheck.rundir.history import EXPORT_FAILED, NEVER_STARTED, VERSION
 from sealcheck.rundir.history_writer import HistoryWriter, record_inputs
 from sealcheck.rundir.names import sut_log
-from sealcheck.rundir.version_effects import split_export, write_version_effects
+from sealcheck.rundir.version_effects import split_export, write_expected
 from sealcheck.systems import CapturesSteps, Deployment, Settings, Unjudgeable
 from sealcheck.systems.job_calls import DescriptorError
 
@@ -330,20 +329,17 @@ class Session:
         except Exception as exc:  # Kafka cannot be read: judged UNKNOWN, not a crash
             why = f"the dump of the topic failed: {type(exc).__name__}: {exc}"
             reasons.append(self._harness_failure(EXPORT_FAILED, why))
-        mapping = self.test.system.effect_mapping()
-        versions = self.test.system.version_effects()
-        columns: tuple[str, ...] = ()
+        system, columns = self.test.system, tuple[str, ...]()
         try:
-            topic, effects = self.run_dir / TOPIC_FILE, self.run_dir / EFFECTS
-            if versions is not None and dumped:  # versions whose rows differ in some columns
-                columns = write_version_effects(
-                    topic, versions, effects, self.run_dir / VERSION_EFFECTS
+            if dumped:  # what each record should do, by the system's mapping(s), if it has one
+                columns = write_expected(
+                    self.run_dir, system.effect_mapping(), system.version_effects()
                 )
-            elif mapping is not None and dumped:  # what each record should do, by its mapping
-                write_effects(topic, mapping, effects)
-            self.deployment.export(self.run_dir)
-            if columns:  # those columns judged apart (the ``versions`` checker)
-                split_export(self.run_dir, columns)
+            try:
+                self.deployment.export(self.run_dir)
+            finally:  # also after the states an unjudgeable output wrote before it stopped
+                if columns and (self.run_dir / UPDATES).exists():
+                    split_export(self.run_dir, columns)  # judged apart: ``versions``
         except Unjudgeable as exc:  # the states before it were exported: the run is halted
             if self.halt.set(str(exc), by="export"):
                 reasons.append(str(exc))

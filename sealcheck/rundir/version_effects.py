@@ -18,21 +18,29 @@ checker), without importing the system.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import orjson
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sealcheck.core.effects import Delete, Effect, EffectError, Upsert, encode_key, encode_row
+from sealcheck.core.effects import (
+    Delete,
+    Effect,
+    EffectError,
+    EffectMapping,
+    Upsert,
+    encode_key,
+    encode_row,
+    trimmed,
+)
 from sealcheck.core.version_effects import VersionEffects
-from sealcheck.rundir.effects import apply_mapping, record_batches, write_effects
-from sealcheck.rundir.files import ASOF, UPDATES, VERSIONED
+from sealcheck.rundir.effects import EFFECTS, apply_mapping, record_batches, write_effects
+from sealcheck.rundir.files import ASOF, TOPIC, UPDATES, VERSION_EFFECTS, VERSIONED
 from sealcheck.rundir.runid import stamp_schema
 
-__all__ = ["COLUMNS_KEY", "SCHEMA", "split_export", "write_version_effects"]
+__all__ = ["COLUMNS_KEY", "SCHEMA", "split_export", "write_expected", "write_version_effects"]
 
 SCHEMA = pa.schema(
     [
@@ -46,6 +54,7 @@ SCHEMA = pa.schema(
 )
 #: the schema metadata of ``effects-versions.parquet`` that lists the versioned columns (JSON)
 COLUMNS_KEY = b"sealcheck.versioned_columns"
+_SORTED = orjson.OPT_SORT_KEYS
 _VERSIONED_SCHEMA = pa.schema(
     [("key", pa.binary()), ("value", pa.binary()), ("ts", pa.int64()), ("diff", pa.int64())]
 )
@@ -147,43 +156,76 @@ def write_version_effects(
     return columns
 
 
+def write_expected(
+    run_dir: Path, mapping: EffectMapping | None, versions: VersionEffects | None
+) -> tuple[str, ...]:
+    """What each record of ``run_dir``'s dumped topic should do: ``effects.parquet`` by the
+    system's ``mapping`` (none: the built-in record encoding, nothing written) or, for
+    versions whose rows differ, :func:`write_version_effects`; the versioned columns (empty:
+    none)."""
+    topic, effects = run_dir / TOPIC, run_dir / EFFECTS
+    if versions is not None:
+        return write_version_effects(topic, versions, effects, run_dir / VERSION_EFFECTS)
+    if mapping is not None:
+        write_effects(topic, mapping, effects)
+    return ()
+
+
 def split_export(run_dir: Path, columns: tuple[str, ...]) -> None:
     """Split the versioned ``columns`` off the ``data`` rows of the export's
     ``updates.parquet`` (and ``asof.parquet``, when there is one) into
     ``export/versioned.parquet`` (the module's docstring). A row that is not a JSON object is
-    left as it is (and has no versioned part)."""
-    updates = pq.read_table(run_dir / UPDATES)
-    kept: Counter[tuple[str, bytes, bytes | None, int]] = Counter()
-    split: Counter[tuple[bytes, bytes, int]] = Counter()
-    order: list[tuple[str, bytes, bytes | None, int]] = []
-    names = ("collection", "key", "value", "ts", "diff")
-    for c, k, v, ts, diff in zip(*(updates.column(n).to_pylist() for n in names), strict=True):
-        if c == "data" and v is not None:
-            shared, extra = _split(v, columns)
-            if extra is not None:
-                split[(k, extra, ts)] += diff
-            v = shared
-        entry = (c, k, v, ts)
-        if entry not in kept:
-            order.append(entry)
-        kept[entry] += diff
-    rows = [(*e, kept[e]) for e in order if kept[e] != 0]
-    _write(run_dir / UPDATES, updates.schema, list(zip(*rows, strict=True)) if rows else None)
-    out = [(k, v, ts, d) for (k, v, ts), d in split.items() if d != 0]
-    schema = stamp_schema(_VERSIONED_SCHEMA, run_dir)
-    _write(run_dir / VERSIONED, schema, list(zip(*out, strict=True)) if out else None)
+    left as it is (and has no versioned part). Each distinct row is decoded once; the rest is
+    polars (``bench/version_split_bench.py``)."""
+    table = pq.read_table(run_dir / UPDATES)
+    frame = _with_parts(pl.from_arrow(table), columns)  # type: ignore[arg-type]
+    shared = frame.with_columns(pl.coalesce("shared", "value").alias("value"))
+    kept = _consolidated(shared, ("collection", "key", "value", "ts"))
+    _write(run_dir / UPDATES, kept.select(table.schema.names).to_arrow(), table.schema)
+    extra = frame.filter(pl.col("extra").is_not_null())
+    split = _consolidated(extra.select("key", pl.col("extra").alias("value"), "ts", "diff"),
+                          ("key", "value", "ts"))  # fmt: skip
+    _write(run_dir / VERSIONED, split.to_arrow(), stamp_schema(_VERSIONED_SCHEMA, run_dir))
     if (run_dir / ASOF).exists():
         asof = pq.read_table(run_dir / ASOF)
-        pairs = zip(
-            asof.column("collection").to_pylist(), asof.column("value").to_pylist(), strict=True
-        )
-        values = [_split(v, columns)[0] if c == "data" and v is not None else v for c, v in pairs]
-        asof = asof.set_column(asof.schema.get_field_index("value"), "value", pa.array(values))
-        pq.write_table(asof, run_dir / ASOF)
+        snaps = _with_parts(pl.from_arrow(asof), columns)  # type: ignore[arg-type]
+        snaps = snaps.with_columns(pl.coalesce("shared", "value").alias("value"))
+        _write(run_dir / ASOF, snaps.select(asof.schema.names).to_arrow(), asof.schema)
+
+
+def _with_parts(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:
+    """``frame`` (``collection, value, ...``) with each ``data`` row's value split in two:
+    ``shared`` (without ``columns``) and ``extra`` (theirs); both null for other rows and for
+    a value that is not a JSON object (kept as it is)."""
+    values = frame.filter(pl.col("collection") == "data")["value"].drop_nulls().unique()
+    parts = [_split(v, columns) for v in values.to_list()]
+    lookup = pl.DataFrame(
+        {
+            "value": values,
+            "shared": [p[0] for p in parts],
+            "extra": [p[1] for p in parts],
+            "collection": ["data"] * len(parts),
+        },
+        schema={
+            "value": pl.Binary,
+            "shared": pl.Binary,
+            "extra": pl.Binary,
+            "collection": pl.String,
+        },
+    )
+    return frame.join(lookup, on=["collection", "value"], how="left", maintain_order="left")
+
+
+def _consolidated(frame: pl.DataFrame, by: tuple[str, ...]) -> pl.DataFrame:
+    """``frame``'s ``diff`` summed per ``by``, in first-seen order, the zeros left out."""
+    summed = frame.group_by(list(by), maintain_order=True).agg(pl.col("diff").sum())
+    return summed.filter(pl.col("diff") != 0)
 
 
 def _split(value: bytes, columns: tuple[str, ...]) -> tuple[bytes, bytes | None]:
-    """A row's value without the versioned columns, and theirs (None: not a JSON object)."""
+    """A row's value without the versioned columns, and theirs (None: not a JSON object).
+    Both are encoded as :func:`~sealcheck.core.effects.encode_row` encodes a mapping: the
+    value came from it, so its JSON holds only plain values and sorted keys already."""
     try:
         row = orjson.loads(value)
     except orjson.JSONDecodeError:
@@ -192,15 +234,13 @@ def _split(value: bytes, columns: tuple[str, ...]) -> tuple[bytes, bytes | None]
         return value, None
     shared = {c: v for c, v in row.items() if c not in columns}
     extra = {c: row[c] for c in columns if c in row}
-    return encode_row(shared), encode_row(extra)
-
-
-def _write(path: Path, schema: pa.Schema, cols: list[Any] | None) -> None:
-    """``cols`` (None: no rows) as ``path`` with ``schema``, replaced atomically."""
-    arrays = [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)] if cols else None
-    table = (
-        pa.Table.from_arrays(arrays, schema=schema) if arrays is not None else schema.empty_table()
+    return trimmed(orjson.dumps(shared, option=_SORTED)), trimmed(
+        orjson.dumps(extra, option=_SORTED)
     )
+
+
+def _write(path: Path, table: pa.Table, schema: pa.Schema) -> None:
+    """``table`` as ``path`` in ``schema`` (its types and metadata), replaced atomically."""
     tmp = path.with_suffix(".parquet.tmp")
-    pq.write_table(table, tmp)
+    pq.write_table(table.cast(schema), tmp)
     tmp.replace(path)

@@ -197,7 +197,7 @@ def test_a_topic_that_cannot_be_dumped_makes_the_run_unknown_and_the_store_is_st
 
     mapped: list[Path] = []
     monkeypatch.setattr(session_mod, "read_topic", stalled)
-    monkeypatch.setattr(session_mod, "write_effects", lambda topic, m, out: mapped.append(topic))
+    monkeypatch.setattr(session_mod, "write_expected", lambda d, m, v: mapped.append(d) or ())
     test = build_test(TestConfig(nemeses=("kill",)))
     # the system's class: a descriptor is a frozen dataclass
     monkeypatch.setattr(type(test.system), "effect_mapping", lambda self: "a mapping of its own")
