@@ -101,6 +101,8 @@ class RunData:
     version_effects: Frame | None = None
     #: the updates of those columns (``export/versioned.parquet``: ``key, value, ts, diff``)
     versioned: Frame | None = None
+    #: which of them some row of the export holds (one none holds was never read)
+    versioned_held: frozenset[str] = frozenset()
 
     # derived state, not inputs (``init=False``: a ``dataclasses.replace`` copy starts afresh)
     _memo: dict[str, pl.DataFrame] = field(

@@ -4,6 +4,7 @@ inputs left as lazy scans (:class:`sealcheck.checkers.inputs.RunData`)."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.schemas import EFFECTS_SCHEMA, TOPIC_SCHEMA, UPDATES_SCHEMA
@@ -23,6 +25,7 @@ from sealcheck.rundir.files import VERSION_EFFECTS
 from sealcheck.rundir.history import History, HistoryError
 from sealcheck.rundir.regular import RESTORE, NotRegularFile
 from sealcheck.rundir.states import StateRecord, read_states
+from sealcheck.rundir.version_effects import HELD_KEY, SCHEMA, VERSIONED_SCHEMA
 
 
 class RunInputError(ValueError):
@@ -276,9 +279,9 @@ def _read(
             files.check_parquet(run_dir / export.asof)
         if EFFECTS in recorded:
             files.check_parquet(run_dir / EFFECTS, EFFECTS_SCHEMA.names())
-        for rel in (VERSION_EFFECTS, export.versioned):
+        for rel, names in ((VERSION_EFFECTS, SCHEMA), (export.versioned, VERSIONED_SCHEMA)):
             if rel in recorded:
-                files.check_parquet(run_dir / rel)
+                files.check_parquet(run_dir / rel, names.names)
         frontiers = files.read_frontiers(run_dir / export.frontiers)
     except files.InputFileError as exc:
         raise RunInputError(str(exc), tuple(history.harness_failures())) from None
@@ -310,7 +313,14 @@ def _read(
         states,
         _scan(run_dir, VERSION_EFFECTS, recorded),
         _scan(run_dir, export.versioned, recorded),
+        _held(run_dir / export.versioned) if export.versioned in recorded else frozenset(),
     )
+
+
+def _held(path: Path) -> frozenset[str]:
+    """The versioned columns some row of the export holds (its schema's metadata)."""
+    meta = pq.read_schema(path).metadata or {}
+    return frozenset(json.loads(meta.get(HELD_KEY, b"[]")))
 
 
 def _scan(run_dir: Path, rel: str, recorded: dict[str, object]) -> pl.LazyFrame | None:

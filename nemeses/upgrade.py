@@ -13,8 +13,9 @@ checkpoint's) — killed inside one of them, at the worst moment for the handove
 time is "not reached": nobody is killed and version N runs on. Upgrades go one way, one per
 window given to this nemesis, until the last version runs; windows after that hold nothing.
 The heal undoes nothing: the run ends on the version it reached, and its last state is judged
-as that version's, from the descriptor's one ``effect`` (versions share it: a column a later
-version adds is left out of the compared shape with the output's ``exclude``).
+as that version's: by the descriptor's ``effect`` in every column all versions write, and —
+when ``effect`` takes a version and a later one adds a column — that column by the
+``versions`` checker, against the version that wrote each row (:mod:`sealcheck.checkers.versions`).
 
 Whether it bit: the incarnation it stopped exited, and another incarnation runs after it
 (its version recorded before it started: ``harness info version``).

@@ -337,9 +337,12 @@ class Session:
                 )
             try:
                 self.deployment.export(self.run_dir)
-            finally:  # also after the states an unjudgeable output wrote before it stopped
+            except Unjudgeable:  # the states before it were written: split them too
                 if columns and (self.run_dir / UPDATES).exists():
-                    split_export(self.run_dir, columns)  # judged apart: ``versions``
+                    split_export(self.run_dir, columns)
+                raise
+            if columns:  # judged apart: the ``versions`` checker
+                split_export(self.run_dir, columns)
         except Unjudgeable as exc:  # the states before it were exported: the run is halted
             if self.halt.set(str(exc), by="export"):
                 reasons.append(str(exc))

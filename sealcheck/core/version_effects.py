@@ -45,14 +45,14 @@ class VersionEffects:
         return tuple(v for v, _ in self.mappings)
 
     def migrated(
-        self, row: Mapping[str, Any], written_by: str, columns: tuple[str, ...]
+        self, row: Mapping[str, Any], written_by: str, to: str, columns: tuple[str, ...]
     ) -> dict[str, Any]:
-        """``row``, written by ``written_by``, as the last version reads it: through
-        ``migrate`` for each later version in turn (by default, each version's own ``columns``
-        it lacks added as null)."""
+        """``row``, written by ``written_by``, as version ``to`` (the same or a later one)
+        reads it: through ``migrate`` for each version after ``written_by`` up to ``to`` in
+        turn; by default with the ``columns`` it lacks null."""
         names = self.names
         out = dict(row)
-        for later in names[names.index(written_by) + 1 :]:
+        for later in names[names.index(written_by) + 1 : names.index(to) + 1]:
             if self.migrate is not None:
                 moved = self.migrate(out, later)
                 if not isinstance(moved, Mapping):
@@ -61,6 +61,5 @@ class VersionEffects:
                         "of column to value: return the row as the later version holds it"
                     )
                 out = dict(moved)
-        if self.migrate is None:
-            out.update({c: None for c in columns if c not in out})
+        out.update({c: None for c in columns if c not in out})
         return out

@@ -30,6 +30,7 @@ from sealcheck.core.effects import (
     Effect,
     EffectError,
     EffectMapping,
+    Record,
     Upsert,
     encode_key,
     encode_row,
@@ -40,7 +41,15 @@ from sealcheck.rundir.effects import EFFECTS, apply_mapping, record_batches, wri
 from sealcheck.rundir.files import ASOF, TOPIC, UPDATES, VERSION_EFFECTS, VERSIONED
 from sealcheck.rundir.runid import stamp_schema
 
-__all__ = ["COLUMNS_KEY", "SCHEMA", "split_export", "write_expected", "write_version_effects"]
+__all__ = [
+    "COLUMNS_KEY",
+    "HELD_KEY",
+    "SCHEMA",
+    "VERSIONED_SCHEMA",
+    "split_export",
+    "write_expected",
+    "write_version_effects",
+]
 
 SCHEMA = pa.schema(
     [
@@ -48,14 +57,19 @@ SCHEMA = pa.schema(
         ("partition", pa.int64()),
         ("offset", pa.int64()),
         ("version", pa.string()),
+        ("to", pa.string()),
         ("key", pa.binary()),
         ("value", pa.binary()),
     ]
 )
 #: the schema metadata of ``effects-versions.parquet`` that lists the versioned columns (JSON)
 COLUMNS_KEY = b"sealcheck.versioned_columns"
+#: the schema metadata of ``export/versioned.parquet`` that lists the versioned columns some
+#: row of the export holds (JSON): one no row holds was never read (``exclude`` names it?)
+HELD_KEY = b"sealcheck.versioned_held"
 _SORTED = orjson.OPT_SORT_KEYS
-_VERSIONED_SCHEMA = pa.schema(
+#: ``export/versioned.parquet``: the versioned columns' own updates
+VERSIONED_SCHEMA = pa.schema(
     [("key", pa.binary()), ("value", pa.binary()), ("ts", pa.int64()), ("diff", pa.int64())]
 )
 
@@ -107,19 +121,16 @@ def write_version_effects(
     topic: Path, versions: VersionEffects, effects_out: Path, versions_out: Path
 ) -> tuple[str, ...]:
     """Write ``effects.parquet`` (the first version's effects without the versioned columns)
-    and ``effects-versions.parquet``; the versioned columns (empty: the versions map records
-    alike, and only ``effects.parquet`` is written). An :class:`EffectError` names the first
-    record two versions map differently outside the versioned columns, or the mapping's
-    failure, and nothing of ``versions_out`` is written then."""
+    and ``effects-versions.parquet``; the versioned columns (empty: every version maps
+    records alike, and only ``effects.parquet`` is written). An :class:`EffectError` names
+    the first record two versions map differently outside the versioned columns, or whose
+    mapping or ``migrate`` fails, and nothing of ``versions_out`` is written then."""
     columns = versioned_columns(topic, versions)
     first_name, first = versions.mappings[0]
     write_effects(topic, lambda rec: _shared(apply_mapping(first, rec), columns), effects_out)
-    if not columns:
-        return columns
     meta = {COLUMNS_KEY: json.dumps(list(columns)).encode()}
-    schema = stamp_schema(SCHEMA, versions_out.parent).with_metadata(
-        {**(stamp_schema(SCHEMA, versions_out.parent).metadata or {}), **meta}
-    )
+    stamped = stamp_schema(SCHEMA, versions_out.parent)
+    schema = stamped.with_metadata({**(stamped.metadata or {}), **meta})
     tmp = versions_out.with_suffix(".parquet.tmp")
     row = 0
     try:
@@ -127,33 +138,60 @@ def write_version_effects(
             for batch in record_batches(topic):
                 cols: dict[str, list[object]] = {n: [] for n in SCHEMA.names}
                 for rec in batch:
-                    all_effects = [(v, apply_mapping(m, rec)) for v, m in versions.mappings]
-                    want = _plain(_shared(all_effects[0][1], columns))
-                    for v, effects in all_effects:
-                        if _plain(_shared(effects, columns)) != want:
-                            raise EffectError(
-                                f"record partition {rec.partition} offset {rec.offset}: "
-                                f"{v}'s effect differs from {first_name}'s outside the columns "
-                                f"the versions do not all write ({', '.join(columns)}): "
-                                "versions must agree on every other column, key and table"
-                            )
-                        up = _upsert(effects)
-                        if up is None or not isinstance(up.row, dict):
-                            continue
-                        moved = versions.migrated(up.row, v, columns)
+                    for v, to, key, value in _values(rec, versions, columns, first_name):
                         cols["row"].append(row)
                         cols["partition"].append(rec.partition)
                         cols["offset"].append(rec.offset)
                         cols["version"].append(v)
-                        cols["key"].append(encode_key(up.key))
-                        cols["value"].append(encode_row({c: moved.get(c) for c in columns}))
+                        cols["to"].append(to)
+                        cols["key"].append(key)
+                        cols["value"].append(value)
                     row += 1
-                writer.write_table(pa.table(cols, schema=SCHEMA))
+                if columns:
+                    writer.write_table(pa.table(cols, schema=SCHEMA))
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    tmp.replace(versions_out)
+    if columns:
+        tmp.replace(versions_out)
+    else:  # checked only: the versions agree, and write rows of one shape
+        tmp.unlink()
     return columns
+
+
+def _values(
+    rec: Record, versions: VersionEffects, columns: tuple[str, ...], first: str
+) -> list[tuple[str, str, bytes, bytes]]:
+    """For one record: per version that writes a row of ``data`` for it and each version at
+    or after it, ``(version, to, key, value)``: the versioned ``columns`` of its row as ``to``
+    reads it. Checks the versions agree outside ``columns`` (:class:`EffectError`)."""
+    where = f"record partition {rec.partition} offset {rec.offset}"
+    each = [(v, apply_mapping(m, rec)) for v, m in versions.mappings]
+    want = _plain(_shared(each[0][1], columns))
+    names = versions.names
+    out = []
+    for v, effects in each:
+        if _plain(_shared(effects, columns)) != want:
+            outside = f" outside the columns they do not all write ({', '.join(columns)})"
+            raise EffectError(
+                f"{where}: {v}'s effect differs from {first}'s{outside if columns else ''}: "
+                "versions must map a record to the same keys, tables and values, but for "
+                "columns a version adds (docs/your-own-job.md, section 14)"
+            )
+        up = _upsert(effects)
+        if up is None or not isinstance(up.row, dict) or not columns:
+            continue
+        for to in names[names.index(v) :]:
+            try:
+                moved = versions.migrated(up.row, v, to, columns)
+            except Exception as exc:  # the user's migrate: say where, keep its words
+                raise EffectError(
+                    f"migrate raised on {v}'s row of {where}, read as {to}'s: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from None
+            value = encode_row({c: moved.get(c) for c in columns})
+            out.append((v, to, encode_key(up.key), value))
+    return out
 
 
 def write_expected(
@@ -174,31 +212,43 @@ def write_expected(
 def split_export(run_dir: Path, columns: tuple[str, ...]) -> None:
     """Split the versioned ``columns`` off the ``data`` rows of the export's
     ``updates.parquet`` (and ``asof.parquet``, when there is one) into
-    ``export/versioned.parquet`` (the module's docstring). A row that is not a JSON object is
-    left as it is (and has no versioned part). Each distinct row is decoded once; the rest is
-    polars (``bench/version_split_bench.py``)."""
+    ``export/versioned.parquet`` (the module's docstring), a column a row lacks read as null
+    there (a table before ``ADD COLUMN``: the rewrite it causes cancels out), and the columns
+    some row holds listed in its schema's metadata (:data:`HELD_KEY`). A row that is not a
+    JSON object is left as it is (and has no versioned part). Each distinct row is decoded
+    once; the rest is polars (``bench/version_split_bench.py``)."""
     table = pq.read_table(run_dir / UPDATES)
-    frame = _with_parts(pl.from_arrow(table), columns)  # type: ignore[arg-type]
-    shared = frame.with_columns(pl.coalesce("shared", "value").alias("value"))
-    kept = _consolidated(shared, ("collection", "key", "value", "ts"))
-    _write(run_dir / UPDATES, kept.select(table.schema.names).to_arrow(), table.schema)
+    frame, held = _with_parts(pl.from_arrow(table), columns)  # type: ignore[arg-type]
+    data = pl.col("collection") == "data"
+    shared = frame.filter(data).with_columns(pl.coalesce("shared", "value").alias("value"))
+    kept = pl.concat(
+        [
+            frame.filter(~data).select(table.schema.names),
+            _consolidated(shared, ("collection", "key", "value", "ts")).select(table.schema.names),
+        ]
+    )
+    _write(run_dir / UPDATES, kept.to_arrow(), table.schema)
     extra = frame.filter(pl.col("extra").is_not_null())
     split = _consolidated(extra.select("key", pl.col("extra").alias("value"), "ts", "diff"),
                           ("key", "value", "ts"))  # fmt: skip
-    _write(run_dir / VERSIONED, split.to_arrow(), stamp_schema(_VERSIONED_SCHEMA, run_dir))
+    stamped = stamp_schema(VERSIONED_SCHEMA, run_dir)
+    meta = {**(stamped.metadata or {}), HELD_KEY: json.dumps(sorted(held)).encode()}
+    _write(run_dir / VERSIONED, split.to_arrow(), stamped.with_metadata(meta))
     if (run_dir / ASOF).exists():
         asof = pq.read_table(run_dir / ASOF)
-        snaps = _with_parts(pl.from_arrow(asof), columns)  # type: ignore[arg-type]
+        snaps, _ = _with_parts(pl.from_arrow(asof), columns)  # type: ignore[arg-type]
         snaps = snaps.with_columns(pl.coalesce("shared", "value").alias("value"))
         _write(run_dir / ASOF, snaps.select(asof.schema.names).to_arrow(), asof.schema)
 
 
-def _with_parts(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:
+def _with_parts(frame: pl.DataFrame, columns: tuple[str, ...]) -> tuple[pl.DataFrame, set[str]]:
     """``frame`` (``collection, value, ...``) with each ``data`` row's value split in two:
     ``shared`` (without ``columns``) and ``extra`` (theirs); both null for other rows and for
-    a value that is not a JSON object (kept as it is)."""
+    a value that is not a JSON object (kept as it is); and which of ``columns`` some row
+    holds."""
     values = frame.filter(pl.col("collection") == "data")["value"].drop_nulls().unique()
-    parts = [_split(v, columns) for v in values.to_list()]
+    held: set[str] = set()
+    parts = [_split(v, columns, held) for v in values.to_list()]
     lookup = pl.DataFrame(
         {
             "value": values,
@@ -213,7 +263,8 @@ def _with_parts(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:
             "collection": pl.String,
         },
     )
-    return frame.join(lookup, on=["collection", "value"], how="left", maintain_order="left")
+    joined = frame.join(lookup, on=["collection", "value"], how="left", maintain_order="left")
+    return joined, held
 
 
 def _consolidated(frame: pl.DataFrame, by: tuple[str, ...]) -> pl.DataFrame:
@@ -222,10 +273,11 @@ def _consolidated(frame: pl.DataFrame, by: tuple[str, ...]) -> pl.DataFrame:
     return summed.filter(pl.col("diff") != 0)
 
 
-def _split(value: bytes, columns: tuple[str, ...]) -> tuple[bytes, bytes | None]:
-    """A row's value without the versioned columns, and theirs (None: not a JSON object).
-    Both are encoded as :func:`~sealcheck.core.effects.encode_row` encodes a mapping: the
-    value came from it, so its JSON holds only plain values and sorted keys already."""
+def _split(value: bytes, columns: tuple[str, ...], held: set[str]) -> tuple[bytes, bytes | None]:
+    """A row's value without the versioned columns, and theirs, each null where the row lacks
+    it (None: not a JSON object); the ones it holds are added to ``held``. Both are encoded as
+    :func:`~sealcheck.core.effects.encode_row` encodes a mapping: the value came from it, so
+    its JSON holds only plain values and sorted keys already."""
     try:
         row = orjson.loads(value)
     except orjson.JSONDecodeError:
@@ -233,14 +285,17 @@ def _split(value: bytes, columns: tuple[str, ...]) -> tuple[bytes, bytes | None]
     if not isinstance(row, dict):
         return value, None
     shared = {c: v for c, v in row.items() if c not in columns}
-    extra = {c: row[c] for c in columns if c in row}
-    return trimmed(orjson.dumps(shared, option=_SORTED)), trimmed(
-        orjson.dumps(extra, option=_SORTED)
-    )
+    held.update(c for c in columns if c in row)
+    extra = {c: row.get(c) for c in columns}
+    encoded = [trimmed(orjson.dumps(part, option=_SORTED)) for part in (shared, extra)]
+    return encoded[0], encoded[1]
 
 
 def _write(path: Path, table: pa.Table, schema: pa.Schema) -> None:
     """``table`` as ``path`` in ``schema`` (its types and metadata), replaced atomically."""
     tmp = path.with_suffix(".parquet.tmp")
-    pq.write_table(table.cast(schema), tmp)
-    tmp.replace(path)
+    try:
+        pq.write_table(table.cast(schema), tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -68,8 +68,10 @@ class Accounts(Job):
 
 
 KEYS = [b"a", b"b", b"c", b"d", b"e", b"f"]
-#: values written per step; a tombstone now and then
-PAIRS = [(KEYS[i % 6], None if i % 11 == 10 else json.dumps({"v": i}).encode()) for i in range(72)]
+#: values written per step; a tombstone now and then; ``z`` written once, first
+PAIRS = [(b"z", b'{"v": 1001}')] + [
+    (KEYS[i % 6], None if i % 11 == 10 else json.dumps({"v": i}).encode()) for i in range(72)
+]
 
 #: how one version writes a record into the table's row (None: the row as it was, a delete)
 Writer = Callable[[dict[str, Any] | None, int], dict[str, Any]]
@@ -99,18 +101,25 @@ def run_of(
     steps_each: int = 4,
     step: int = 3,
     bindings: bool = True,
+    job: Job | None = None,
+    idle: int = 0,
+    alter: bool = False,
+    trailing: str | None = None,
 ) -> RunData:
     """A run of the job whose incarnations run ``plan`` (version, writer) in turn, each for
     ``steps_each`` steps, written and exported as the harness does (effects, export, split);
-    without ``bindings``, as an output observed from outside exports it (its states only)."""
+    without ``bindings``, as an output observed from outside exports it (its states only).
+    ``idle``: observer readings of an unchanged upper after each start (a slow start);
+    ``alter``: the first step of a version after another adds ``tier`` (null) to every row
+    (``ALTER TABLE ... ADD COLUMN``); ``trailing``: a last incarnation of that version that
+    seals nothing."""
     logs: list[list[TopicRecord]] = [[], []]
     for k, v in PAIRS:
         p = zlib.crc32(k) % 2
         logs[p].append(TopicRecord(p, len(logs[p]), k, v))
     records = [r for log in logs for r in log]
     write_topic(records, tmp / "topic.parquet")
-    job = Accounts()
-    versions = job.version_effects()
+    versions = (job or Accounts()).version_effects()
     assert versions is not None
     cols = write_version_effects(
         tmp / "topic.parquet", versions, tmp / "effects.parquet", tmp / VERSION_EFFECTS
@@ -132,6 +141,14 @@ def run_of(
         version, writes = plan[min(inc, len(plan) - 1)]
         op(VERSION, {"incarnation": inc, "version": version})
         op(SUT_START, {"incarnation": inc})
+        for _ in range(idle):
+            op("uppers", {"bindings": t, "data": t, "errors": t}, "observer")
+        if alter and inc > 0:  # the new version's ALTER TABLE: every row gets the column
+            for key, old in sorted(table.items()):
+                if "tier" not in old:
+                    rows.append(("data", key, encode_row(old), t, -1))
+                    table[key] = {**old, "tier": None}
+                    rows.append(("data", key, encode_row(table[key]), t, 1))
         for _ in range(steps_each):
             nxt = choose_range(bound, end, step)
             if all(o == bound.get(p, 0) for p, o in nxt.items()):
@@ -153,6 +170,10 @@ def run_of(
             bound, t = nxt, t + 1
             op("uppers", {"bindings": t, "data": t, "errors": t}, "observer")
         op(SUT_EXIT, {"incarnation": inc, "code": -9})
+        if all(bound.get(p, 0) == e for p, e in end.items()) and trailing is not None:
+            op(VERSION, {"incarnation": inc + 1, "version": trailing})
+            op(SUT_START, {"incarnation": inc + 1})
+            op(SUT_EXIT, {"incarnation": inc + 1, "code": 0})
         if all(bound.get(p, 0) == e for p, e in end.items()):
             break
     uppers = {"bindings": t, "data": t, "errors": t}
@@ -246,6 +267,39 @@ def test_the_cut_is_the_second_reading_after_the_last_exit_of_another_version(
     assert ho.cut == 6 and not ho.rolled_back  # v1 sealed steps 0-3; readings 5, 6 after
 
 
+def test_a_slow_start_whose_alter_follows_the_cut_blames_nobody(tmp_path: Path) -> None:
+    """Readings of an unchanged upper while release 2 starts put the cut before its first
+    step, whose ``ADD COLUMN`` rewrites every row: a row only release 1 wrote (``z``) holds
+    ``tier`` null as before, so it did not change there and either version may have written
+    it."""
+    run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_writes)], idle=2, alter=True)
+    ho = handover(run.history, ("v1", "v2"))
+    assert ho is not None and ho.cut == 4  # the second reading after v1's exit: still 4
+    assert verdicts(run) == ALL_VALID
+
+
+def test_a_run_that_never_upgraded_reads_rows_as_its_version_writes_them(tmp_path: Path) -> None:
+    """With a ``migrate`` that backfills, a run that stayed on v1 is judged by v1's rows as v1
+    reads them (``tier`` null), not as v2 would after migrating them."""
+
+    @dataclass(frozen=True)
+    class Backfilled(Accounts):
+        def migrate(self, row: Any, version: str) -> dict[str, Any]:
+            return {**row, "tier": tier(row["amount"])}
+
+    assert verdicts(run_of(tmp_path, [("v1", v1_writes)], job=Backfilled())) == ALL_VALID
+
+
+def test_a_rollback_that_leaves_nothing_after_the_cut_is_unknown(tmp_path: Path) -> None:
+    """v1, v2, v1, then a v2 that seals nothing: every key's row changed before any reading
+    after v1's exit, so none can be judged, and the checker says so rather than valid."""
+    plan = [("v1", v1_writes), ("v2", v2_writes), ("v1", v1_writes)]
+    run = run_of(tmp_path, plan, steps_each=3, trailing="v2")
+    res = run_checkers(run).checkers["versions"]
+    assert res.applicable and res.valid is None and "no key" in (res.error or ""), res
+    assert res.counts["keys_not_judged_rollback"] > 0
+
+
 def test_versions_that_differ_outside_the_new_columns_are_refused(tmp_path: Path) -> None:
     @dataclass(frozen=True)
     class Renamed(Accounts):
@@ -263,6 +317,24 @@ def test_versions_that_differ_outside_the_new_columns_are_refused(tmp_path: Path
             tmp_path / "topic.parquet", versions, tmp_path / "e.parquet", tmp_path / "v.parquet"
         )
     assert not (tmp_path / "v.parquet").exists()
+
+
+def test_versions_of_one_shape_that_differ_in_a_value_are_refused(tmp_path: Path) -> None:
+    @dataclass(frozen=True)
+    class Doubled(Accounts):
+        def effect(self, record: Record, version: str = "v1") -> Upsert | Delete:
+            e = super().effect(record, "v1")
+            if version == "v2" and isinstance(e, Upsert) and isinstance(e.row, dict):
+                return Upsert(e.key, {"amount": e.row["amount"] * 2})
+            return e
+
+    write_topic([TopicRecord(0, 0, b"a", b'{"v": 1}')], tmp_path / "topic.parquet")
+    versions = Doubled().version_effects()
+    assert versions is not None
+    with pytest.raises(EffectError, match=r"offset 0: v2's effect differs from v1's: versions"):
+        write_version_effects(
+            tmp_path / "topic.parquet", versions, tmp_path / "e.parquet", tmp_path / "v.parquet"
+        )
 
 
 def test_a_descriptor_without_a_version_parameter_maps_every_version_alike() -> None:
@@ -293,8 +365,12 @@ def test_migrate_says_how_an_old_row_reads(tmp_path: Path) -> None:
     write_version_effects(
         tmp_path / "topic.parquet", versions, tmp_path / "e.parquet", tmp_path / "v.parquet"
     )
-    got = pl.read_parquet(tmp_path / "v.parquet").select("version", "value").rows()
-    assert got == [("v1", b'{"tier":"odd"}'), ("v2", b'{"tier":"odd"}')]
+    got = pl.read_parquet(tmp_path / "v.parquet").select("version", "to", "value").rows()
+    assert got == [
+        ("v1", "v1", b'{"tier":null}'),  # as v1 reads it: the run ended on v1
+        ("v1", "v2", b'{"tier":"odd"}'),  # as v2 reads it, migrated
+        ("v2", "v2", b'{"tier":"odd"}'),
+    ]
     meta = pq.read_schema(tmp_path / "v.parquet").metadata or {}
     assert json.loads(meta[b"sealcheck.versioned_columns"]) == ["tier"]
 
