@@ -4,7 +4,6 @@ inputs left as lazy scans (:class:`sealcheck.checkers.inputs.RunData`)."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +12,6 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.schemas import EFFECTS_SCHEMA, TOPIC_SCHEMA, UPDATES_SCHEMA
@@ -25,7 +23,7 @@ from sealcheck.rundir.files import VERSION_EFFECTS
 from sealcheck.rundir.history import History, HistoryError
 from sealcheck.rundir.regular import RESTORE, NotRegularFile
 from sealcheck.rundir.states import StateRecord, read_states
-from sealcheck.rundir.version_effects import HELD_KEY, SCHEMA, VERSIONED_SCHEMA
+from sealcheck.rundir.version_effects import SCHEMA, VERSIONED_SCHEMA, held_columns
 
 
 class RunInputError(ValueError):
@@ -313,14 +311,8 @@ def _read(
         states,
         _scan(run_dir, VERSION_EFFECTS, recorded),
         _scan(run_dir, export.versioned, recorded),
-        _held(run_dir / export.versioned) if export.versioned in recorded else frozenset(),
+        held_columns(run_dir / export.versioned) if export.versioned in recorded else frozenset(),
     )
-
-
-def _held(path: Path) -> frozenset[str]:
-    """The versioned columns some row of the export holds (its schema's metadata)."""
-    meta = pq.read_schema(path).metadata or {}
-    return frozenset(json.loads(meta.get(HELD_KEY, b"[]")))
 
 
 def _scan(run_dir: Path, rel: str, recorded: dict[str, object]) -> pl.LazyFrame | None:

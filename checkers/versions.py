@@ -195,6 +195,15 @@ def check(run: RunData) -> CheckResult:
             bad.append(_anomaly(run, k, options, found, ho, absent))
     res.counts["keys_judged"] = judged
     res.counts["keys_after_cut"] = keys.filter(pl.col("after")).height
+    unread = _unread(cands.filter(pl.col("version") == ho.last)["value"], absent)
+    if unread:  # the last version wrote it, yet no row was read holding it: its reading
+        return CheckResult(
+            NAME,
+            None,
+            counts=res.counts,
+            error=f"no row of the export holds {', '.join(unread)}, which {ho.last} writes: "
+            "the output does not read it (does its exclude name it? remove it from exclude)",
+        )
     res.add_bulk("versioned-column-mismatch", total, bad)
     if not judged and not total and run.versioned.lazy().select(pl.len()).collect().item():
         why = "after the rollback no row changed at or after the cut" if ho.rolled_back else ""
@@ -205,6 +214,20 @@ def check(run: RunData) -> CheckResult:
             error=f"no key of the last state was judged{': ' + why if why else ''}",
         )
     return res
+
+
+def _unread(values: pl.Series, absent: list[str]) -> list[str]:
+    """The ``absent`` columns (no row of the export holds them) that some of ``values`` (the
+    last version's, JSON) sets: the table should hold them."""
+    if not absent:
+        return []
+    found: set[str] = set()
+    for raw in values.to_list():
+        row = orjson.loads(raw)
+        found |= {c for c in absent if row.get(c) is not None}
+        if len(found) == len(absent):
+            break
+    return sorted(found)
 
 
 def _cut(run: RunData, ho: Handover) -> int | None:

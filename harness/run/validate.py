@@ -20,15 +20,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sealcheck.core.capabilities import CAPABILITIES
+from sealcheck.core.effects import EffectError
 from sealcheck.core.roles import Role
 from sealcheck.harness.run.config import ConfigError, TestConfig
-from sealcheck.harness.run.tried import refuse_broken_effect, refuse_broken_records
+from sealcheck.harness.run.tried import (
+    refuse_broken_effect,
+    refuse_broken_records,
+    sample_records,
+)
 from sealcheck.harness.run.workload import (
     TOPIC,
 )
 from sealcheck.nemeses import Action, Nemesis, PlanInfo
 from sealcheck.nemeses.partition import Partition
 from sealcheck.nemeses.registry import lacking
+from sealcheck.rundir.version_effects import check_versions
 from sealcheck.systems import SYSTEMS, SystemUnderTest, every_role, run_roles
 from sealcheck.systems.job import Job, JobRun, check_job
 from sealcheck.systems.job_calls import DescriptorError
@@ -227,9 +233,15 @@ def refuse_broken_descriptor(
     if mapping is not None:
         refuse_broken_effect(f"{name}.effect", mapping, spec, producer_seeds, make)
     versions = sut.version_effects()
-    for version, each in versions.mappings[1:] if versions is not None else ():
-        said = f"{name}.effect(record, version={version!r})"
-        refuse_broken_effect(said, each, spec, producer_seeds, make)
+    if versions is not None:
+        for version, each in versions.mappings[1:]:
+            said = f"{name}.effect(record, version={version!r})"
+            refuse_broken_effect(said, each, spec, producer_seeds, make)
+        try:  # the versions agree but in the columns one adds; migrate takes the old rows
+            check_versions(sample_records(spec.workload, producer_seeds, spec.partitions, make),
+                           versions)  # fmt: skip
+        except EffectError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
 
 
 #: ``test.json``'s line naming the system's commit boundaries its run cannot hold (None: none)

@@ -18,6 +18,7 @@ checker), without importing the system.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
@@ -46,6 +47,8 @@ __all__ = [
     "HELD_KEY",
     "SCHEMA",
     "VERSIONED_SCHEMA",
+    "check_versions",
+    "held_columns",
     "split_export",
     "write_expected",
     "write_version_effects",
@@ -115,6 +118,23 @@ def _plain(effects: tuple[Effect, ...]) -> list[tuple[str, str, bytes, bytes | N
         )
         for e in effects
     ]
+
+
+def check_versions(records: Iterable[Record], versions: VersionEffects) -> int:
+    """What :func:`write_version_effects` checks, on ``records`` (a sample, before the run):
+    the versions agree outside the columns they do not all write, and ``migrate`` takes every
+    earlier version's row (:class:`EffectError` naming the first record that fails); how many
+    records were tried."""
+    held = list(records)
+    columns: set[str] = set()
+    for rec in held:
+        ups = [_upsert(apply_mapping(m, rec)) for _, m in versions.mappings]
+        shapes = [set(u.row) for u in ups if u is not None and isinstance(u.row, dict)]
+        if shapes:
+            columns |= set.union(*shapes) - set.intersection(*shapes)
+    for rec in held:
+        _values(rec, versions, tuple(sorted(columns)), versions.names[0])
+    return len(held)
 
 
 def write_version_effects(
@@ -239,6 +259,13 @@ def split_export(run_dir: Path, columns: tuple[str, ...]) -> None:
         snaps, _ = _with_parts(pl.from_arrow(asof), columns)  # type: ignore[arg-type]
         snaps = snaps.with_columns(pl.coalesce("shared", "value").alias("value"))
         _write(run_dir / ASOF, snaps.select(asof.schema.names).to_arrow(), asof.schema)
+
+
+def held_columns(path: Path) -> frozenset[str]:
+    """The versioned columns some row of the export held (``export/versioned.parquet``'s
+    schema metadata, :data:`HELD_KEY`)."""
+    meta = pq.read_schema(path).metadata or {}
+    return frozenset(json.loads(meta.get(HELD_KEY, b"[]")))
 
 
 def _with_parts(frame: pl.DataFrame, columns: tuple[str, ...]) -> tuple[pl.DataFrame, set[str]]:

@@ -34,7 +34,12 @@ from sealcheck.rundir.files import (
 )
 from sealcheck.rundir.history import VERSION, History
 from sealcheck.rundir.names import SUT_EXIT, SUT_START
-from sealcheck.rundir.version_effects import split_export, write_version_effects
+from sealcheck.rundir.version_effects import (
+    check_versions,
+    held_columns,
+    split_export,
+    write_version_effects,
+)
 from sealcheck_upsert_source.loop import choose_range, diff_bindings
 from tests.runs import final_ops
 
@@ -199,6 +204,7 @@ def run_of(
         stated=pl.read_parquet(tmp / "effects.parquet").cast(EFFECTS_SCHEMA),
         version_effects=pl.read_parquet(tmp / VERSION_EFFECTS),
         versioned=pl.read_parquet(tmp / VERSIONED),
+        versioned_held=held_columns(tmp / VERSIONED),
         unkept=frozenset() if bindings else frozenset({"bindings"}),
     )
 
@@ -239,6 +245,33 @@ def test_without_bindings_the_states_tell_who_wrote_a_row(tmp_path: Path) -> Non
     assert verdicts(good)["versions"] is True
     bad = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_tier_on_insert_only)], bindings=False)
     assert verdicts(bad)["versions"] is False
+
+
+def v2_not_read(old: dict[str, Any] | None, n: int) -> dict[str, Any]:
+    """Release 2 is right, but the output leaves ``tier`` out (the descriptor's ``exclude``)."""
+    return {**(old or {}), "amount": n}
+
+
+def test_a_new_column_the_output_never_reads_is_unknown_not_blamed(tmp_path: Path) -> None:
+    run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_not_read)])
+    res = run_checkers(run).checkers["versions"]
+    assert res.valid is None and "no row of the export holds tier" in (res.error or ""), res
+    assert "exclude" in (res.error or "")
+
+
+def test_versions_are_checked_on_a_sample_before_the_run(tmp_path: Path) -> None:
+    @dataclass(frozen=True)
+    class BadMigrate(Accounts):
+        def migrate(self, row: Any, version: str) -> dict[str, Any]:
+            return {**row, "tier": row["missing"]}
+
+    sample = [Record(0, i, b"a", json.dumps({"v": i}).encode()) for i in range(3)]
+    good = Accounts().version_effects()
+    assert good is not None and check_versions(sample, good) == 3
+    bad = BadMigrate().version_effects()
+    assert bad is not None
+    with pytest.raises(EffectError, match=r"migrate raised on v1's row of record partition 0"):
+        check_versions(sample, bad)
 
 
 def test_a_release_2_that_writes_the_wrong_value_is_caught(tmp_path: Path) -> None:
