@@ -87,13 +87,17 @@ def _upsert(effects: tuple[Effect, ...]) -> Upsert | None:
 
 def versioned_columns(topic: Path, versions: VersionEffects) -> tuple[str, ...]:
     """The columns of ``data`` rows that some record's rows do not all hold, across versions."""
+    return _columns_of((rec for batch in record_batches(topic) for rec in batch), versions)
+
+
+def _columns_of(records: Iterable[Record], versions: VersionEffects) -> tuple[str, ...]:
+    """:func:`versioned_columns` of ``records``."""
     found: set[str] = set()
-    for batch in record_batches(topic):
-        for rec in batch:
-            ups = [_upsert(apply_mapping(m, rec)) for _, m in versions.mappings]
-            shapes = [set(u.row) for u in ups if u is not None and isinstance(u.row, dict)]
-            if shapes:
-                found |= set.union(*shapes) - set.intersection(*shapes)
+    for rec in records:
+        ups = [_upsert(apply_mapping(m, rec)) for _, m in versions.mappings]
+        shapes = [set(u.row) for u in ups if u is not None and isinstance(u.row, dict)]
+        if shapes:
+            found |= set.union(*shapes) - set.intersection(*shapes)
     return tuple(sorted(found))
 
 
@@ -126,14 +130,9 @@ def check_versions(records: Iterable[Record], versions: VersionEffects) -> int:
     earlier version's row (:class:`EffectError` naming the first record that fails); how many
     records were tried."""
     held = list(records)
-    columns: set[str] = set()
+    columns = _columns_of(held, versions)
     for rec in held:
-        ups = [_upsert(apply_mapping(m, rec)) for _, m in versions.mappings]
-        shapes = [set(u.row) for u in ups if u is not None and isinstance(u.row, dict)]
-        if shapes:
-            columns |= set.union(*shapes) - set.intersection(*shapes)
-    for rec in held:
-        _values(rec, versions, tuple(sorted(columns)), versions.names[0])
+        _values(rec, versions, columns, versions.names[0])
     return len(held)
 
 

@@ -333,41 +333,47 @@ def test_a_rollback_that_leaves_nothing_after_the_cut_is_unknown(tmp_path: Path)
     assert res.counts["keys_not_judged_rollback"] > 0
 
 
-def test_versions_that_differ_outside_the_new_columns_are_refused(tmp_path: Path) -> None:
-    @dataclass(frozen=True)
-    class Renamed(Accounts):
-        def effect(self, record: Record, version: str = "v1") -> Upsert | Delete:
-            e = super().effect(record, version)
-            if version == "v2" and isinstance(e, Upsert):
-                return Upsert(str(e.key).upper(), e.row)  # release 2 upper-cases keys
-            return e
+@dataclass(frozen=True)
+class Renamed(Accounts):
+    """Release 2 upper-cases keys: it differs outside the new column."""
 
+    def effect(self, record: Record, version: str = "v1") -> Upsert | Delete:
+        e = super().effect(record, version)
+        if version == "v2" and isinstance(e, Upsert):
+            return Upsert(str(e.key).upper(), e.row)
+        return e
+
+
+@dataclass(frozen=True)
+class Doubled(Accounts):
+    """Release 2 writes rows of release 1's shape, with another value."""
+
+    def effect(self, record: Record, version: str = "v1") -> Upsert | Delete:
+        e = super().effect(record, "v1")
+        if version == "v2" and isinstance(e, Upsert) and isinstance(e.row, dict):
+            return Upsert(e.key, {"amount": e.row["amount"] * 2})
+        return e
+
+
+@pytest.mark.parametrize(
+    ("job", "said"),
+    [
+        (Renamed(), r"offset 0: v2's effect differs from v1's outside the columns"),
+        (Doubled(), r"offset 0: v2's effect differs from v1's: versions"),
+    ],
+    ids=["other-keys", "one-shape-other-value"],
+)
+def test_versions_that_differ_outside_the_new_columns_are_refused(
+    tmp_path: Path, job: Accounts, said: str
+) -> None:
     write_topic([TopicRecord(0, 0, b"a", b'{"v": 1}')], tmp_path / "topic.parquet")
-    versions = Renamed().version_effects()
+    versions = job.version_effects()
     assert versions is not None
-    with pytest.raises(EffectError, match=r"offset 0: v2's effect differs from v1's"):
+    with pytest.raises(EffectError, match=said):
         write_version_effects(
             tmp_path / "topic.parquet", versions, tmp_path / "e.parquet", tmp_path / "v.parquet"
         )
     assert not (tmp_path / "v.parquet").exists()
-
-
-def test_versions_of_one_shape_that_differ_in_a_value_are_refused(tmp_path: Path) -> None:
-    @dataclass(frozen=True)
-    class Doubled(Accounts):
-        def effect(self, record: Record, version: str = "v1") -> Upsert | Delete:
-            e = super().effect(record, "v1")
-            if version == "v2" and isinstance(e, Upsert) and isinstance(e.row, dict):
-                return Upsert(e.key, {"amount": e.row["amount"] * 2})
-            return e
-
-    write_topic([TopicRecord(0, 0, b"a", b'{"v": 1}')], tmp_path / "topic.parquet")
-    versions = Doubled().version_effects()
-    assert versions is not None
-    with pytest.raises(EffectError, match=r"offset 0: v2's effect differs from v1's: versions"):
-        write_version_effects(
-            tmp_path / "topic.parquet", versions, tmp_path / "e.parquet", tmp_path / "v.parquet"
-        )
 
 
 def test_a_descriptor_without_a_version_parameter_maps_every_version_alike() -> None:
