@@ -96,7 +96,7 @@ class RunData:
     #: export records them (:mod:`sealcheck.rundir.states`); None: not recorded
     states: StateRecord | None = None
     #: per record and version, the columns a system's versions do not all write
-    #: (``effects-versions.parquet``: ``row, partition, offset, version, key, value``); None:
+    #: (``effects-versions.parquet``: ``row, partition, offset, version, to, key, value``); None:
     #: its versions (if any) write rows of one shape
     version_effects: Frame | None = None
     #: the updates of those columns (``export/versioned.parquet``: ``key, value, ts, diff``)
