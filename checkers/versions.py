@@ -31,8 +31,8 @@ import polars as pl
 from sealcheck.checkers.frames import h
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
+from sealcheck.checkers.version_states import KIND, judge_earlier, stretches
 from sealcheck.rundir.history import History
-from sealcheck.rundir.names import SUT_EXIT, SUT_START
 
 NAME = "versions"
 
@@ -54,29 +54,15 @@ class Handover:
 def handover(history: History, order: tuple[str, ...]) -> Handover | None:
     """The versions that ran and the cut (the module's docstring); None: no incarnation
     recorded its version. ``order``: the versions in upgrade order."""
-    versions = history.versions()
-    if not versions:
+    runs = stretches(history, order)
+    if not runs:
         return None
-    ran: list[str] = []
-    for n in sorted(versions):
-        if not ran or ran[-1] != versions[n]:
-            ran.append(versions[n])
-    last = versions[max(versions)]
-    others = {n for n, v in versions.items() if v != last}
-    gone: int | None = None  # when the last incarnation of another version exited
-    seen: list[int] = []  # the data uppers recorded since
-    for op in history.ops:
-        value, f = op.get("value"), op.get("f")
-        inc = value.get("incarnation") if isinstance(value, dict) else None
-        if f in (SUT_START, SUT_EXIT) and inc in others:  # another version ran until now
-            gone, seen = (int(op.get("time", 0)) if f == SUT_EXIT else None), []
-        elif f == "uppers" and gone is not None and isinstance(value, dict):
-            seen.append(int(value.get("data", 0) or 0))
-    # the second reading after it was *read* after it (the first may have been before)
-    cut = 0 if not others else seen[1] if len(seen) > 1 else None
-    ranks = [order.index(v) for v in ran if v in order]
-    rolled = any(b < a for a, b in itertools.pairwise(ranks))
-    return Handover(tuple(ran), last, cut, rolled)
+    ran = tuple(v for v, _ in itertools.groupby(s.version for s in runs))
+    last = runs[-1].version
+    others = [s for s in runs if s.version != last]
+    # the second reading after the last other incarnation's exit was *read* after it
+    cut = others[-1].hi if others else 0
+    return Handover(ran, last, cut, any(s.rolled_back for s in runs))
 
 
 def _final(run: RunData) -> pl.DataFrame:
@@ -204,8 +190,14 @@ def check(run: RunData) -> CheckResult:
             error=f"no row of the export holds {', '.join(unread)}, which {ho.last} writes: "
             "the output does not read it (does its exclude name it? remove it from exclude)",
         )
-    res.add_bulk("versioned-column-mismatch", total, bad)
-    if not judged and not total and run.versioned.lazy().select(pl.len()).collect().item():
+    res.add_bulk(KIND, total, bad)
+    # every earlier state (an output whose states have no moment in the run has no stretches)
+    if run.states_timed:
+        earlier = judge_earlier(run, wanted, order, 0 if run.keeps_bindings else 1)
+        res.counts.update(earlier.counts)
+        res.add_bulk(KIND, earlier.total, earlier.anomalies)
+    rows = run.versioned.lazy().select(pl.len()).collect().item()
+    if not judged and not res.anomaly_counts and rows:
         why = "after the rollback no row changed at or after the cut" if ho.rolled_back else ""
         return CheckResult(
             NAME,
@@ -280,7 +272,7 @@ def _anomaly(
         else ""
     )
     return Anomaly(
-        "versioned-column-mismatch",
+        KIND,
         "data",
         show(k["key"]),
         step,

@@ -21,6 +21,7 @@ from sealcheck import Delete, DeltaOutput, Job, JobRun, Record, Upsert
 from sealcheck.checkers import CHECKERS, run_checkers
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.schemas import EFFECTS_SCHEMA, TOPIC_SCHEMA, UPDATES_SCHEMA
+from sealcheck.checkers.version_states import Stretch, stretches
 from sealcheck.checkers.versions import handover
 from sealcheck.core.effects import EffectError, encode_key, encode_row
 from sealcheck.core.version_effects import VersionEffects
@@ -110,6 +111,7 @@ def run_of(
     idle: int = 0,
     alter: bool = False,
     trailing: str | None = None,
+    backfill: bool = False,
 ) -> RunData:
     """A run of the job whose incarnations run ``plan`` (version, writer) in turn, each for
     ``steps_each`` steps, written and exported as the harness does (effects, export, split);
@@ -117,7 +119,8 @@ def run_of(
     ``idle``: observer readings of an unchanged upper after each start (a slow start);
     ``alter``: the first step of a version after another adds ``tier`` (null) to every row
     (``ALTER TABLE ... ADD COLUMN``); ``trailing``: a last incarnation of that version that
-    seals nothing."""
+    seals nothing; ``backfill``: as ``alter``, with ``tier`` backfilled from ``amount``,
+    credited to the step before (as Delta credits a commit outside any batch)."""
     logs: list[list[TopicRecord]] = [[], []]
     for k, v in PAIRS:
         p = zlib.crc32(k) % 2
@@ -148,12 +151,13 @@ def run_of(
         op(SUT_START, {"incarnation": inc})
         for _ in range(idle):
             op("uppers", {"bindings": t, "data": t, "errors": t}, "observer")
-        if alter and inc > 0:  # the new version's ALTER TABLE: every row gets the column
+        if (alter or backfill) and inc > 0:  # the new version's ALTER TABLE: every row
+            at = t - 1 if backfill else t  # gets the column
             for key, old in sorted(table.items()):
                 if "tier" not in old:
-                    rows.append(("data", key, encode_row(old), t, -1))
-                    table[key] = {**old, "tier": None}
-                    rows.append(("data", key, encode_row(table[key]), t, 1))
+                    rows.append(("data", key, encode_row(old), at, -1))
+                    table[key] = {**old, "tier": tier(old["amount"]) if backfill else None}
+                    rows.append(("data", key, encode_row(table[key]), at, 1))
         for _ in range(steps_each):
             nxt = choose_range(bound, end, step)
             if all(o == bound.get(p, 0) for p, o in nxt.items()):
@@ -222,6 +226,75 @@ def test_a_correct_release_2_is_valid_by_every_checker(tmp_path: Path) -> None:
     assert verdicts(run) == ALL_VALID
     res = run_checkers(run).checkers["versions"]
     assert res.counts["keys_judged"] > 0 and res.counts["keys_after_cut"] > 0
+    assert res.counts["earlier_states_judged"] > 0  # every state, not only the last
+
+
+def v2_wrong_at_first(old: dict[str, Any] | None, n: int) -> dict[str, Any]:
+    """A mistake the last state hides: release 2 inverts ``tier`` for the records before
+    offset 20 of either partition (values below 40), and its later writes overwrite them."""
+    return {**(old or {}), "amount": n, "tier": tier(n + 1 if n < 40 else n)}
+
+
+@pytest.mark.parametrize("bindings", [True, False], ids=["bindings", "states"])
+def test_a_wrong_earlier_state_is_caught_though_the_last_is_right(
+    tmp_path: Path, bindings: bool
+) -> None:
+    run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_wrong_at_first)], bindings=bindings)
+    found = verdicts(run)  # without bindings, the checkers that need them do not apply
+    assert found["versions"] is False and False not in {found[n] for n in found if n != "versions"}
+    res = run_checkers(run).checkers["versions"]
+    first = res.anomalies[0]  # the last state is right: every anomaly is an earlier state
+    assert all(a.detail.startswith("from ") for a in res.anomalies)
+    assert first.step == 4 and first.key in {k.decode() for k in KEYS}
+    assert "v1 (incarnation 0), v2 (incarnation 1) may have written it then" in first.detail
+    assert '"tier":null' in first.expected and first.found != first.expected
+
+
+def test_a_row_rewritten_by_release_2_is_its_own_even_where_release_1_wrote_it_so(
+    tmp_path: Path,
+) -> None:
+    """A release 2 that leaves ``tier`` null in its UPDATE (release 1's row, as release 2
+    reads it) is blamed at every state it rewrote after release 1 exited, not only the last."""
+    run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_tier_on_insert_only)])
+    res = run_checkers(run).checkers["versions"]
+    earlier = [a for a in res.anomalies if a.detail.startswith("from ")]
+    assert earlier and all(a.step is not None and a.step >= 6 for a in earlier), earlier
+    assert "only v2 (incarnation 1) may have written it then" in earlier[0].detail
+
+
+@pytest.mark.parametrize(
+    ("plan", "kw"),
+    [
+        ([("v1", v1_writes), ("v2", v2_writes)], {"idle": 2, "alter": True}),
+        ([("v1", v1_writes), ("v2", v2_writes)], {"bindings": False}),
+        ([("v1", v1_writes), ("v2", v2_writes), ("v1", v1_writes), ("v2", v2_writes)], {}),
+    ],
+    ids=["alter-after-a-slow-start", "states", "rolled-back-and-upgraded-again"],
+)
+def test_every_earlier_state_of_a_correct_release_2_is_explained(
+    tmp_path: Path, plan: list[tuple[str, Writer]], kw: dict[str, Any]
+) -> None:
+    run = run_of(tmp_path, plan, steps_each=2, **kw)
+    found = verdicts(run)
+    assert found["versions"] is True and False not in found.values() and None not in found.values()
+    counts = run_checkers(run).checkers["versions"].counts
+    assert counts["earlier_states_judged"] > 0
+    if len(plan) > 2:  # what the rolled-back release 1 may have written is not judged
+        assert counts["earlier_states_not_judged_rollback"] > 0
+
+
+def test_each_incarnation_may_have_written_from_its_start_to_its_second_reading_after(
+    tmp_path: Path,
+) -> None:
+    plan = [("v1", v1_writes), ("v2", v2_writes), ("v1", v1_writes)]
+    run = run_of(tmp_path, plan, steps_each=2)
+    runs = stretches(run.history, ("v1", "v2"))  # v1 runs again until the run ends
+    assert runs[:3] == [
+        Stretch(0, "v1", 0, 4, False),  # sealed 0-1; readings 3, 4 after its exit
+        Stretch(1, "v2", 2, 6, False),
+        Stretch(2, "v1", 4, 8, True),  # rolled back
+    ]
+    assert runs[-1].hi is None  # no reading followed the last exit
 
 
 def test_a_run_that_never_upgraded_is_valid_with_the_new_column_absent(tmp_path: Path) -> None:
@@ -309,6 +382,24 @@ def test_a_slow_start_whose_alter_follows_the_cut_blames_nobody(tmp_path: Path) 
     ho = handover(run.history, ("v1", "v2"))
     assert ho is not None and ho.cut == 4  # the second reading after v1's exit: still 4
     assert verdicts(run) == ALL_VALID
+
+
+def test_a_backfill_credited_to_the_step_before_release_2_started_is_explained(
+    tmp_path: Path,
+) -> None:
+    """Release 2's backfill of ``tier`` (its ``migrate``), committed outside any batch, lands
+    in release 1's last step: the rows it rewrote read as release 2 reads release 1's."""
+
+    @dataclass(frozen=True)
+    class Backfilled(Accounts):
+        def migrate(self, row: Any, version: str) -> dict[str, Any]:
+            return {**row, "tier": tier(row["amount"])}
+
+    plan = [("v1", v1_writes), ("v2", v2_writes)]
+    run = run_of(tmp_path, plan, backfill=True, job=Backfilled())
+    res = run_checkers(run).checkers["versions"]
+    assert res.valid is True, res.anomalies[:1]
+    assert res.counts["earlier_states_judged"] > 0
 
 
 def test_a_run_that_never_upgraded_reads_rows_as_its_version_writes_them(tmp_path: Path) -> None:
