@@ -158,13 +158,13 @@ def check(run: RunData) -> CheckResult:
     # each version's row as the last version reads it
     cands = wanted.filter(pl.col("to") == ho.last).select("row", "version", "value")
     ran = set(ho.ran)
-    bad: list[Anomaly] = []
     total = judged = 0
     columns = {c for raw in wanted["value"].head(1).to_list() for c in orjson.loads(raw)}
     absent = sorted(columns - run.versioned_held)
     by_row: dict[int, list[tuple[str, bytes]]] = {}
     for r, v, w in cands.iter_rows():
         by_row.setdefault(r, []).append((v, w))
+    wrong: list[tuple[dict[str, Any], list[tuple[str, bytes]], dict[str, Any]]] = []
     for k in keys.iter_rows(named=True):
         options = [(v, w) for v, w in by_row.get(k["row"], []) if v in ran]
         if k["after"]:
@@ -177,8 +177,7 @@ def check(run: RunData) -> CheckResult:
         if any(_columns(w, options) == found for _, w in options):
             continue
         total += 1
-        if len(bad) < MAX_EXAMPLES:
-            bad.append(_anomaly(run, k, options, found, ho, absent))
+        wrong.append((k, options, found))
     res.counts["keys_judged"] = judged
     res.counts["keys_after_cut"] = keys.filter(pl.col("after")).height
     unread = _unread(cands.filter(pl.col("version") == ho.last)["value"], absent)
@@ -190,12 +189,17 @@ def check(run: RunData) -> CheckResult:
             error=f"no row of the export holds {', '.join(unread)}, which {ho.last} writes: "
             "the output does not read it (does its exclude name it? remove it from exclude)",
         )
-    res.add_bulk(KIND, total, bad)
+    wrong.sort(key=lambda w: w[0]["step"] if isinstance(w[0]["step"], int) else 1 << 62)
+    bad = [_anomaly(run, k, o, found, ho, absent) for k, o, found in wrong[:MAX_EXAMPLES]]
     # every earlier state (an output whose states have no moment in the run has no stretches)
     if run.states_timed:
         earlier = judge_earlier(run, wanted, order, 0 if run.keeps_bindings else 1)
         res.counts.update(earlier.counts)
-        res.add_bulk(KIND, earlier.total, earlier.anomalies)
+        total += earlier.total
+        bad += earlier.anomalies
+    # the earliest first, whichever state they are in: the first wrong write says the most
+    bad.sort(key=lambda a: a.step if a.step is not None else 1 << 62)
+    res.add_bulk(KIND, total, bad[:MAX_EXAMPLES])
     rows = run.versioned.lazy().select(pl.len()).collect().item()
     if not judged and not res.anomaly_counts and rows:
         why = "after the rollback no row changed at or after the cut" if ho.rolled_back else ""

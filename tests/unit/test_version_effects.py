@@ -305,10 +305,26 @@ def test_a_release_2_that_forgets_the_column_in_its_update_is_caught(tmp_path: P
     run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_tier_on_insert_only)])
     found = verdicts(run)
     assert found == {**ALL_VALID, "versions": False}  # every other column is right
-    bad = run_checkers(run).checkers["versions"].anomalies[0]
+    shown = run_checkers(run).checkers["versions"].anomalies
+    bad = shown[0]  # the earliest first: release 2's first UPDATE of a row release 1 wrote
     assert bad.kind == "versioned-column-mismatch" and bad.key in {k.decode() for k in KEYS}
     assert json.loads(bad.found)["tier"] is None and '"tier":"' in bad.expected
-    assert "v2 wrote it" in bad.detail
+    assert "only v2 (incarnation 1) may have written it then" in bad.detail
+    steps = [a.step for a in shown]
+    assert steps == sorted(steps), steps  # type: ignore[type-var]
+
+
+def v2_wrong_at_last(old: dict[str, Any] | None, n: int) -> dict[str, Any]:
+    """Release 2 inverts ``tier`` for each key's last record alone (values from 66)."""
+    return {**(old or {}), "amount": n, "tier": tier(n + 1 if n >= 66 else n)}
+
+
+def test_a_wrong_last_state_names_the_version_that_wrote_it(tmp_path: Path) -> None:
+    run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_wrong_at_last)])
+    res = run_checkers(run).checkers["versions"]
+    assert res.valid is False and res.anomalies
+    for bad in res.anomalies:  # only last states are wrong
+        assert "its row last changed at step" in bad.detail and "v2 wrote it" in bad.detail
 
 
 def test_without_bindings_the_states_tell_who_wrote_a_row(tmp_path: Path) -> None:
