@@ -1,7 +1,8 @@
 """The failing keys' story, for ``results.json`` (:class:`sealcheck.rundir.facts.KeyStory`):
 for the first keys an anomaly names, every input record of that key (partition, offset, value
 or tombstone, when it was acknowledged, the step that bound it) and every persisted update of
-it (collection, value, step, diff, sealed or not), in order — what an on-call engineer reads
+it (collection, value, step, diff, sealed or not; for a job whose versions write different
+columns, those columns' updates beside ``data``'s), in order — what an on-call engineer reads
 first to see where a record was lost, doubled or invented.
 
 Each story highlights the key's first bad update: the first persisted ``data`` update that
@@ -26,6 +27,9 @@ from sealcheck.rundir.facts import MAX_KEYS, MAX_ROWS, KeyStory, StoryRecord, St
 
 #: characters of a value kept in a story
 MAX_TEXT = 90
+#: the story's name for updates of the columns not every version writes (``data``'s, split
+#: off into ``export/versioned.parquet``)
+VERSIONED_COLLECTION = "data (versioned columns)"
 
 
 def _text(raw: bytes | None) -> str | None:
@@ -132,6 +136,20 @@ def key_story(run: RunData, ranges: pl.DataFrame, key: str, why: str, step: int 
             StoryUpdate(u["collection"], _text(u["value"]), step, int(u["diff"]), upper)
         )
     _highlight(story, run, raw, updates)
+    if run.versioned is not None:  # a release's own columns, split off the export (issue 53)
+        upper, since = run.uppers.get("data", 0), run.sinces.get("data", 0)
+        extra = run.versioned.lazy().filter(pl.col("key") == raw).sort("ts", "diff").collect()
+        story.updates += [
+            StoryUpdate(
+                VERSIONED_COLLECTION,
+                _text(u["value"]),
+                max(int(u["ts"]), since),
+                int(u["diff"]),
+                upper,
+            )
+            for u in extra.iter_rows(named=True)
+        ]
+        story.updates.sort(key=lambda u: (u.step, u.diff))  # stable: data's before at a tie
     story.more_records = max(0, len(story.records) - MAX_ROWS)
     story.more_updates = max(0, len(story.updates) - MAX_ROWS)
     story.records, story.updates = story.records[:MAX_ROWS], story.updates[:MAX_ROWS]

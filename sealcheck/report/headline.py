@@ -141,10 +141,12 @@ def judged_lines(results: dict[str, Any], facts: RunFacts) -> list[str]:
         return []
     judged, states = int(counts["states_judged"]), facts.states
     if states is not None and states.seen > judged:  # states that changed nothing
-        what = (
-            f"{judged:,} of the {states.seen:,} states {SEEN.get(states.by, 'seen')} (the "
-            "others changed nothing: each equals the state before it)"
+        other = (
+            "the other changed nothing: it equals the state before it"
+            if states.seen - judged == 1
+            else "the others changed nothing: each equals the state before it"
         )
+        what = f"{judged:,} of the {states.seen:,} states {SEEN.get(states.by, 'seen')} ({other})"
     else:
         how = EVERY_STATE.get(states.by if states is not None else None, EVERY_STATE[None])
         what = f"{judged:,} — {how}"

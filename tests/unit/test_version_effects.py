@@ -21,6 +21,8 @@ from sealcheck import Delete, DeltaOutput, Job, JobRun, Record, Upsert
 from sealcheck.checkers import CHECKERS, run_checkers
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.schemas import EFFECTS_SCHEMA, TOPIC_SCHEMA, UPDATES_SCHEMA
+from sealcheck.checkers.facts import sealed_ranges
+from sealcheck.checkers.stories import VERSIONED_COLLECTION, stories
 from sealcheck.checkers.version_states import Stretch, stretches
 from sealcheck.checkers.versions import handover
 from sealcheck.core.effects import EffectError, encode_key, encode_row
@@ -312,6 +314,17 @@ def test_a_release_2_that_forgets_the_column_in_its_update_is_caught(tmp_path: P
     assert "only v2 (incarnation 1) may have written it then" in bad.detail
     steps = [a.step for a in shown]
     assert steps == sorted(steps), steps  # type: ignore[type-var]
+
+
+def test_the_failing_keys_story_shows_the_new_column_beside_the_others(tmp_path: Path) -> None:
+    run = run_of(tmp_path, [("v1", v1_writes), ("v2", v2_tier_on_insert_only)])
+    bad = run_checkers(run).checkers["versions"].anomalies[0]
+    told, _ = stories(run, sealed_ranges(run), [bad])
+    rows = [(u.collection, u.value, u.step, u.diff) for u in told[0].updates]
+    assert ("data", bad.step) in {(c, s) for c, _, s, _ in rows}, rows  # the rewrite
+    held = [v for c, v, s, d in rows if c == VERSIONED_COLLECTION and d > 0 and s <= bad.step]
+    assert held[-1] == '{"tier":null}', rows  # and tier as it was: null
+    assert [s for _, _, s, _ in rows] == sorted(s for _, _, s, _ in rows)
 
 
 def v2_wrong_at_last(old: dict[str, Any] | None, n: int) -> dict[str, Any]:
