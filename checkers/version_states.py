@@ -131,6 +131,7 @@ def _states(cp: pl.DataFrame, name: str) -> pl.DataFrame:
     return (
         per.join(bad, on="kh")
         .filter(~pl.col("bad"))
+        .sort("kh", "ts")  # a join keeps no order; the fill below reads each key in time order
         .with_columns(
             pl.when(pl.col("live") == 0)
             .then(pl.lit(0, pl.UInt64))

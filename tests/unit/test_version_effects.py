@@ -19,9 +19,9 @@ import pytest
 
 from sealcheck import Delete, DeltaOutput, Job, JobRun, Record, Upsert
 from sealcheck.checkers import CHECKERS, run_checkers
+from sealcheck.checkers.facts import sealed_ranges
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.schemas import EFFECTS_SCHEMA, TOPIC_SCHEMA, UPDATES_SCHEMA
-from sealcheck.checkers.facts import sealed_ranges
 from sealcheck.checkers.stories import VERSIONED_COLLECTION, stories
 from sealcheck.checkers.version_states import Stretch, stretches
 from sealcheck.checkers.versions import handover
