@@ -162,8 +162,8 @@ def check(run: RunData) -> CheckResult:
     columns = {c for raw in wanted["value"].head(1).to_list() for c in orjson.loads(raw)}
     absent = sorted(columns - run.versioned_held)
     by_row: dict[int, list[tuple[str, bytes]]] = {}
-    for r, v, w in cands.iter_rows():
-        by_row.setdefault(r, []).append((v, w))
+    for r, v, w in cands.join(keys.select("row"), on="row", how="semi").iter_rows():
+        by_row.setdefault(r, []).append((v, w))  # the keys' last records' alone
     wrong: list[tuple[dict[str, Any], list[tuple[str, bytes]], dict[str, Any]]] = []
     for k in keys.iter_rows(named=True):
         options = [(v, w) for v, w in by_row.get(k["row"], []) if v in ran]
