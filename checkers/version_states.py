@@ -26,6 +26,7 @@ were, which no mapping says.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import overload
 
 import orjson
 import polars as pl
@@ -53,9 +54,13 @@ class Stretch:
     #: an earlier version than one that started before it (``order``)
     rolled_back: bool
 
-    def may_write(self, step: pl.Expr, shift: int) -> pl.Expr:
-        """Whether it may have written ``step``; ``shift`` moves the upper bound later (one
-        state, for an output observed from outside)."""
+    @overload
+    def may_write(self, step: pl.Expr, shift: int) -> pl.Expr: ...
+    @overload
+    def may_write(self, step: int, shift: int) -> bool: ...
+    def may_write(self, step: pl.Expr | int, shift: int) -> pl.Expr | bool:
+        """Whether it may have written ``step`` (a column of steps, or one); ``shift`` moves
+        the upper bound later (one state, for an output observed from outside)."""
         inside = step >= self.lo
         return inside if self.hi is None else inside & (step < self.hi + shift)
 
@@ -145,20 +150,22 @@ def _states(cp: pl.DataFrame, name: str) -> pl.DataFrame:
     )
 
 
-def _canonical(raw: bytes | None, columns: list[str]) -> bytes:
-    """The versioned ``columns`` of a JSON row in one spelling (a missing one null)."""
+def canonical(raw: bytes | None, columns: list[str]) -> bytes:
+    """The versioned ``columns`` of a JSON row in one spelling, a missing one null (a table
+    without the column yet holds null there): what rows and mappings are compared by."""
     row = orjson.loads(raw) if raw else {}
     return orjson.dumps({c: row.get(c) for c in columns})
 
 
-def judge_earlier(run: RunData, wanted: pl.DataFrame, order: tuple[str, ...], shift: int) -> Judged:
+def judge_earlier(
+    run: RunData, wanted: pl.DataFrame, columns: list[str], order: tuple[str, ...], shift: int
+) -> Judged:
     """Judge every state of every key of ``data`` but its last (the module's docstring).
-    ``wanted``: ``effects-versions.parquet``; ``shift``: 1 for an output observed from
-    outside (:meth:`Stretch.may_write`)."""
+    ``wanted``: ``effects-versions.parquet``, holding the versioned ``columns``; ``shift``: 1
+    for an output observed from outside (:meth:`Stretch.may_write`)."""
     assert run.versioned is not None
     out = Judged()
     runs = stretches(run.history, order)
-    columns = sorted({c for raw in wanted["value"].head(1).to_list() for c in orjson.loads(raw)})
     upper = run.uppers.get("data", 0)
     vers = (
         run.versioned.lazy()
@@ -168,7 +175,7 @@ def judge_earlier(run: RunData, wanted: pl.DataFrame, order: tuple[str, ...], sh
         .collect()
     )
     spell = {
-        vh: _canonical(raw, columns)
+        vh: canonical(raw, columns)
         for vh, raw in vers.unique("vh").select("vh", "value").iter_rows()
     }
     data = _states(run.change_points("data"), "dvh")
@@ -206,7 +213,7 @@ def judge_earlier(run: RunData, wanted: pl.DataFrame, order: tuple[str, ...], sh
     values = wanted["value"].unique().to_list()  # few: the versioned columns' values
     wants = wanted.select("row", "version", "to", "value").join(
         pl.DataFrame(
-            {"value": values, "w": [_canonical(b, columns) for b in values]},
+            {"value": values, "w": [canonical(b, columns) for b in values]},
             schema={"value": pl.Binary, "w": pl.Binary},
         ),
         on="value",
@@ -254,11 +261,7 @@ def _anomaly(run: RunData, k: dict[str, object], runs: list[Stretch], shift: int
     )
     said = " or ".join(f"{o['version']}: {o['w'].decode()}" for o in opts)
     writes = " or ".join(f"{o['version']} writes {o['w'].decode()}" for o in opts)
-    writers = [
-        f"{s.version} (incarnation {s.incarnation})"
-        for s in runs
-        if s.lo <= ts and (s.hi is None or ts < s.hi + shift)
-    ]
+    writers = [f"{s.version} (incarnation {s.incarnation})" for s in runs if s.may_write(ts, shift)]
     rec = run.topic_row(record)
     key = run.effect_key("data", record)
     found = bytes(k["canon"]).decode()  # type: ignore[call-overload]

@@ -31,7 +31,7 @@ import polars as pl
 from sealcheck.checkers.frames import h
 from sealcheck.checkers.inputs import RunData
 from sealcheck.checkers.result import MAX_EXAMPLES, NOTHING_SEALED, Anomaly, CheckResult, show
-from sealcheck.checkers.version_states import KIND, judge_earlier, stretches
+from sealcheck.checkers.version_states import KIND, canonical, judge_earlier, stretches
 from sealcheck.rundir.history import History
 
 NAME = "versions"
@@ -159,12 +159,12 @@ def check(run: RunData) -> CheckResult:
     cands = wanted.filter(pl.col("to") == ho.last).select("row", "version", "value")
     ran = set(ho.ran)
     total = judged = 0
-    columns = {c for raw in wanted["value"].head(1).to_list() for c in orjson.loads(raw)}
-    absent = sorted(columns - run.versioned_held)
+    columns = sorted({c for raw in wanted["value"].head(1).to_list() for c in orjson.loads(raw)})
+    absent = sorted(set(columns) - run.versioned_held)
     by_row: dict[int, list[tuple[str, bytes]]] = {}
     for r, v, w in cands.join(keys.select("row"), on="row", how="semi").iter_rows():
         by_row.setdefault(r, []).append((v, w))  # the keys' last records' alone
-    wrong: list[tuple[dict[str, Any], list[tuple[str, bytes]], dict[str, Any]]] = []
+    wrong: list[tuple[dict[str, Any], list[tuple[str, bytes]], bytes]] = []
     for k in keys.iter_rows(named=True):
         options = [(v, w) for v, w in by_row.get(k["row"], []) if v in ran]
         if k["after"]:
@@ -173,8 +173,8 @@ def check(run: RunData) -> CheckResult:
             res.counts["keys_not_mapped"] = res.counts.get("keys_not_mapped", 0) + 1
             continue
         judged += 1
-        found = _columns(k["found"], options)
-        if any(_columns(w, options) == found for _, w in options):
+        found = canonical(k["found"], columns)
+        if any(canonical(w, columns) == found for _, w in options):
             continue
         total += 1
         wrong.append((k, options, found))
@@ -193,7 +193,7 @@ def check(run: RunData) -> CheckResult:
     bad = [_anomaly(run, k, o, found, ho, absent) for k, o, found in wrong[:MAX_EXAMPLES]]
     # every earlier state (an output whose states have no moment in the run has no stretches)
     if run.states_timed:
-        earlier = judge_earlier(run, wanted, order, 0 if run.keeps_bindings else 1)
+        earlier = judge_earlier(run, wanted, columns, order, 0 if run.keeps_bindings else 1)
         res.counts.update(earlier.counts)
         total += earlier.total
         bad += earlier.anomalies
@@ -237,19 +237,11 @@ def _cut(run: RunData, ho: Handover) -> int | None:
     return ho.cut if run.keeps_bindings or ho.cut == 0 else ho.cut + 1
 
 
-def _columns(raw: bytes | None, options: list[tuple[str, bytes]]) -> dict[str, object]:
-    """A row's versioned columns: each one the ``options`` name, read as null where the row
-    lacks it (a table without the column yet holds null there)."""
-    names = {c for _, w in options for c in orjson.loads(w)}
-    row = orjson.loads(raw) if raw else {}
-    return {c: row.get(c) for c in sorted(names | set(row))}
-
-
 def _anomaly(
     run: RunData,
     k: dict[str, Any],
     options: list[tuple[str, bytes]],
-    found: dict[str, Any],
+    found: bytes,
     ho: Handover,
     absent: list[str],
 ) -> Anomaly:
@@ -281,7 +273,7 @@ def _anomaly(
         show(k["key"]),
         step,
         expected=" or ".join(f"{v}: {w.decode()}" for v, w in options),
-        found=orjson.dumps(found).decode(),
-        detail=f"{why}; {said} for it, but the row holds {orjson.dumps(found).decode()}{hint}",
+        found=found.decode(),
+        detail=f"{why}; {said} for it, but the row holds {found.decode()}{hint}",
         context=run.context_for_step(step),
     )
